@@ -63,7 +63,11 @@ def test_trainer_chart_never_installs_jobset_or_runtimes() -> None:
     values = next(r for r in render(MINIMAL).releases if r["name"] == "trainer")["values"]
     assert values["jobset"] == {"install": False}
     assert values["runtimes"]["defaultEnabled"] is False
-    assert all(v.get("enabled") is False for k, v in values["runtimes"].items() if isinstance(v, dict) and k != "torchtuneDistributed")
+    assert all(
+        v.get("enabled") is False
+        for k, v in values["runtimes"].items()
+        if isinstance(v, dict) and k != "torchtuneDistributed"
+    )
 
 
 def test_kueue_integrates_trainjobs_and_tas_is_configurable() -> None:

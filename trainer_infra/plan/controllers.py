@@ -14,7 +14,7 @@ from trainer_infra.controllers.jobset import jobset_values
 from trainer_infra.controllers.kueue import kueue_values
 from trainer_infra.controllers.trainer import trainer_values
 from trainer_infra.manifests import meta
-from trainer_infra.plan.model import Component, HelmRelease, ManagedObject, ReadinessGate
+from trainer_infra.plan.model import Component, HelmRelease, ManagedObject, PlanPart, ReadinessGate
 from trainer_infra.versions import MATRIX
 
 INSTALL_ORDER: tuple[Component, ...] = ("jobset", "trainer", "kueue")
@@ -100,7 +100,7 @@ def _probes(component: Component, namespace: str, mirror: str | None) -> tuple[d
     )
 
 
-def controller_plan(cfg: StackConfig) -> tuple[list[HelmRelease], list[ReadinessGate], list[ManagedObject]]:
+def controller_plan(cfg: StackConfig) -> PlanPart:
     versions = cfg.components.resolved_versions()
     namespaces = cfg.components.resolved_namespaces()
     mirror = cfg.images.registry_mirror
@@ -142,4 +142,4 @@ def controller_plan(cfg: StackConfig) -> tuple[list[HelmRelease], list[Readiness
         )
         objects.append(ManagedObject(meta.namespace(namespaces[component])))
         previous = (f"{component}-ready",)
-    return releases, gates, objects
+    return PlanPart(tuple(releases), tuple(gates), tuple(objects))

@@ -22,12 +22,12 @@ class SecretValue(str):
 @dataclass(frozen=True)
 class HelmRelease:
     name: str
-    component: Component
+    component: str
     chart: str
     version: str
     namespace: str
     values: dict[str, Any]
-    after: tuple[str, ...] = ()
+    after: tuple[str, ...] = ()  # names of gates or releases that must be ready first
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,15 @@ class ManagedObject:
         meta = self.manifest["metadata"]
         ns = meta.get("namespace")
         return f"{self.manifest['kind'].lower()}-{ns + '-' if ns else ''}{meta['name']}"
+
+
+@dataclass(frozen=True)
+class PlanPart:
+    """What one area contributes to the plan (see plan/build.py PLANNERS)."""
+
+    releases: tuple[HelmRelease, ...] = ()
+    gates: tuple[ReadinessGate, ...] = ()
+    objects: tuple[ManagedObject, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from trainer_infra.config.stack import StackConfig
-from trainer_infra.plan.model import Component, ManagedObject, Plan
+from trainer_infra.plan.model import ManagedObject, Plan
 from trainer_infra.platform.gate import ReadinessGateResource
 from trainer_infra.platform.helm import chart
 from trainer_infra.platform.objects import KubernetesObject
@@ -37,19 +37,22 @@ class TrainingPlatform(pulumi.ComponentResource):
             if obj.manifest["kind"] == "Namespace":
                 namespaces[obj.manifest["metadata"]["name"]] = self._object(obj, child, [])
 
-        gates: dict[Component, pulumi.Resource] = {}
+        # Releases and gates by name, so `after` can name either.
+        ready: dict[str, pulumi.Resource] = {}
+        gates: dict[str, pulumi.Resource] = {}
         for release in plan.releases:
-            after: list[pulumi.Resource] = [namespaces[release.namespace]] if release.namespace in namespaces else []
-            after += [g for g in gates.values() if g._name in release.after]
+            after = [namespaces[release.namespace]] if release.namespace in namespaces else []
+            after += [ready[name] for name in release.after]
             helm = chart(
                 release,
                 plan.protect_crds,
                 pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=after)),
             )
-            gate = next(g for g in plan.gates if g.release == release.name)
-            gates[gate.component] = ReadinessGateResource(
-                gate, kubeconfig, cfg.kubernetes.context, pulumi.ResourceOptions(parent=self, depends_on=[helm])
-            )
+            ready[release.name] = helm
+            for gate in (g for g in plan.gates if g.release == release.name):
+                ready[gate.name] = gates[gate.component] = ReadinessGateResource(
+                    gate, kubeconfig, cfg.kubernetes.context, pulumi.ResourceOptions(parent=self, depends_on=[helm])
+                )
 
         for obj in plan.objects:
             if obj.manifest["kind"] == "Namespace":
