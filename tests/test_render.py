@@ -129,3 +129,23 @@ def test_integers_stay_integers_and_secrets_never_appear(tmp_path: Path) -> None
     assert gate["inputs"]["timeoutSeconds"] == 300 and isinstance(gate["inputs"]["timeoutSeconds"], int)
     assert gate["inputs"]["kubeconfig"] == "<secret>"
     assert "topsecret" not in yaml.safe_dump([rendered.manifests, rendered.releases, rendered.resources])
+
+
+def test_trainer_2_3_renders_conformant_objects_against_its_own_crds() -> None:
+    raw = {
+        **MINIMAL,
+        "components": {"trainer": {"version": "2.3.0"}, "kueue": {"trainJobIntegration": False}},
+    }
+    rendered = render(raw)
+    values = next(r for r in rendered.releases if r["name"] == "trainer")["values"]
+    assert values["crds"] == {"enabled": True}, "v2.3 renders its CRDs from templates behind crds.enabled"
+    kueue = next(r for r in rendered.releases if r["name"] == "kueue")
+    assert "trainer.kubeflow.org/trainjob" not in kueue["values"]["managerConfig"]["controllerManagerConfigYaml"]
+    assert conformance_findings(raw, rendered) == []
+    from trainer_infra.conformance import Conformance
+    from trainer_infra.plan.controllers import _probes
+
+    checker = Conformance("1.34", {"trainer": "2.3.0", "jobset": "0.12.0", "kueue": "0.19.2"})
+    for component in ("jobset", "trainer", "kueue"):
+        for probe in _probes(component, "ns", None):  # type: ignore[arg-type]
+            assert checker.check(probe) == [], "gate probes must be valid objects or the gate never opens"
