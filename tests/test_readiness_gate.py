@@ -92,3 +92,21 @@ def test_gates_pass_on_a_real_cluster() -> None:
                 "timeoutSeconds": 60,
             }
         )
+
+
+def test_gate_provider_survives_serialization_into_a_fresh_process() -> None:
+    """Pulumi pickles dynamic providers with dill and loads them in a separate provider host process."""
+    import base64
+    import subprocess
+    import sys
+
+    from pulumi.dynamic.dynamic import serialize_provider
+
+    blob = serialize_provider(gate._GateProvider())
+    code = (
+        "import base64, sys, dill; p = dill.loads(base64.b64decode(sys.stdin.read()));"
+        "print(type(p).__module__, type(p).__name__, callable(p.create))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], input=blob, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["trainer_infra.platform.gate", "_GateProvider", "True"]
+    assert base64.b64decode(blob)

@@ -149,3 +149,10 @@ def test_trainer_2_3_renders_conformant_objects_against_its_own_crds() -> None:
     for component in ("jobset", "trainer", "kueue"):
         for probe in _probes(component, "ns", None):  # type: ignore[arg-type]
             assert checker.check(probe) == [], "gate probes must be valid objects or the gate never opens"
+
+
+def test_stack_outputs_report_versions_and_namespaces() -> None:
+    outputs = render(MINIMAL).outputs
+    assert outputs["versions"] == {"jobset": "0.12.0", "trainer": "2.2.1", "kueue": "0.19.2"}
+    assert outputs["namespaces"] == {"jobset": "jobset-system", "trainer": "kubeflow-system", "kueue": "kueue-system"}
+    assert outputs["kubernetesVersion"] == "1.34"
