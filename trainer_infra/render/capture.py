@@ -99,8 +99,8 @@ def _run_program(run: Any) -> None:
     # set_mocks registered the root Stack's (empty) outputs before the program ran; register the
     # exports now, as the real engine does at the end of a program.
     stack: Any = pulumi_settings.get_root_resource()
-    stack._outputs_registered = False  # noqa: SLF001
-    stack._finish()  # noqa: SLF001
+    stack._outputs_registered = False
+    stack._finish()
 
 
 @dataclass(frozen=True)
