@@ -156,3 +156,34 @@ def test_stack_outputs_report_versions_and_namespaces() -> None:
     assert outputs["versions"] == {"jobset": "0.12.0", "trainer": "2.2.1", "kueue": "0.19.2"}
     assert outputs["namespaces"] == {"jobset": "jobset-system", "trainer": "kubeflow-system", "kueue": "kueue-system"}
     assert outputs["kubernetesVersion"] == "1.34"
+
+
+def test_every_custom_resource_waits_for_the_gate_of_its_api_group(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Later areas only add PlanParts; the dependency on the right gate (and namespace) is automatic."""
+    from trainer_infra.manifests.meta import metadata, namespace
+    from trainer_infra.plan import build
+    from trainer_infra.plan.model import ManagedObject, PlanPart
+
+    def extra(_cfg: object) -> PlanPart:
+        return PlanPart(
+            objects=(
+                ManagedObject(namespace("team-a")),
+                ManagedObject(
+                    {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": metadata("q", "team-a")}
+                ),
+                ManagedObject(
+                    {
+                        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+                        "kind": "ClusterTrainingRuntime",
+                        "metadata": metadata("r"),
+                    }
+                ),
+                ManagedObject({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata("c", "team-a")}),
+            )
+        )
+
+    monkeypatch.setattr(build, "PLANNERS", [*build.PLANNERS, extra])
+    rendered = render(MINIMAL)
+    assert resource(rendered, "localqueue-team-a-q")["dependsOn"] == ["kueue-ready", "namespace-team-a"]
+    assert resource(rendered, "clustertrainingruntime-r")["dependsOn"] == ["trainer-ready"]
+    assert resource(rendered, "configmap-team-a-c")["dependsOn"] == ["namespace-team-a"]
