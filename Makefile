@@ -1,0 +1,40 @@
+# Two commands set up a fresh machine: `make render` (the main job, offline) and `make test`.
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+STACK  ?= local
+
+.PHONY: render validate test lint typecheck unit bench docs clean
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[test]"
+	touch $(STAMP)
+
+render: $(STAMP)  ## validate and render stacks/Pulumi.$(STACK).yaml offline into build/$(STACK)/
+	$(PY) -m trainer_infra validate --stack $(STACK)
+	$(PY) -m trainer_infra render --stack $(STACK) --out build/$(STACK)
+
+validate: $(STAMP)
+	$(PY) -m trainer_infra validate --stack $(STACK)
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
+
+typecheck: $(STAMP)
+	$(PY) -m mypy trainer_infra
+
+unit: $(STAMP)
+	$(PY) -m pytest -q -n 2
+
+test: lint typecheck unit  ## what CI runs
+
+bench: $(STAMP)  ## render synthetic stacks of growing size; prints resources/s
+	$(PY) -m tests.bench
+
+docs: $(STAMP)  ## regenerate the README's configuration reference
+	$(PY) -m tests.update_readme
+
+clean:
+	rm -rf build .pytest_cache .mypy_cache .ruff_cache

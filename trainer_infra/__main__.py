@@ -1,0 +1,5 @@
+import sys
+
+from trainer_infra.cli import main
+
+sys.exit(main())

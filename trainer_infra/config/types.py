@@ -1,0 +1,37 @@
+"""Constrained scalar types shared by config models (Kubernetes names, quantities, versions)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, StringConstraints
+
+DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+# Kubernetes resource.Quantity, e.g. 500m, 2Gi, 1.5, 8
+QUANTITY = r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[numkMGTPE]|[KMGTPE]i)?$"
+
+
+def _number_to_str(v: Any) -> Any:
+    # YAML reads `cpu: 2` as an int; Kubernetes wants a quantity string.
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, (int, float)):
+        return str(v)
+    return v
+
+
+SEMVER = r"^\d+\.\d+\.\d+$"
+KUBE_MINOR = r"^1\.\d{2}$"
+
+# What a pattern means to a person, and how to fix a value that misses it (used by error messages).
+PATTERN_HELP: dict[str, tuple[str, str]] = {
+    DNS_LABEL: ("a DNS label", "use lowercase a-z, 0-9 and '-', starting and ending with a letter or digit"),
+    QUANTITY: ("a Kubernetes quantity", "e.g. 500m, 2, 1.5, 512Mi, 4Gi"),
+    SEMVER: ('a version "MAJOR.MINOR.PATCH"', 'write it without a leading "v", e.g. "0.19.2"'),
+    KUBE_MINOR: ('a Kubernetes minor version "1.NN"', 'quote it so YAML keeps it a string, e.g. "1.34"'),
+}
+
+DnsLabel = Annotated[str, StringConstraints(pattern=DNS_LABEL, max_length=63)]
+Quantity = Annotated[str, BeforeValidator(_number_to_str), StringConstraints(pattern=QUANTITY)]
+SemVer = Annotated[str, BeforeValidator(_number_to_str), StringConstraints(pattern=SEMVER)]
+KubeMinor = Annotated[str, BeforeValidator(_number_to_str), StringConstraints(pattern=KUBE_MINOR)]

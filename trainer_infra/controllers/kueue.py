@@ -1,0 +1,71 @@
+"""Kueue: quota, queueing and topology-aware placement for TrainJobs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from pydantic import Field
+
+from trainer_infra.config.base import StrictModel
+from trainer_infra.config.images import mirror_image
+from trainer_infra.controllers.common import ControllerConfig, deep_merge, split_image
+
+TRAINJOB_FRAMEWORK = "trainer.kubeflow.org/trainjob"
+DEFAULT_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
+
+
+class TasConfig(StrictModel):
+    """Topology-Aware Scheduling (beta, on by default since Kueue 0.14)."""
+
+    enabled: bool = True
+
+
+class KueueConfig(ControllerConfig):
+    """Kueue controller (chart `kueue`)."""
+
+    train_job_integration: bool = Field(
+        default=True, description="Let Kueue queue TrainJobs (framework trainer.kubeflow.org/trainjob)."
+    )
+    frameworks: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_FRAMEWORKS),
+        description="Other Kueue integrations to enable (the TrainJob one is governed by trainJobIntegration).",
+    )
+    tas: TasConfig = Field(default_factory=TasConfig)
+
+
+def kueue_frameworks(cfg: KueueConfig) -> list[str]:
+    frameworks = [f for f in cfg.frameworks if f != TRAINJOB_FRAMEWORK]
+    if cfg.train_job_integration:
+        frameworks.append(TRAINJOB_FRAMEWORK)
+    return sorted(set(frameworks))
+
+
+def kueue_feature_gates(cfg: KueueConfig) -> dict[str, bool]:
+    return {"TopologyAwareScheduling": cfg.tas.enabled, **cfg.feature_gates}
+
+
+def kueue_values(cfg: KueueConfig, version: str, mirror: str | None) -> dict[str, Any]:
+    repo, tag = split_image(mirror_image(f"registry.k8s.io/kueue/kueue:v{version}", mirror))
+    manager_config = {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": ":8081"},
+        "metrics": {"bindAddress": ":8443"},
+        "webhook": {"port": 9443},
+        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        "controller": {"groupKindConcurrency": {"Workload.kueue.x-k8s.io": 10}},
+        "integrations": {"frameworks": kueue_frameworks(cfg)},
+    }
+    values: dict[str, Any] = {
+        "controllerManager": {
+            "replicas": cfg.replicas,
+            "manager": {
+                "image": {"repository": repo, "tag": tag, "pullPolicy": "IfNotPresent"},
+                "resources": cfg.resources.as_k8s(),
+            },
+            "featureGates": [{"name": name, "enabled": on} for name, on in sorted(kueue_feature_gates(cfg).items())],
+        },
+        "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(manager_config, sort_keys=True)},
+    }
+    return deep_merge(values, cfg.values)

@@ -1,0 +1,1 @@
+"""Pure functions that turn plan data into Kubernetes object dicts."""

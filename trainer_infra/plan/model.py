@@ -1,0 +1,89 @@
+"""What the program will create, as plain data: the hand-off between the pure plan and Pulumi."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Component = Literal["jobset", "trainer", "kueue"]
+
+# Custom resources wait for the readiness gate of the controller that serves their API group.
+GATE_BY_API_GROUP: dict[str, Component] = {
+    "jobset.x-k8s.io": "jobset",
+    "trainer.kubeflow.org": "trainer",
+    "kueue.x-k8s.io": "kueue",
+}
+
+
+class SecretValue(str):
+    """A manifest value that must stay secret: Pulumi wraps it, render prints `<secret>`."""
+
+
+@dataclass(frozen=True)
+class HelmRelease:
+    name: str
+    component: str
+    chart: str
+    version: str
+    namespace: str
+    values: dict[str, Any]
+    after: tuple[str, ...] = ()  # names of gates or releases that must be ready first
+
+
+@dataclass(frozen=True)
+class ReadinessGate:
+    """Passes once `crds` are Established and a dry-run create of each probe is answered by the
+    webhook (kueue#13036: webhooks fail for 10-30 s after the Deployment is Ready)."""
+
+    name: str
+    component: Component
+    release: str
+    crds: tuple[str, ...]
+    probes: tuple[dict[str, Any], ...]
+    version: str
+    timeout_seconds: int = 300
+
+
+@dataclass(frozen=True)
+class ManagedObject:
+    """One Kubernetes object we own, with the options that keep user data safe."""
+
+    manifest: dict[str, Any]
+    protect: bool = False
+    retain_on_delete: bool = False
+    delete_before_replace: bool = False
+    replace_on_changes: tuple[str, ...] = ()
+
+    @property
+    def api_group(self) -> str:
+        api_version = str(self.manifest["apiVersion"])
+        return api_version.split("/")[0] if "/" in api_version else ""
+
+    @property
+    def gate(self) -> Component | None:
+        return GATE_BY_API_GROUP.get(self.api_group)
+
+    @property
+    def key(self) -> str:
+        """Unique, stable resource name: kind, namespace and name."""
+        meta = self.manifest["metadata"]
+        ns = meta.get("namespace")
+        return f"{self.manifest['kind'].lower()}-{ns + '-' if ns else ''}{meta['name']}"
+
+
+@dataclass(frozen=True)
+class PlanPart:
+    """What one area contributes to the plan (see plan/build.py PLANNERS)."""
+
+    releases: tuple[HelmRelease, ...] = ()
+    gates: tuple[ReadinessGate, ...] = ()
+    objects: tuple[ManagedObject, ...] = ()
+
+
+@dataclass(frozen=True)
+class Plan:
+    releases: tuple[HelmRelease, ...]
+    gates: tuple[ReadinessGate, ...]
+    objects: tuple[ManagedObject, ...]
+    protect_crds: bool
+    outputs: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,85 @@
+"""`TrainingPlatform`: the one top-level component; turns a Plan into Pulumi resources with the right
+ordering (charts → readiness gates → custom resources) and data protection."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from trainer_infra.config.stack import StackConfig
+from trainer_infra.plan.model import ManagedObject, Plan
+from trainer_infra.platform.gate import ReadinessGateResource
+from trainer_infra.platform.helm import chart
+from trainer_infra.platform.objects import KubernetesObject
+
+
+class TrainingPlatform(pulumi.ComponentResource):
+    versions: pulumi.Output[Any]
+    namespaces: pulumi.Output[Any]
+
+    def __init__(self, name: str, cfg: StackConfig, plan: Plan, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("trainer-platform:index:TrainingPlatform", name, None, opts)
+        kubeconfig = (
+            pulumi.Output.secret(cfg.kubernetes.kubeconfig.get_secret_value()) if cfg.kubernetes.kubeconfig else None
+        )
+        self.provider = k8s.Provider(
+            "k8s",
+            kubeconfig=kubeconfig,
+            context=cfg.kubernetes.context,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        child = pulumi.ResourceOptions(parent=self, provider=self.provider)
+
+        namespaces: dict[str, pulumi.Resource] = {}
+        for obj in plan.objects:
+            if obj.manifest["kind"] == "Namespace":
+                namespaces[obj.manifest["metadata"]["name"]] = self._object(obj, child, [])
+
+        # Releases and gates by name, so `after` can name either.
+        ready: dict[str, pulumi.Resource] = {}
+        gates: dict[str, pulumi.Resource] = {}
+        for release in plan.releases:
+            after = [namespaces[release.namespace]] if release.namespace in namespaces else []
+            after += [ready[name] for name in release.after]
+            helm = chart(
+                release,
+                plan.protect_crds,
+                pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=after)),
+            )
+            ready[release.name] = helm
+            for gate in (g for g in plan.gates if g.release == release.name):
+                ready[gate.name] = gates[gate.component] = ReadinessGateResource(
+                    gate, kubeconfig, cfg.kubernetes.context, pulumi.ResourceOptions(parent=self, depends_on=[helm])
+                )
+
+        for obj in plan.objects:
+            if obj.manifest["kind"] == "Namespace":
+                continue
+            deps: list[pulumi.Resource] = []
+            if obj.gate is not None:
+                deps.append(gates[obj.gate])
+            ns = obj.manifest["metadata"].get("namespace")
+            if ns in namespaces:
+                deps.append(namespaces[ns])
+            self._object(obj, child, deps)
+
+        self.versions = pulumi.Output.from_input(plan.outputs["versions"])
+        self.namespaces = pulumi.Output.from_input(plan.outputs["namespaces"])
+        self.register_outputs({"versions": self.versions, "namespaces": self.namespaces})
+
+    def _object(
+        self, obj: ManagedObject, base: pulumi.ResourceOptions, deps: list[pulumi.Resource]
+    ) -> KubernetesObject:
+        opts = pulumi.ResourceOptions.merge(
+            base,
+            pulumi.ResourceOptions(
+                depends_on=deps,
+                protect=obj.protect,
+                retain_on_delete=obj.retain_on_delete,
+                delete_before_replace=obj.delete_before_replace,
+                replace_on_changes=list(obj.replace_on_changes) or None,
+            ),
+        )
+        return KubernetesObject(obj.key, obj.manifest, opts)

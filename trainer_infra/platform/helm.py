@@ -1,0 +1,46 @@
+"""Charts as `helm.v4.Chart`.
+
+Why v4 and not `helm.v3.Release`: v4 renders like `helm template` and registers every chart object as
+its own Pulumi resource, so `pulumi preview --diff` in a pull request shows per-object changes, and
+CRDs are applied on upgrade (Helm never upgrades `crds/`, jobset#893). It skips Helm hooks
+(pulumi-kubernetes#3284); that is what we want: the only hook we would meet, Trainer 2.3's runtime
+installer, needs internet and we own the runtimes anyway.
+"""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from trainer_infra.plan.model import HelmRelease
+
+CRD_TYPE = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
+
+
+def protect_crds(protect: bool) -> pulumi.ResourceTransform:
+    """Deleting a CRD deletes every object of its kind (all TrainJobs, all ClusterQueues): keep
+    chart CRDs protected (no delete, no replace) and retained in the cluster if ever dropped."""
+
+    def transform(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
+        if args.type_ != CRD_TYPE:
+            return None
+        opts = pulumi.ResourceOptions.merge(
+            args.opts, pulumi.ResourceOptions(protect=protect, retain_on_delete=protect)
+        )
+        return pulumi.ResourceTransformResult(props=args.props, opts=opts)
+
+    return transform
+
+
+def chart(release: HelmRelease, protect: bool, opts: pulumi.ResourceOptions) -> k8s.helm.v4.Chart:
+    return k8s.helm.v4.Chart(
+        release.name,
+        k8s.helm.v4.ChartArgs(
+            chart=release.chart,
+            version=release.version,
+            namespace=release.namespace,
+            values=release.values,
+            skip_await=False,
+        ),
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(transforms=[protect_crds(protect)])),
+    )

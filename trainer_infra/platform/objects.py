@@ -1,0 +1,44 @@
+"""Any Kubernetes object dict as one Pulumi resource, so render sees exactly the manifest we built."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+from pulumi_kubernetes import _utilities as k8s_utilities
+
+from trainer_infra.plan.model import SecretValue
+
+
+def type_token(api_version: str, kind: str) -> str:
+    """The pulumi-kubernetes token: `v1` → `kubernetes:core/v1:Namespace`."""
+    group_version = api_version if "/" in api_version else f"core/{api_version}"
+    return f"kubernetes:{group_version}:{kind}"
+
+
+def wrap_secrets(value: Any) -> Any:
+    """SecretValue leaves become Pulumi secrets: encrypted in state, `[secret]` in previews."""
+    if isinstance(value, SecretValue):
+        return pulumi.Output.secret(str(value))
+    if isinstance(value, dict):
+        return {k: wrap_secrets(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [wrap_secrets(v) for v in value]
+    return value
+
+
+class KubernetesObject(pulumi.CustomResource):
+    """A typed-token resource built from a whole manifest (the provider treats it like its typed class)."""
+
+    def __init__(self, name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions | None = None) -> None:
+        version = k8s_utilities.get_version()  # type: ignore[no-untyped-call]
+        extra = pulumi.ResourceOptions(version=version)
+        if manifest["kind"] == "Secret":
+            extra.additional_secret_outputs = ["data", "stringData"]
+        props = wrap_secrets(manifest)
+        super().__init__(
+            type_token(manifest["apiVersion"], manifest["kind"]),
+            name,
+            props,
+            pulumi.ResourceOptions.merge(extra, opts),
+        )

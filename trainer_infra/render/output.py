@@ -1,0 +1,119 @@
+"""Write a capture as reviewable files: manifests.yaml, helm-releases.yaml, resources.json."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import yaml
+
+from trainer_infra.platform.helm import CRD_TYPE
+from trainer_infra.render.capture import Capture, Registration
+
+CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
+KIND_ORDER = ("Namespace", "CustomResourceDefinition", "StorageClass", "ClusterRole", "ClusterRoleBinding")
+_Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+@dataclass(frozen=True)
+class Rendered:
+    manifests: list[dict[str, Any]]
+    releases: list[dict[str, Any]]
+    resources: list[dict[str, Any]]
+    outputs: dict[str, Any]
+
+
+def _short(urn: str) -> str:
+    return urn.rsplit("::", 1)[-1] if urn else ""
+
+
+def _is_object(r: Registration) -> bool:
+    return r.custom and r.type.startswith("kubernetes:") and r.type != CHART_TYPE and "apiVersion" in r.inputs
+
+
+def manifest_sort_key(m: dict[str, Any]) -> tuple[int, str, str, str, str]:
+    kind = str(m["kind"])
+    rank = KIND_ORDER.index(kind) if kind in KIND_ORDER else len(KIND_ORDER)
+    md = m.get("metadata", {})
+    return (rank, str(m["apiVersion"]), kind, str(md.get("namespace", "")), str(md.get("name", "")))
+
+
+def _child_policy(r: Registration) -> dict[str, Any]:
+    """Apply the chart's real transforms to a stand-in CRD: shows how chart CRDs are protected."""
+    opts = pulumi.ResourceOptions()
+    for transform in r.child_transforms:
+        args = pulumi.ResourceTransformArgs(custom=True, type_=CRD_TYPE, name="crd", props={}, opts=opts)
+        result = transform(args)
+        if result is not None:
+            opts = result.opts
+    return {"CustomResourceDefinition": {"protect": bool(opts.protect), "retainOnDelete": bool(opts.retain_on_delete)}}
+
+
+def assemble(captured: Capture) -> Rendered:
+    records = captured.registrations
+    names = Counter(r.name for r in records)
+    dupes = [n for n, c in names.items() if c > 1]
+    if dupes:
+        raise ValueError(f"resource names must be unique for a readable render: {dupes}")
+    manifests = sorted((r.inputs for r in records if _is_object(r)), key=manifest_sort_key)
+    releases = sorted(
+        (
+            {
+                "name": r.name,
+                "chart": r.inputs.get("chart"),
+                "version": r.inputs.get("version"),
+                "namespace": r.inputs.get("namespace"),
+                "values": r.inputs.get("values", {}),
+            }
+            for r in records
+            if r.type == CHART_TYPE
+        ),
+        key=lambda x: str(x["name"]),
+    )
+    resources = []
+    for r in sorted(records, key=lambda r: (r.type, r.name)):
+        entry: dict[str, Any] = {
+            "type": r.type,
+            "name": r.name,
+            "parent": _short(r.parent) or None,
+            "dependsOn": sorted(_short(d) for d in r.dependencies),
+            "protect": r.protect,
+            "retainOnDelete": r.retain_on_delete,
+            "deleteBeforeReplace": r.delete_before_replace,
+        }
+        if r.type == CHART_TYPE:
+            entry["childPolicy"] = _child_policy(r)
+        if r.type == "pulumi-python:dynamic:Resource":
+            entry["inputs"] = {k: v for k, v in r.inputs.items() if not k.startswith("__")}
+        resources.append(entry)
+    return Rendered(manifests, releases, resources, captured.stack_outputs)
+
+
+def dump_yaml_documents(docs: list[dict[str, Any]]) -> str:
+    return yaml.dump_all(docs, Dumper=_Dumper, sort_keys=True, default_flow_style=False, explicit_start=True)
+
+
+def write(rendered: Rendered, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "manifests.yaml").write_text(dump_yaml_documents(rendered.manifests))
+    (out / "helm-releases.yaml").write_text(
+        yaml.dump({"releases": rendered.releases}, Dumper=_Dumper, sort_keys=True, default_flow_style=False)
+    )
+    (out / "resources.json").write_text(json.dumps(rendered.resources, indent=2, sort_keys=True) + "\n")
+
+
+def summary(rendered: Rendered) -> str:
+    kinds = Counter(str(m["kind"]) for m in rendered.manifests)
+    n_obj, n_rel, n_res = len(rendered.manifests), len(rendered.releases), len(rendered.resources)
+    lines = [f"{n_obj} objects, {n_rel} Helm releases, {n_res} Pulumi resources"]
+    lines += [f"  {kind}: {n}" for kind, n in sorted(kinds.items())]
+    if rendered.outputs:
+        lines.append(f"  stack outputs: {', '.join(sorted(rendered.outputs))}")
+    lines += [
+        f"  helm {r['name']}: {r['chart']} {r['version']} (namespace {r['namespace']})" for r in rendered.releases
+    ]
+    return "\n".join(lines)

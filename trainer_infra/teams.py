@@ -1,0 +1,18 @@
+"""Teams (`teams[]`): the tenants of the platform. Each area adds the fields it owns, beside its code:
+queues/quotas (node-pool & Kueue issue), members, storage and secrets (tenancy issue)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from trainer_infra.config.base import StrictModel
+from trainer_infra.config.types import DnsLabel
+
+
+class TeamConfig(StrictModel):
+    name: DnsLabel = Field(description="Team name; used in object names.")
+    namespace: DnsLabel | None = Field(default=None, description="Team namespace (default: the team name).")
+
+    @property
+    def resolved_namespace(self) -> str:
+        return self.namespace or self.name
