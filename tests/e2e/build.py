@@ -246,6 +246,17 @@ class Builder:
         return path
 
 
+def module_dir(module: str, version: str) -> Path:
+    """Source directory of ``module@v<version>`` in the Go module cache (downloaded if needed)."""
+    env = {**os.environ, "GOTOOLCHAIN": "local"}
+    env.pop("GOFLAGS", None)
+    proc = subprocess.run(["go", "mod", "download", "-json", f"{module}@v{version}"],
+                          capture_output=True, text=True, env=env, cwd=Path.home())
+    if proc.returncode != 0:
+        raise BuildError(f"cannot download {module} v{version}: {proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    return Path(json.loads(proc.stdout)["Dir"])
+
+
 _STAGING_RE = re.compile(r"^\s*(k8s\.io/[\w.-]+)\s+=>\s+\./staging/src/", re.MULTILINE)
 
 

@@ -1,0 +1,59 @@
+"""Fixtures for the e2e suite: one sandbox per pytest session (starting it costs ~30 s)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from tests.e2e.build import Builder
+from tests.e2e.kube import wait_for
+from tests.e2e.sandbox import Sandbox
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the marker here too, so the suite runs from a bare checkout."""
+    config.addinivalue_line("markers", "e2e: end-to-end against real controllers (make e2e)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect (not skip) e2e tests unless the run selects them with ``-m`` naming ``e2e``.
+
+    ``make test`` runs ``pytest`` over ``tests/``: it must not build Kubernetes or start a sandbox.
+    """
+    if "e2e" in (config.getoption("-m") or ""):
+        return
+    keep = [i for i in items if i.get_closest_marker("e2e") is None]
+    dropped = [i for i in items if i.get_closest_marker("e2e") is not None]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+
+@pytest.fixture(scope="session")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
+    """A running sandbox; builds missing binaries first unless E2E_NO_BUILD=1."""
+    sb = Sandbox(tmp_path_factory.mktemp("sandbox"))
+    if os.environ.get("E2E_NO_BUILD") != "1":
+        Builder(sb.versions).build()
+    with sb:
+        yield sb
+
+
+@pytest.fixture(scope="session")
+def kwok_nodes(sandbox: Sandbox) -> list[str]:
+    """Two plain CPU kwok nodes for the smoke tests, waited on until kwok marks them Ready."""
+    names = ["smoke-node-0", "smoke-node-1"]
+    for name in names:
+        sandbox.create_kwok_node(name, labels={"e2e.trainer-platform/pool": "smoke"})
+
+    def ready() -> bool:
+        nodes = [sandbox.client.get("v1", "Node", n) for n in names]
+        return all(
+            any(c["type"] == "Ready" and c["status"] == "True" for c in n.get("status", {}).get("conditions", []))
+            for n in nodes
+        )
+
+    wait_for(f"kwok to mark nodes {names} Ready", ready, 60)
+    return names

@@ -1,0 +1,815 @@
+"""A container-free Kubernetes + Trainer/JobSet/Kueue sandbox made of plain processes on loopback.
+
+Usage: ``python -m tests.e2e.sandbox up|down|status [--dir DIR]``.
+
+Order (each step waits, with a timeout naming what did not happen):
+etcd → kube-apiserver → kube-controller-manager, kube-scheduler, kwok →
+pinned CRDs (Established) → JobSet, Kueue, Trainer controllers (webhooks on
+127.0.0.1 with our CA) → upstream webhook configurations rewritten to those URLs.
+Every process started is stopped on error, on context exit and at interpreter
+exit; ``up`` detaches and records the PIDs so ``down`` can stop them later.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import yaml
+
+from tests.e2e.build import Builder, BuildError, module_dir
+from tests.e2e.kube import ApiError, KubeClient, wait_for
+from tests.e2e.pki import CertificateAuthority, CertPair, service_account_keypair
+from tests.e2e.versions import VersionSet, cache_root, shared_dir
+from tests.e2e.webhooks import MANAGED_BY, load_upstream_webhooks, localize
+
+Obj = dict[str, Any]
+
+#: kwok manages nodes carrying this annotation (the convention of kwok's docs and kwokctl).
+KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
+SERVICE_CIDR = "10.96.0.0/16"
+POD_CIDR = "10.244.0.0/16"
+#: Kueue ignores --config paths for its metrics certificate (cmd/kueue/main.go).
+KUEUE_METRICS_CERT_DIR = Path("/etc/kueue/metrics/certs")
+#: Kueue frameworks the platform uses; the others stay off so their webhooks are no-ops.
+KUEUE_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset", "trainer.kubeflow.org/trainjob")
+TIMEOUT = float(os.environ.get("E2E_TIMEOUT", "90"))
+
+
+class SandboxError(RuntimeError):
+    """A sandbox step failed; the message names the process, its version and its log tail."""
+
+
+def free_port() -> int:
+    """A currently free TCP port on 127.0.0.1."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def log_tail(path: Path, lines: int = 30) -> str:
+    """Last lines of a log file (for error messages)."""
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+@dataclass
+class Process:
+    """One running binary of the sandbox."""
+
+    name: str
+    version: str
+    binary: Path
+    log: Path
+    popen: subprocess.Popen[bytes] | None = None
+    pid: int = 0
+
+    def alive(self) -> bool:
+        """True while the process runs (works for detached processes too)."""
+        if self.popen is not None:
+            return self.popen.poll() is None
+        return pid_matches(self.pid, self.binary)
+
+    def describe_failure(self, what: str) -> str:
+        """Message naming the binary, its version and the tail of its log."""
+        code = self.popen.poll() if self.popen is not None else None
+        state = f"exited with code {code}" if code is not None else "is running"
+        return (
+            f"{what}: {self.name} (v{self.version}, {self.binary}) {state}; "
+            f"last lines of {self.log}:\n{log_tail(self.log)}"
+        )
+
+
+def pid_matches(pid: int, binary: Path) -> bool:
+    """Whether ``pid`` is still our binary (guards against PID reuse before a kill)."""
+    try:
+        exe = os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return False
+    return exe.removesuffix(" (deleted)") == str(binary)
+
+
+@dataclass
+class Endpoints:
+    """Ports chosen for this sandbox."""
+
+    etcd_client: int = field(default_factory=free_port)
+    etcd_peer: int = field(default_factory=free_port)
+    apiserver: int = field(default_factory=free_port)
+    scheduler: int = field(default_factory=free_port)
+    kwok: int = field(default_factory=free_port)
+    jobset_webhook: int = field(default_factory=free_port)
+    jobset_health: int = field(default_factory=free_port)
+    kueue_webhook: int = field(default_factory=free_port)
+    kueue_health: int = field(default_factory=free_port)
+    trainer_webhook: int = field(default_factory=free_port)
+    trainer_health: int = field(default_factory=free_port)
+
+
+class Sandbox:
+    """Start, inspect and stop the whole local control plane."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        versions: VersionSet | None = None,
+        *,
+        bin_dir: Path | None = None,
+        shared: Path | None = None,
+    ) -> None:
+        self.workdir = workdir.resolve()
+        self.versions = versions or VersionSet.from_env()
+        self.builder = Builder(self.versions)
+        self.bin_dir = bin_dir or self.builder.bin_dir
+        self.shared = shared or shared_dir()
+        self.ports = Endpoints()
+        self.processes: list[Process] = []
+        self.kubeconfig = self.workdir / "kubeconfig"
+        self.state_file = self.workdir / "state.json"
+        self._created_kueue_metrics_certs = False
+        self._client: KubeClient | None = None
+        self._atexit_registered = False
+
+    # -- public API ---------------------------------------------------------
+    @property
+    def server(self) -> str:
+        """The API server URL."""
+        return f"https://127.0.0.1:{self.ports.apiserver}"
+
+    @property
+    def client(self) -> KubeClient:
+        """Admin (system:masters) client."""
+        if self._client is None:
+            raise SandboxError("sandbox not started")
+        return self._client
+
+    def __enter__(self) -> Sandbox:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Bring everything up; on any failure stop what was started and re-raise."""
+        if not self._atexit_registered:
+            atexit.register(self.stop)
+            self._atexit_registered = True
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """Stop every process started (reverse order), then remove files we created outside workdir."""
+        for proc in reversed(self.processes):
+            _terminate(proc)
+        self.processes.clear()
+        if self._created_kueue_metrics_certs:
+            shutil.rmtree(KUEUE_METRICS_CERT_DIR.parent.parent, ignore_errors=True)
+            self._created_kueue_metrics_certs = False
+        if self.state_file.exists():
+            self.state_file.unlink()
+
+    def detach(self) -> None:
+        """Leave processes running after this Python process exits (for ``up``)."""
+        if self._atexit_registered:
+            atexit.unregister(self.stop)
+            self._atexit_registered = False
+
+    # -- steps --------------------------------------------------------------
+    def _start(self) -> None:
+        self._check_binaries()
+        if self.workdir.exists():
+            shutil.rmtree(self.workdir)
+        for sub in ("logs", "pki", "etcd", "config"):
+            (self.workdir / sub).mkdir(parents=True, exist_ok=True)
+        self._make_pki()
+        self._start_etcd()
+        self._start_apiserver()
+        self._start_core_controllers()
+        self._apply_crds()
+        self._start_platform_controllers()
+        self._register_webhooks()
+        self._write_state()
+
+    def _check_binaries(self) -> None:
+        missing = [t.name for t in self.builder.targets() if not (self.bin_dir / t.name).exists()]
+        if missing:
+            raise BuildError(
+                f"binaries {missing} are missing in {self.bin_dir} (version set {self.versions.key}); "
+                "run: python -m tests.e2e.build"
+            )
+
+    def _make_pki(self) -> None:
+        pki = self.workdir / "pki"
+        self.ca = CertificateAuthority(pki)
+        self.apiserver_cert = self.ca.issue(
+            "apiserver", "kube-apiserver",
+            hosts=("127.0.0.1", "localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+                   "kubernetes.default.svc.cluster.local", "10.96.0.1"),
+        )
+        self.admin_cert = self.ca.issue("admin", "trainer-platform-e2e-admin",
+                                        organizations=("system:masters",), client=True)
+        self.sa_keys = service_account_keypair(pki)
+        self.webhook_cert = self.ca.issue("webhook", "webhook", hosts=("127.0.0.1", "localhost"))
+
+    def _spawn(self, name: str, version: str, binary: str, args: list[str],
+               env: dict[str, str] | None = None) -> Process:
+        """Start a binary in its own session, logging to logs/<name>.log."""
+        path = self.bin_dir / binary
+        log = self.workdir / "logs" / f"{name}.log"
+        full_env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), **(env or {})}
+        full_env.pop("GOFLAGS", None)
+        with log.open("ab") as fh:
+            popen = subprocess.Popen(
+                [str(path), *args], stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env=full_env, cwd=self.workdir, start_new_session=True,
+            )
+        proc = Process(name, version, path, log, popen, popen.pid)
+        self.processes.append(proc)
+        return proc
+
+    def _wait(self, proc: Process, what: str, check: Any, timeout: float = TIMEOUT) -> Any:
+        """Wait for ``check``; fail fast with the log tail if the process died meanwhile."""
+
+        def guarded() -> Any:
+            if not proc.alive():
+                raise _ProcessDiedError(proc.describe_failure(f"{what} never happened"))
+            return check()
+
+        try:
+            return wait_for(f"{what} ({proc.name} v{proc.version})", guarded, timeout)
+        except _ProcessDiedError as died:
+            raise SandboxError(str(died)) from None
+        except TimeoutError as exc:
+            raise SandboxError(f"{exc}\n{proc.describe_failure('still waiting')}") from None
+
+    def _start_etcd(self) -> None:
+        p = self.ports
+        proc = self._spawn("etcd", self.versions.etcd, "etcd", [
+            "--name=e2e",
+            f"--data-dir={self.workdir / 'etcd'}",
+            f"--listen-client-urls=http://127.0.0.1:{p.etcd_client}",
+            f"--advertise-client-urls=http://127.0.0.1:{p.etcd_client}",
+            f"--listen-peer-urls=http://127.0.0.1:{p.etcd_peer}",
+            f"--initial-advertise-peer-urls=http://127.0.0.1:{p.etcd_peer}",
+            f"--initial-cluster=e2e=http://127.0.0.1:{p.etcd_peer}",
+            "--unsafe-no-fsync=true",
+            "--log-level=warn",
+        ])
+
+        def healthy() -> bool:
+            with urllib.request.urlopen(f"http://127.0.0.1:{p.etcd_client}/health", timeout=2) as r:
+                return bool(json.load(r).get("health") == "true")
+
+        self._wait(proc, "etcd /health to report true", healthy)
+
+    def _start_apiserver(self) -> None:
+        p = self.ports
+        pki = self.workdir / "pki"
+        proc = self._spawn("kube-apiserver", self.versions.kubernetes, "kube-apiserver", [
+            f"--etcd-servers=http://127.0.0.1:{p.etcd_client}",
+            f"--cert-dir={pki}",
+            f"--tls-cert-file={self.apiserver_cert.cert}",
+            f"--tls-private-key-file={self.apiserver_cert.key}",
+            f"--client-ca-file={self.ca.cert_path}",
+            f"--secure-port={p.apiserver}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            "--authorization-mode=RBAC",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            "--allow-privileged=true",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={self.sa_keys.cert}",
+            f"--service-account-signing-key-file={self.sa_keys.key}",
+            "--profiling=false",
+            "--v=1",
+        ])
+        self._write_kubeconfig(self.kubeconfig, "admin", self.admin_cert)
+        self._client = KubeClient(self.server, self.ca.cert_path, self.admin_cert.cert, self.admin_cert.key)
+
+        def ready() -> bool:
+            return self.client.request("GET", "/readyz", timeout=5) is not None
+
+        self._wait(proc, "kube-apiserver /readyz", ready, timeout=max(TIMEOUT, 120))
+
+    def _write_kubeconfig(self, path: Path, user: str, cert: CertPair) -> None:
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "e2e", "cluster": {"server": self.server,
+                                                     "certificate-authority": str(self.ca.cert_path)}}],
+            "users": [{"name": user, "user": {"client-certificate": str(cert.cert),
+                                              "client-key": str(cert.key)}}],
+            "contexts": [{"name": f"{user}@e2e", "context": {"cluster": "e2e", "user": user}}],
+            "current-context": f"{user}@e2e",
+        }
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+    def user_kubeconfig(self, user: str, groups: tuple[str, ...] = ()) -> Path:
+        """A kubeconfig with a client certificate for ``user`` in ``groups`` (a team member).
+
+        A real credential, not impersonation: the SDK and kubectl need nothing special.
+        """
+        pair = self._user_cert(user, groups)
+        path = self.workdir / f"kubeconfig-{user}"
+        self._write_kubeconfig(path, user, pair)
+        return path
+
+    def user_client(self, user: str, groups: tuple[str, ...] = ()) -> KubeClient:
+        """A REST client authenticated as ``user`` in ``groups``."""
+        pair = self._user_cert(user, groups)
+        return KubeClient(self.server, self.ca.cert_path, pair.cert, pair.key)
+
+    def _user_cert(self, user: str, groups: tuple[str, ...]) -> CertPair:
+        name = f"user-{user}"
+        cert, key = self.workdir / "pki" / f"{name}.crt", self.workdir / "pki" / f"{name}.key"
+        if cert.exists() and key.exists():
+            return CertPair(cert, key)
+        return self.ca.issue(name, user, organizations=groups, client=True)
+
+    def _start_core_controllers(self) -> None:
+        p = self.ports
+        v = self.versions.kubernetes
+        kcm = self._spawn("kube-controller-manager", v, "kube-controller-manager", [
+            f"--kubeconfig={self.kubeconfig}",
+            f"--authentication-kubeconfig={self.kubeconfig}",
+            f"--authorization-kubeconfig={self.kubeconfig}",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            "--secure-port=0",
+            f"--service-account-private-key-file={self.sa_keys.key}",
+            f"--root-ca-file={self.ca.cert_path}",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller",
+            "--v=1",
+        ])
+        sched = self._spawn("kube-scheduler", v, "kube-scheduler", [
+            f"--kubeconfig={self.kubeconfig}",
+            f"--authentication-kubeconfig={self.kubeconfig}",
+            f"--authorization-kubeconfig={self.kubeconfig}",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={p.scheduler}",
+            "--v=1",
+        ])
+        kwok_config = self.workdir / "config" / "kwok.yaml"
+        kwok_config.write_text(yaml.safe_dump_all(kwok_stages(self.versions.kwok), sort_keys=False))
+        kwok = self._spawn("kwok", self.versions.kwok, "kwok", [
+            f"--kubeconfig={self.kubeconfig}",
+            f"--config={kwok_config}",
+            "--manage-all-nodes=false",
+            f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION[0]}={KWOK_NODE_ANNOTATION[1]}",
+            f"--cidr={POD_CIDR}",
+            "--node-ip=10.250.0.1",
+            "--node-lease-duration-seconds=40",
+            f"--server-address=127.0.0.1:{p.kwok}",
+        ])
+        self._wait(kcm, "the default ServiceAccount (created by kube-controller-manager)",
+                   lambda: self.client.get("v1", "ServiceAccount", "default", "default"))
+        self._wait(sched, "kube-scheduler /healthz", lambda: _https_ok(f"https://127.0.0.1:{p.scheduler}/healthz"))
+        self._wait(kwok, "kwok /healthz", lambda: _http_ok(f"http://127.0.0.1:{p.kwok}/healthz"))
+
+    # -- CRDs -----------------------------------------------------------------
+    def crd_files(self) -> list[Path]:
+        """Pinned CRD files for this version set, from the shared folder."""
+        v = self.versions
+        folders = [
+            self.shared / "crds" / "jobset" / f"v{v.jobset}",
+            self.shared / "crds" / "kueue" / f"v{v.kueue}",
+            self.shared / "crds" / "trainer" / f"v{v.trainer}",
+        ]
+        files: list[Path] = []
+        for folder in folders:
+            found = sorted(folder.glob("*.yaml"))
+            if not found:
+                raise SandboxError(f"no CRDs in {folder} (set TRAINER_PLATFORM_SHARED to the shared folder)")
+            files.extend(found)
+        return files
+
+    def _apply_crds(self) -> None:
+        names = []
+        for path in self.crd_files():
+            for doc in yaml.safe_load_all(path.read_text()):
+                if doc:
+                    self.client.apply(doc)
+                    names.append(doc["metadata"]["name"])
+
+        def established() -> bool | list[str]:
+            pending = [n for n in names if not _condition(
+                self.client.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", n), "Established")]
+            return not pending or False
+
+        wait_for(f"CRDs {names} to be Established", established, TIMEOUT)
+
+    # -- platform controllers ---------------------------------------------------
+    def _start_platform_controllers(self) -> None:
+        for ns in ("jobset-system", "kueue-system", "kubeflow-system"):
+            self.client.apply({"apiVersion": "v1", "kind": "Namespace",
+                               "metadata": {"name": ns, "labels": dict(MANAGED_BY)}})
+        cfg_dir = self.workdir / "config"
+        p = self.ports
+        v = self.versions
+
+        jobset_certs = self.workdir / "certs" / "jobset"
+        self._webhook_certs(jobset_certs)
+        jobset_cfg = cfg_dir / "jobset.yaml"
+        jobset_cfg.write_text(yaml.safe_dump({
+            "apiVersion": "config.jobset.x-k8s.io/v1alpha1",
+            "kind": "Configuration",
+            "leaderElection": {"leaderElect": False},
+            "internalCertManagement": {"enable": False},
+            "webhook": {"port": p.jobset_webhook, "host": "127.0.0.1", "certDir": str(jobset_certs)},
+            "metrics": {"bindAddress": "0"},
+            "health": {"healthProbeBindAddress": f"127.0.0.1:{p.jobset_health}"},
+        }))
+        jobset = self._spawn("jobset-manager", v.jobset, "jobset-manager", [
+            f"--config={jobset_cfg}", f"--kubeconfig={self.kubeconfig}", "--zap-log-level=info",
+        ])
+
+        kueue_certs = self.workdir / "certs" / "kueue"
+        self._webhook_certs(kueue_certs)
+        self._ensure_kueue_metrics_certs()
+        kueue_cfg = cfg_dir / "kueue.yaml"
+        kueue_cfg.write_text(yaml.safe_dump({
+            "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+            "kind": "Configuration",
+            "namespace": "kueue-system",
+            "leaderElection": {"leaderElect": False},
+            "internalCertManagement": {"enable": False},
+            "webhook": {"port": p.kueue_webhook, "host": "127.0.0.1", "certDir": str(kueue_certs)},
+            "metrics": {"bindAddress": "0"},
+            "health": {"healthProbeBindAddress": f"127.0.0.1:{p.kueue_health}"},
+            "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
+            # VisibilityOnDemand serves from a fixed /visibility cert dir: off in the sandbox.
+            "featureGates": {"VisibilityOnDemand": False},
+        }))
+        kueue = self._spawn("kueue-manager", v.kueue, "kueue-manager", [
+            f"--config={kueue_cfg}", f"--kubeconfig={self.kubeconfig}", "--zap-log-level=info",
+        ])
+
+        trainer_tmp = self.workdir / "trainer-tmp"
+        self._webhook_certs(trainer_tmp / "k8s-webhook-server" / "serving-certs")
+        trainer_cfg = cfg_dir / "trainer.yaml"
+        trainer_cfg.write_text(yaml.safe_dump({
+            "apiVersion": "config.trainer.kubeflow.org/v1alpha1",
+            "kind": "Configuration",
+            "leaderElection": {"leaderElect": False},
+            "certManagement": {"enable": False},
+            "webhook": {"port": p.trainer_webhook, "host": "127.0.0.1"},
+            "metrics": {"bindAddress": "0"},
+            "health": {"healthProbeBindAddress": f"127.0.0.1:{p.trainer_health}",
+                       "readinessEndpointName": "readyz", "livenessEndpointName": "healthz"},
+        }))
+        # controller-runtime reads webhook certs from $TMPDIR/k8s-webhook-server/serving-certs.
+        trainer = self._spawn("trainer-controller-manager", v.trainer, "trainer-controller-manager", [
+            f"--config={trainer_cfg}", f"--kubeconfig={self.kubeconfig}", "--zap-log-level=info",
+        ], env={"TMPDIR": str(trainer_tmp)})
+
+        for proc, port in ((jobset, p.jobset_health), (kueue, p.kueue_health), (trainer, p.trainer_health)):
+            self._wait(proc, "controller /readyz (webhook server started)",
+                       lambda port=port: _http_ok(f"http://127.0.0.1:{port}/readyz"))
+
+    def _webhook_certs(self, directory: Path) -> None:
+        self.ca.issue("webhook", "webhook", hosts=("127.0.0.1", "localhost"), directory=directory,
+                      cert_file="tls.crt", key_file="tls.key")
+
+    def _ensure_kueue_metrics_certs(self) -> None:
+        """Kueue exits without /etc/kueue/metrics/certs/tls.{crt,key} when it does not manage certs."""
+        if (KUEUE_METRICS_CERT_DIR / "tls.crt").exists() and (KUEUE_METRICS_CERT_DIR / "tls.key").exists():
+            return
+        if KUEUE_METRICS_CERT_DIR.parent.parent.exists():
+            raise SandboxError(f"{KUEUE_METRICS_CERT_DIR.parent.parent} exists but lacks metrics certs")
+        try:
+            self.ca.issue("kueue-metrics", "kueue-metrics", hosts=("127.0.0.1",), directory=KUEUE_METRICS_CERT_DIR,
+                          cert_file="tls.crt", key_file="tls.key")
+        except PermissionError as exc:
+            raise SandboxError(
+                f"Kueue v{self.versions.kueue} needs {KUEUE_METRICS_CERT_DIR}/tls.{{crt,key}} "
+                f"(hard-coded when internal cert management is off) and it cannot be created: {exc}"
+            ) from exc
+        self._created_kueue_metrics_certs = True
+
+    # -- webhooks -------------------------------------------------------------
+    def webhook_configurations(self) -> list[Obj]:
+        """Upstream webhook configurations of the pinned versions, pointed at our ports."""
+        v = self.versions
+        up = self.shared / "upstream"
+        return [
+            *localize(load_upstream_webhooks(up / "jobset" / f"v{v.jobset}"), "jobset",
+                      self.ports.jobset_webhook, self.ca.cert_pem),
+            *localize(load_upstream_webhooks(up / "kueue" / f"v{v.kueue}"), "kueue",
+                      self.ports.kueue_webhook, self.ca.cert_pem),
+            *localize(load_upstream_webhooks(up / "trainer" / f"v{v.trainer}"), "trainer",
+                      self.ports.trainer_webhook, self.ca.cert_pem),
+        ]
+
+    def _register_webhooks(self) -> None:
+        for cfg in self.webhook_configurations():
+            self.client.apply(cfg)
+        # Probe each controller through the API server with a dry-run create: a connection
+        # failure says "failed calling webhook"; any other answer means the path works.
+        probes = {
+            "jobset": _probe_jobset(),
+            "kueue": {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+                      "metadata": {"name": "e2e-webhook-probe"}},
+            "trainer": _probe_runtime(),
+        }
+        for component, obj in probes.items():
+            def reachable(obj: Obj = obj) -> bool:
+                try:
+                    self.client.create(obj, dry_run=True)
+                except ApiError as exc:
+                    if "failed calling webhook" in exc.message:
+                        raise
+                return True
+
+            wait_for(f"the API server to reach the {component} webhooks", reachable, TIMEOUT)
+
+    # -- state ----------------------------------------------------------------
+    def _write_state(self) -> None:
+        state = {
+            "versions": self.versions.__dict__,
+            "server": self.server,
+            "kubeconfig": str(self.kubeconfig),
+            "ports": self.ports.__dict__,
+            "processes": [{"name": p.name, "version": p.version, "pid": p.pid, "binary": str(p.binary),
+                           "log": str(p.log)} for p in self.processes],
+        }
+        self.state_file.write_text(json.dumps(state, indent=2) + "\n")
+
+    # -- objects --------------------------------------------------------------
+    def create_kwok_node(self, name: str, *, labels: dict[str, str] | None = None,
+                         capacity: dict[str, str] | None = None, taints: list[Obj] | None = None) -> Obj:
+        """A fake node managed by kwok (same shape as kwok's docs)."""
+        cap = {"cpu": "32", "memory": "256Gi", "pods": "110", **(capacity or {})}
+        node = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": name,
+                "annotations": {KWOK_NODE_ANNOTATION[0]: KWOK_NODE_ANNOTATION[1],
+                                "node.alpha.kubernetes.io/ttl": "0"},
+                "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                           "kubernetes.io/arch": "amd64", "type": "kwok", **(labels or {})},
+            },
+            "spec": {"taints": taints or []},
+            "status": {"capacity": cap, "allocatable": cap},
+        }
+        return self.client.apply(node)
+
+
+class _ProcessDiedError(Exception):
+    pass
+
+
+def _condition(obj: Obj, cond_type: str) -> bool:
+    return any(c.get("type") == cond_type and c.get("status") == "True"
+               for c in obj.get("status", {}).get("conditions", []))
+
+
+def _http_ok(url: str) -> bool:
+    with urllib.request.urlopen(url, timeout=2) as r:
+        return bool(r.status == 200)
+
+
+def _https_ok(url: str) -> bool:
+    import ssl
+
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    with urllib.request.urlopen(url, timeout=2, context=ctx) as r:
+        return bool(r.status == 200)
+
+
+def _terminate(proc: Process, grace: float = 10.0) -> None:
+    """SIGTERM the process group, then SIGKILL after ``grace`` seconds."""
+    if not proc.alive():
+        if proc.popen is not None:
+            proc.popen.wait(timeout=1)
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if proc.popen is not None:
+            if proc.popen.poll() is not None:
+                return
+        elif not pid_matches(proc.pid, proc.binary):
+            return
+        time.sleep(0.1)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    if proc.popen is not None:
+        proc.popen.wait(timeout=5)
+
+
+#: kwok's own stages (read from the kwok module of the pinned version at run time), minus pod-complete.
+KWOK_UPSTREAM_STAGES = (
+    "kustomize/stage/node/fast/node-initialize.yaml",
+    "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+    "kustomize/stage/pod/fast/pod-ready.yaml",
+    "kustomize/stage/pod/fast/pod-delete.yaml",
+)
+COMPLETE_LABEL = "e2e.trainer-platform/complete"
+
+
+def kwok_stages(kwok_version: str) -> list[Obj]:
+    """kwok stages: upstream's fast node and pod stages, except that pods stay Running.
+
+    kwok's default ``pod-complete`` finishes every Job-owned pod at once, which would free
+    Kueue quota immediately; the scenarios need pods that hold their quota. Pods labelled
+    ``e2e.trainer-platform/complete=true`` still complete (initializers, for instance).
+    Since kwok 0.8 a config with any Stage replaces all defaults, so node stages are listed too.
+    """
+    root = module_dir("sigs.k8s.io/kwok", kwok_version)
+    stages = [yaml.safe_load((root / rel).read_text()) for rel in KWOK_UPSTREAM_STAGES]
+    return [*stages, kwok_complete_stage()]
+
+
+def kwok_complete_stage() -> Obj:
+    """Our stage: a Running pod carrying the complete label succeeds."""
+    return {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+        "kind": "Stage",
+        "metadata": {"name": "pod-complete-on-request"},
+        "spec": {
+            "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+            "selector": {"matchExpressions": [
+                {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
+                {"key": ".status.phase", "operator": "In", "values": ["Running"]},
+                {"key": f'.metadata.labels["{COMPLETE_LABEL}"]', "operator": "In", "values": ["true"]},
+            ]},
+            "next": {"statusTemplate": "\n".join([
+                "{{ $now := Now }}",
+                "containerStatuses:",
+                "{{ range .spec.containers }}",
+                "- name: {{ .name | Quote }}",
+                "  image: {{ .image | Quote }}",
+                "  ready: false",
+                "  restartCount: 0",
+                "  started: false",
+                "  state:",
+                "    terminated:",
+                "      exitCode: 0",
+                "      reason: Completed",
+                "      startedAt: {{ $now | Quote }}",
+                "      finishedAt: {{ $now | Quote }}",
+                "{{ end }}",
+                "phase: Succeeded",
+            ])},
+        },
+    }
+
+
+def _probe_jobset() -> Obj:
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "e2e-webhook-probe", "namespace": "default"},
+        "spec": {"replicatedJobs": [{"name": "w", "replicas": 1, "template": {"spec": {"template": {"spec": {
+            "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}]},
+    }
+
+
+def _probe_runtime() -> Obj:
+    """Schema-valid, so the API server gets as far as the validating webhook."""
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": "e2e-webhook-probe", "labels": {"trainer.kubeflow.org/framework": "torch"}},
+        "spec": {
+            "mlPolicy": {"numNodes": 1, "torch": {}},
+            "template": {"spec": {"replicatedJobs": [{
+                "name": "node",
+                "template": {
+                    "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+                    "spec": {"template": {"spec": {"containers": [{"name": "node", "image": "busybox"}]}}},
+                },
+            }]}},
+        },
+    }
+
+
+# -- CLI ---------------------------------------------------------------------------
+
+def default_dir() -> Path:
+    """Where ``up`` keeps the sandbox (logs, kubeconfig, state)."""
+    return cache_root() / "sandbox"
+
+
+def _stop_from_state(workdir: Path) -> int:
+    state_file = workdir / "state.json"
+    if not state_file.exists():
+        print(f"no sandbox state at {state_file}: nothing to stop")
+        return 0
+    state = json.loads(state_file.read_text())
+    for entry in reversed(state["processes"]):
+        proc = Process(entry["name"], entry["version"], Path(entry["binary"]), Path(entry["log"]), None, entry["pid"])
+        if proc.alive():
+            _terminate(proc)
+            print(f"stopped {proc.name} (pid {proc.pid})")
+    if state.get("created_kueue_metrics_certs"):
+        shutil.rmtree(KUEUE_METRICS_CERT_DIR.parent.parent, ignore_errors=True)
+    state_file.unlink()
+    return 0
+
+
+def _status(workdir: Path) -> int:
+    state_file = workdir / "state.json"
+    if not state_file.exists():
+        print(f"no sandbox running from {workdir}")
+        return 1
+    state = json.loads(state_file.read_text())
+    ok = True
+    for entry in state["processes"]:
+        alive = pid_matches(entry["pid"], Path(entry["binary"]))
+        ok &= alive
+        print(f"{entry['name']:<28} v{entry['version']:<8} pid {entry['pid']:<8} {'running' if alive else 'DEAD'}")
+    print(f"server: {state['server']}\nKUBECONFIG={state['kubeconfig']}")
+    return 0 if ok else 1
+
+
+def usage_text(sandbox: Sandbox) -> str:
+    """How to point kubectl, KUBECONFIG and the kubeflow SDK at the sandbox."""
+    return (
+        f"Sandbox is up ({sandbox.versions.key}).\n"
+        f"  API server : {sandbox.server}\n"
+        f"  export KUBECONFIG={sandbox.kubeconfig}\n"
+        f"  kubectl get nodes,clustertrainingruntimes,clusterqueues   # any kubectl works\n"
+        f"  python -c 'from kubeflow.trainer import TrainerClient; print(TrainerClient().list_runtimes())'\n"
+        f"  logs       : {sandbox.workdir / 'logs'}\n"
+        f"  stop with  : python -m tests.e2e.sandbox down"
+        + (f" --dir {sandbox.workdir}" if sandbox.workdir != default_dir() else "")
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI: up / down / status."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", choices=["up", "down", "status"])
+    parser.add_argument("--dir", type=Path, default=default_dir(), help="sandbox directory (default: %(default)s)")
+    parser.add_argument("--no-build", action="store_true", help="fail instead of building missing binaries")
+    parser.add_argument("--stack", help="render this stack with trainer-infra and apply it (e.g. local)")
+    parser.add_argument("--render-dir", type=Path, help="apply an existing `trainer-infra render` output directory")
+    args = parser.parse_args(argv)
+    workdir: Path = args.dir
+    if args.command == "down":
+        return _stop_from_state(workdir)
+    if args.command == "status":
+        return _status(workdir)
+    if (workdir / "state.json").exists():
+        _stop_from_state(workdir)
+    sandbox = Sandbox(workdir)
+    try:
+        if not args.no_build:
+            sandbox.builder.build()
+        sandbox.start()
+        render_dir: Path | None = args.render_dir
+        if args.stack:
+            from tests.e2e.render import render_stack
+
+            render_dir = workdir / "render"
+            render_stack(args.stack, render_dir)
+        if render_dir:
+            from tests.e2e.render import apply_render
+
+            apply_render(sandbox, render_dir)
+            print(f"applied {render_dir}/manifests.yaml")
+    except (SandboxError, BuildError, TimeoutError, ApiError, RuntimeError) as exc:
+        sandbox.stop()
+        print(f"sandbox failed: {exc}", file=sys.stderr)
+        return 1
+    state = json.loads(sandbox.state_file.read_text())
+    state["created_kueue_metrics_certs"] = sandbox._created_kueue_metrics_certs
+    sandbox.state_file.write_text(json.dumps(state, indent=2) + "\n")
+    sandbox.detach()
+    print(usage_text(sandbox))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""Fast checks of the harness's pure parts (no binaries, no processes): they run in ``make test``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.e2e.build import kube_go_mod, kube_version_ldflags, parse_staging_replaces
+from tests.e2e.render import RenderError, check_versions, load_render
+from tests.e2e.sandbox import kwok_complete_stage
+from tests.e2e.versions import VersionSet, shared_dir
+from tests.e2e.webhooks import apply_json_patch, load_upstream_webhooks, localize
+
+
+def test_json_patch_add_replace_remove() -> None:
+    doc: dict[str, Any] = {"metadata": {"name": "a"}, "webhooks": [{"name": "x"}, {"name": "y"}]}
+    out = apply_json_patch(doc, [
+        {"op": "replace", "path": "/metadata/name", "value": "b"},
+        {"op": "add", "path": "/webhooks/0/objectSelector", "value": {"matchLabels": {"k": "v"}}},
+        {"op": "remove", "path": "/webhooks/1"},
+    ])
+    hook = {"name": "x", "objectSelector": {"matchLabels": {"k": "v"}}}
+    assert out == {"metadata": {"name": "b"}, "webhooks": [hook]}
+    assert doc["metadata"]["name"] == "a", "input must not be mutated"
+    with pytest.raises(KeyError):
+        apply_json_patch(doc, [{"op": "replace", "path": "/metadata/missing", "value": 1}])
+
+
+@pytest.mark.parametrize(("component", "version"), [
+    ("jobset", "v0.12.0"), ("kueue", "v0.19.2"), ("trainer", "v2.2.1"), ("trainer", "v2.3.0"),
+])
+def test_upstream_webhooks_localized(component: str, version: str) -> None:
+    folder = shared_dir() / "upstream" / component / version
+    configs = localize(load_upstream_webhooks(folder), component, 9443, b"CA")
+    assert {c["kind"] for c in configs} <= {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
+    names = [c["metadata"]["name"] for c in configs]
+    assert len(set(names)) == len(names)
+    assert all("webhook-configuration" not in n or n.startswith(component) for n in names)
+    for cfg in configs:
+        for hook in cfg["webhooks"]:
+            assert hook["clientConfig"]["url"].startswith("https://127.0.0.1:9443/")
+            assert "service" not in hook["clientConfig"]
+
+
+def test_jobset_pod_webhooks_keep_upstream_object_selector() -> None:
+    """The kustomize patch limits JobSet's pod webhooks to JobSet pods; losing it would gate every pod."""
+    configs = load_upstream_webhooks(shared_dir() / "upstream" / "jobset" / "v0.12.0")
+    pod_hooks = [h for c in configs for h in c["webhooks"] if h["name"] in ("mpod.kb.io", "vpod.kb.io")]
+    assert len(pod_hooks) == 2
+    assert all(h["objectSelector"]["matchExpressions"][0]["key"] == "jobset.sigs.k8s.io/jobset-name" for h in pod_hooks)
+
+
+def test_trainer_webhook_names_from_patches() -> None:
+    configs = load_upstream_webhooks(shared_dir() / "upstream" / "trainer" / "v2.2.1")
+    assert sorted(c["metadata"]["name"] for c in configs) == ["defaulter.trainer.kubeflow.org",
+                                                               "validator.trainer.kubeflow.org"]
+
+
+def test_kube_go_mod_pins_every_staging_module() -> None:
+    gomod = "replace (\n\tk8s.io/api => ./staging/src/k8s.io/api\n\tk8s.io/kms => ./staging/src/k8s.io/kms\n)\n"
+    staging = parse_staging_replaces(gomod)
+    assert staging == ["k8s.io/api", "k8s.io/kms"]
+    text = kube_go_mod("1.34.4", staging)
+    assert "require k8s.io/kubernetes v1.34.4" in text
+    assert "\tk8s.io/kms => k8s.io/kms v0.34.4" in text
+
+
+def test_committed_kube_go_mod_matches_default_versions() -> None:
+    gomod = (Path(__file__).parent / "controlplane" / "kube" / "go.mod").read_text()
+    assert f"require k8s.io/kubernetes v{VersionSet().kubernetes}" in gomod
+
+
+def test_version_stamp_flags() -> None:
+    flags = kube_version_ldflags("1.34.4")
+    assert flags["k8s.io/component-base/version.gitVersion"] == "v1.34.4"
+    assert flags["k8s.io/client-go/pkg/version.gitMinor"] == "34"
+
+
+def test_version_set_key_changes_with_versions(monkeypatch: pytest.MonkeyPatch) -> None:
+    base = VersionSet()
+    monkeypatch.setenv("E2E_TRAINER_VERSION", "v2.3.0")
+    other = VersionSet.from_env()
+    assert other.trainer == "2.3.0"
+    assert other.key != base.key
+    assert base.kubernetes_minor == "1.34"
+
+
+def test_kwok_complete_stage_is_label_gated() -> None:
+    stage = kwok_complete_stage()
+    keys = [e["key"] for e in stage["spec"]["selector"]["matchExpressions"]]
+    assert '.metadata.labels["e2e.trainer-platform/complete"]' in keys
+    assert "phase: Succeeded" in stage["spec"]["next"]["statusTemplate"]
+
+
+def test_render_contract(tmp_path: Path) -> None:
+    with pytest.raises(RenderError, match=r"manifests\.yaml"):
+        load_render(tmp_path)
+    (tmp_path / "manifests.yaml").write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\n")
+    (tmp_path / "helm-releases.yaml").write_text(yaml.safe_dump([
+        {"name": "kueue", "chart": "oci://registry.k8s.io/kueue/charts/kueue", "version": "0.19.2", "namespace": "k"},
+        {"name": "trainer", "chart": "kubeflow-trainer", "version": "2.2.1", "namespace": "t"},
+    ]))
+    render = load_render(tmp_path)
+    assert [o["kind"] for o in render.objects] == ["Namespace"]
+    check_versions(render, VersionSet())
+    with pytest.raises(RenderError, match=r"trainer: stack pins 2\.2\.1, sandbox runs 2\.3\.0"):
+        check_versions(render, VersionSet(trainer="2.3.0"))
