@@ -218,6 +218,24 @@ class Builder:
                    from_module("github.com/kubeflow/trainer/v2", "./cmd/trainer-controller-manager")),
         ]
 
+    def reuse(self, target: Target) -> Path | None:
+        """Copy the same binary (same component and version) from another version set's cache.
+
+        Switching only Trainer to 2.3.0 then costs one controller build, not a relink of Kubernetes.
+        """
+        stamp = f"{target.component} v{target.version}"
+        for other in sorted(self.set_dir.parent.glob(f"*/bin/.{target.name}.built")):
+            binary = other.parent / target.name
+            if other.parent == self.bin_dir or not binary.exists() or other.read_text().strip() != stamp:
+                continue
+            self.bin_dir.mkdir(parents=True, exist_ok=True)
+            tmp = (self.bin_dir / target.name).with_suffix(".partial")
+            shutil.copy2(binary, tmp)
+            tmp.replace(self.bin_dir / target.name)
+            self._stamp(target).write_text(stamp + "\n")
+            return binary
+        return None
+
     def build(self, only: set[str] | None = None, force: bool = False) -> dict[str, float]:
         """Build what is missing; return seconds spent per built target."""
         self.set_dir.mkdir(parents=True, exist_ok=True)
@@ -226,6 +244,9 @@ class Builder:
             if only and target.name not in only:
                 continue
             if not force and self.is_built(target):
+                continue
+            if not force and (source := self.reuse(target)) is not None:
+                print(f"[build] {target.name} ({target.component} v{target.version}) reused from {source}", flush=True)
                 continue
             print(f"[build] {target.name} ({target.component} v{target.version}) ...", flush=True)
             start = time.monotonic()

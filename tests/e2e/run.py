@@ -28,7 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     build_s = time.monotonic() - start
     print(f"[e2e] binaries for {versions.key}: {'built ' + str(built) if built else 'cached'} ({build_s:.0f} s)",
           flush=True)
-    pytest_args = args or ["-m", "e2e", "tests/e2e"]
+    # smoke first: if the basics fail, the scenarios would only repeat it
+    pytest_args = args or ["-m", "e2e", "tests/e2e/test_smoke.py", "tests/e2e/test_scenarios.py"]
     test_start = time.monotonic()
     code = subprocess.call(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *pytest_args],

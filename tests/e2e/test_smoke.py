@@ -14,6 +14,8 @@ pytestmark = pytest.mark.e2e
 
 Obj = dict[str, Any]
 NS = "default"
+#: Pin smoke pods to the smoke nodes: scenario tests may have added other untainted kwok nodes.
+SMOKE_SELECTOR = {"e2e.trainer-platform/pool": "smoke"}
 
 
 def _unique(prefix: str) -> str:
@@ -41,7 +43,7 @@ def test_hand_made_jobset_runs_on_kwok_nodes(sandbox: Sandbox, kwok_nodes: list[
         "metadata": {"name": name, "namespace": NS},
         "spec": {"replicatedJobs": [{"name": "workers", "replicas": 2, "template": {"spec": {
             "parallelism": 1, "completions": 1, "backoffLimit": 0,
-            "template": {"spec": {"restartPolicy": "Never", "containers": [
+            "template": {"spec": {"restartPolicy": "Never", "nodeSelector": SMOKE_SELECTOR, "containers": [
                 {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}},
         }}}]},
     })
@@ -90,7 +92,7 @@ def _runtime(name: str, replicas: int = 1) -> Obj:
                 "replicas": replicas,
                 "template": {
                     "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
-                    "spec": {"template": {"spec": {"containers": [{
+                    "spec": {"template": {"spec": {"nodeSelector": SMOKE_SELECTOR, "containers": [{
                         "name": "node", "image": "pytorch/pytorch:2.7.1-cuda12.8-cudnn9-runtime",
                         "command": ["torchrun", "train.py"], "resources": {"requests": {"cpu": "1"}},
                     }]}}},

@@ -1,0 +1,155 @@
+"""Apply what ``trainer-infra render --stack S --out DIR`` produced to a running sandbox.
+
+Contract (from the foundation issue): ``DIR/manifests.yaml`` holds every Kubernetes
+object our Pulumi program creates except Helm charts' contents; ``DIR/helm-releases.yaml``
+lists those charts (name/chart/version/namespace/values); ``DIR/resources.json`` the
+Pulumi resources. The sandbox runs the charts' controllers itself, so here we only
+check that the chart versions match the sandbox's version set, then apply the objects:
+Namespaces and cluster-scoped objects first, with server-side apply and strict field
+validation (an unknown field is an error, not silently pruned).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.e2e.kube import ApiError, KubeClient, wait_for
+from tests.e2e.versions import REPO_ROOT, VersionSet
+
+Obj = dict[str, Any]
+
+#: Apply order inside each scope: what others refer to comes first.
+_KIND_ORDER = [
+    "Namespace", "CustomResourceDefinition", "PriorityClass", "StorageClass", "ClusterRole",
+    "ClusterRoleBinding", "Node", "ResourceFlavor", "Topology", "Cohort", "WorkloadPriorityClass",
+    "AdmissionCheck", "ClusterQueue", "ClusterTrainingRuntime",
+    "ServiceAccount", "Role", "RoleBinding", "ConfigMap", "Secret", "PersistentVolume",
+    "PersistentVolumeClaim", "ResourceQuota", "LimitRange", "LocalQueue", "TrainingRuntime",
+]
+#: Helm chart name fragment → VersionSet field, to compare chart versions with the sandbox.
+_CHART_COMPONENTS = {"kueue": "kueue", "jobset": "jobset", "trainer": "trainer"}
+
+
+class RenderError(RuntimeError):
+    """The render output is missing, malformed, or does not match the sandbox."""
+
+
+@dataclass
+class RenderOutput:
+    """Parsed render directory."""
+
+    directory: Path
+    objects: list[Obj]
+    helm_releases: list[Obj] = field(default_factory=list)
+
+    def chart_versions(self) -> dict[str, str]:
+        """Versions of the Trainer, JobSet and Kueue charts (without ``v``), by component."""
+        found: dict[str, str] = {}
+        for release in self.helm_releases:
+            chart = str(release.get("chart", "")).lower()
+            for fragment, component in _CHART_COMPONENTS.items():
+                if fragment in chart and release.get("version"):
+                    found[component] = str(release["version"]).removeprefix("v")
+        return found
+
+    def of_kind(self, kind: str) -> list[Obj]:
+        """Objects of one kind, in file order."""
+        return [o for o in self.objects if o.get("kind") == kind]
+
+
+def load_render(directory: Path) -> RenderOutput:
+    """Read ``manifests.yaml`` (required) and ``helm-releases.yaml`` (optional)."""
+    manifests = directory / "manifests.yaml"
+    if not manifests.exists():
+        raise RenderError(f"{manifests} does not exist: run `trainer-infra render --stack local --out {directory}`")
+    objects = [d for d in yaml.safe_load_all(manifests.read_text()) if d]
+    for i, obj in enumerate(objects):
+        if not isinstance(obj, dict) or not {"apiVersion", "kind", "metadata"} <= obj.keys():
+            raise RenderError(f"{manifests}: document {i} is not a Kubernetes object")
+    releases_file = directory / "helm-releases.yaml"
+    releases: list[Obj] = []
+    if releases_file.exists():
+        loaded = yaml.safe_load(releases_file.read_text()) or []
+        releases = loaded.get("releases", []) if isinstance(loaded, dict) else list(loaded)
+    return RenderOutput(directory, objects, releases)
+
+
+def check_versions(render: RenderOutput, versions: VersionSet) -> None:
+    """Refuse to test a stack against controllers of other versions than it pins."""
+    mismatches = {
+        comp: (chart, getattr(versions, comp))
+        for comp, chart in render.chart_versions().items()
+        if chart != getattr(versions, comp)
+    }
+    if mismatches:
+        detail = ", ".join(f"{c}: stack pins {a}, sandbox runs {b}" for c, (a, b) in mismatches.items())
+        raise RenderError(f"version mismatch between the render and the sandbox ({detail}); "
+                          "set E2E_<COMPONENT>_VERSION to match")
+
+
+def apply_order(client: KubeClient, objects: list[Obj]) -> list[Obj]:
+    """Namespaces, then other cluster-scoped objects, then namespaced ones; kind order inside."""
+
+    def key(obj: Obj) -> tuple[int, int, str]:
+        kind = obj["kind"]
+        if kind == "Namespace":
+            scope = 0
+        else:
+            try:
+                scope = 2 if client.resource(obj["apiVersion"], kind).namespaced else 1
+            except ApiError:
+                scope = 3  # unknown kind: applied last, where its error will be reported
+        rank = _KIND_ORDER.index(kind) if kind in _KIND_ORDER else len(_KIND_ORDER)
+        return scope, rank, str(obj["metadata"].get("name", ""))
+
+    return sorted(objects, key=key)
+
+
+def apply_objects(client: KubeClient, objects: list[Obj], *, field_manager: str = "trainer-platform") -> list[Obj]:
+    """Server-side apply each object (strict); raise one error listing every failure."""
+    applied: list[Obj] = []
+    failures: list[str] = []
+    for obj in apply_order(client, objects):
+        ident = f"{obj['kind']} {obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}".replace(" /", " ")
+        try:
+            applied.append(client.apply(obj, field_manager=field_manager))
+        except ApiError as exc:
+            failures.append(f"{ident}: {exc}")
+    if failures:
+        raise RenderError("server-side apply (strict) failed for:\n  " + "\n  ".join(failures))
+    return applied
+
+
+def apply_render(sandbox: Any, directory: Path) -> RenderOutput:
+    """Apply a render directory to a running sandbox and wait for kwok nodes to be Ready."""
+    render = load_render(directory)
+    check_versions(render, sandbox.versions)
+    apply_objects(sandbox.client, render.objects)
+    nodes = [n["metadata"]["name"] for n in render.of_kind("Node")]
+    if nodes:
+        def ready() -> bool:
+            for name in nodes:
+                node = sandbox.client.get("v1", "Node", name)
+                conds = node.get("status", {}).get("conditions", [])
+                if not any(c["type"] == "Ready" and c["status"] == "True" for c in conds):
+                    return False
+            return True
+
+        wait_for(f"kwok to mark the stack's nodes {nodes} Ready (are they annotated kwok.x-k8s.io/node=fake?)",
+                 ready, 90)
+    return render
+
+
+def render_stack(stack: str, out: Path) -> RenderOutput:
+    """Run ``trainer-infra render`` for a stack (the foundation's CLI) into ``out``."""
+    cmd = [sys.executable, "-m", "trainer_infra", "render", "--stack", stack, "--out", str(out)]
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise RenderError(f"`{' '.join(cmd)}` failed ({proc.returncode}):\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+    return load_render(out)
