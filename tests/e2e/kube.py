@@ -192,10 +192,15 @@ class KubeClient:
                 raise
 
 
+class FatalWaitError(Exception):
+    """Raised by a ``wait_for`` check to stop waiting at once (e.g. the process died)."""
+
+
 def wait_for(what: str, check: Callable[[], Any], timeout: float, interval: float = 0.5) -> Any:
     """Poll ``check`` until it returns a truthy value; TimeoutError names ``what`` otherwise.
 
-    The last exception or falsy value seen is included so a failure explains itself.
+    The last exception or falsy value seen is included so a failure explains itself;
+    a FatalWaitError from ``check`` ends the wait immediately.
     """
     deadline = time.monotonic() + timeout
     last: object = None
@@ -205,6 +210,8 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float, interval: floa
             if result:
                 return result
             last = result
+        except FatalWaitError:
+            raise
         except Exception as exc:
             last = exc
         if time.monotonic() >= deadline:

@@ -31,7 +31,7 @@ from typing import Any
 import yaml
 
 from tests.e2e.build import Builder, BuildError, module_dir
-from tests.e2e.kube import ApiError, KubeClient, wait_for
+from tests.e2e.kube import ApiError, FatalWaitError, KubeClient, wait_for
 from tests.e2e.pki import CertificateAuthority, CertPair, service_account_keypair
 from tests.e2e.versions import VersionSet, cache_root, shared_dir
 from tests.e2e.webhooks import MANAGED_BY, load_upstream_webhooks, localize
@@ -577,7 +577,7 @@ class Sandbox:
         return self.client.apply(node)
 
 
-class _ProcessDiedError(Exception):
+class _ProcessDiedError(FatalWaitError):
     pass
 
 

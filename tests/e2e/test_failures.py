@@ -1,0 +1,50 @@
+"""Bad input and failure: a process that cannot start is named with its version and log, nothing is left."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.build import Builder
+from tests.e2e.sandbox import Sandbox, SandboxError, pid_matches
+from tests.e2e.versions import VersionSet
+
+pytestmark = pytest.mark.e2e
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_failed_start_names_binary_version_log_and_cleans_up(tmp_path: Path) -> None:
+    versions = VersionSet.from_env()
+    real = Builder(versions).bin_dir
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    for binary in real.iterdir():
+        if not binary.name.startswith("."):
+            (fake / binary.name).symlink_to(binary)
+    (fake / "kube-apiserver").unlink()
+    broken = fake / "kube-apiserver"
+    broken.write_text("#!/bin/sh\necho 'E0000 simulated: invalid --etcd-servers' >&2\nexit 3\n")
+    broken.chmod(0o755)
+
+    sandbox = Sandbox(tmp_path / "sb", versions, bin_dir=fake)
+    with pytest.raises(SandboxError) as err:
+        sandbox.start()
+    message = str(err.value)
+    assert "kube-apiserver" in message and f"v{versions.kubernetes}" in message
+    assert "exited with code 3" in message
+    assert "simulated: invalid --etcd-servers" in message  # the log tail
+    # etcd had started before the API server failed: it must be gone, its port free again.
+    assert sandbox.processes == []
+    assert _port_free(sandbox.ports.etcd_client)
+    etcd_bin = fake / "etcd"
+    assert not any(pid_matches(pid, etcd_bin.resolve()) for pid in _pids())
+
+
+def _pids() -> list[int]:
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
