@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, SecretStr
 
+from trainer_infra.catalog.config import RuntimesConfig
 from trainer_infra.config.base import StrictModel
 from trainer_infra.config.images import ChartsConfig, ImagesConfig
 from trainer_infra.config.types import KubeMinor
@@ -53,6 +54,7 @@ class StackConfig(StrictModel):
     images: ImagesConfig = Field(default_factory=ImagesConfig)
     charts: ChartsConfig = Field(default_factory=ChartsConfig)
     teams: list[TeamConfig] = Field(default_factory=list, description="Tenants of the platform.")
+    runtimes: RuntimesConfig = Field(default_factory=RuntimesConfig)
     allow_unsupported_versions: bool = Field(
         default=False,
         description="Install version combinations the matrix refuses (each one is printed as a warning).",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from trainer_infra.catalog.plan import catalog_plan
 from trainer_infra.config.stack import StackConfig
 from trainer_infra.plan.controllers import controller_plan
 from trainer_infra.plan.model import ManagedObject, Plan, PlanPart
@@ -13,6 +14,7 @@ KIND_ORDER = ("Namespace", "CustomResourceDefinition", "StorageClass", "ClusterR
 # Each area of the platform contributes one PlanPart; a new area is one function plus one line here.
 PLANNERS: list[Callable[[StackConfig], PlanPart]] = [
     controller_plan,
+    catalog_plan,
 ]
 
 

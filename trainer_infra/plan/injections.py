@@ -13,6 +13,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
+from trainer_infra.catalog.injections import default_resources, mirror_images
 from trainer_infra.config.stack import StackConfig
 
 Manifest = dict[str, Any]
@@ -21,7 +22,10 @@ Injection = Callable[[StackConfig, Manifest], Manifest]
 # (name, function) in application order. Issues plug in here:
 #   images: registry mirror (catalog); placement: GPU tolerations/nodeSelector and TAS annotations
 #   (node pools); storage: shared volume mounts (storage); resources: default requests (catalog).
-INJECTIONS: list[tuple[str, Injection]] = []
+INJECTIONS: list[tuple[str, Injection]] = [
+    ("images", mirror_images),
+    ("resources", default_resources),
+]
 
 
 def apply_injections(cfg: StackConfig, runtime: Manifest) -> Manifest:
