@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field, StringConstraints
+from pydantic import Field, StringConstraints, field_validator
 
+from trainer_infra.catalog.images import image_problem
 from trainer_infra.config.base import StrictModel
 from trainer_infra.config.types import DnsLabel, SemVer
 from trainer_infra.controllers.common import Resources
@@ -22,6 +23,14 @@ class RuntimeOverride(StrictModel):
     image: str | None = Field(default=None, description="Image of every `node` container (tag required).")
     num_nodes: int | None = Field(default=None, ge=1, description="`spec.mlPolicy.numNodes`.")
     resources: Resources | None = Field(default=None, description="Resources of every `node` container.")
+
+    @field_validator("image")
+    @classmethod
+    def _pinned(cls, image: str | None) -> str | None:
+        problem = image_problem(image) if image is not None else None
+        if problem:
+            raise ValueError(problem)
+        return image
 
 
 class TeamRuntime(StrictModel):

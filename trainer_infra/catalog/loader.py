@@ -21,6 +21,7 @@ from packaging.version import Version
 from pydantic import ValidationError
 
 from trainer_infra.catalog import model as m
+from trainer_infra.catalog.images import image_problem
 from trainer_infra.catalog.webhook import runtime_findings
 from trainer_infra.config.loader import _keys_of, _model_at
 from trainer_infra.errors import ConfigError, ConfigIssue, did_you_mean, format_path
@@ -29,26 +30,12 @@ ENV = "TRAINER_PLATFORM_RUNTIMES"
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "runtimes"
 PLACEHOLDER = "${TRAINER_VERSION}"
 SEMVER = re.compile(r"^\d+\.\d+\.\d+$")
-DIGEST = re.compile(r"^sha256:[a-f0-9]{64}$")
 FRAMEWORKS_HINT = "the SDK lists runtimes by it, e.g. torch, deepspeed, mlx, jax, xgboost, torchtune"
 
 
 def runtimes_dir() -> Path:
     configured = os.environ.get(ENV)
     return Path(configured) if configured else DEFAULT_DIR
-
-
-def image_problem(image: str) -> str | None:
-    """None when `image` is pinned: an explicit tag other than `latest`, optionally with a sha256 digest."""
-    name, _, digest = image.partition("@")
-    if digest and not DIGEST.match(digest):
-        return "digest must be sha256:<64 hex digits>"
-    repo, sep, tag = name.rpartition(":")
-    if not sep or "/" in tag or not repo:
-        return "image has no tag: pin an explicit tag (and optionally @sha256:<digest>)"
-    if tag == "latest":
-        return "image tag 'latest' is not a pin: use an explicit version tag"
-    return None
 
 
 def pod_specs(runtime: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
