@@ -78,6 +78,16 @@ def cmd_config_docs(_: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_catalog_list(args: argparse.Namespace) -> int:
+    from trainer_infra.catalog.listing import render_table
+    from trainer_infra.catalog.loader import load_catalog
+
+    catalog = load_catalog()
+    cfg = _load(args)[0].config if (args.stack or args.config_file) else None
+    print(render_table(catalog, cfg))
+    return 0
+
+
 def _add_source(p: argparse.ArgumentParser) -> None:
     group = p.add_mutually_exclusive_group(required=True)
     group.add_argument("--stack", help="stack name: reads stacks/Pulumi.<NAME>.yaml")
@@ -99,6 +109,14 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_config_schema)
     d = sub.add_parser("config-docs", help="print the configuration reference (README section) as Markdown")
     d.set_defaults(fn=cmd_config_docs)
+    c = sub.add_parser("catalog", help="the runtime catalog (runtimes/)")
+    catalog_sub = c.add_subparsers(dest="catalog_command", required=True)
+    cl = catalog_sub.add_parser("list", help="name, framework, version, Trainer, status, images; --stack: as served")
+    source = cl.add_mutually_exclusive_group()
+    source.add_argument("--stack", help="show what stacks/Pulumi.<NAME>.yaml serves")
+    source.add_argument("--config-file", help="a file in the Pulumi stack format")
+    cl.add_argument("--stacks-dir", default=str(default_stacks_dir()), help="where stack files live")
+    cl.set_defaults(fn=cmd_catalog_list)
     return p
 
 
