@@ -45,7 +45,9 @@ def test_default_serves_every_runtime_the_trainer_version_supports() -> None:
     with_cache = {**MINIMAL, "components": {"trainer": {"dataCache": {"enabled": True}}}}
     assert set(runtimes(with_cache)) == catalog
     trainer = next(r for r in render(with_cache).releases if r["name"] == "trainer")
-    assert trainer["values"]["dataCache"] == {"enabled": True}, "the runtime is served only with the controller side"
+    data_cache = trainer["values"]["dataCache"]
+    assert data_cache["enabled"] is True, "the runtime is served only with the controller side"
+    assert data_cache["runtimes"]["torchDistributedWithCache"] == {"enabled": False}, "the catalog owns the runtime"
 
 
 @pytest.mark.parametrize("version", ["2.2.1", "2.3.0"])
@@ -180,4 +182,32 @@ def test_a_new_version_rolls_to_dev_while_prod_pins_the_old(tmp_path: Path, monk
     assert dev["torch-distributed-v1.1.0"]["spec"] == dev["torch-distributed"]["spec"]
     assert issues({**MINIMAL, "runtimes": {"versions": {"torch-distributed": "2.0.0"}}}) == [
         ("runtimes.versions.torch-distributed", "no such version", "catalog has 1.1.0, 1.0.0")
+    ]
+
+
+def test_catalog_list_shows_what_a_stack_serves_and_why_not(capsys: pytest.CaptureFixture[str]) -> None:
+    from trainer_infra.cli import main
+
+    assert main(["catalog", "list", "--stack", "prod"]) == 0
+    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[2:]}
+    assert set(rows) == set(load_catalog(CATALOG).names())
+    assert "enabled" in rows["torchtune-llama3.2-1b"]
+    assert (
+        "registry.internal.example.com:5000/mirror/ghcr.io/kubeflow/trainer/torchtune-trainer:v2.2.1"
+        in (rows["torchtune-llama3.2-1b"])
+    )
+    assert "disabled: torch-distributed-with-cache needs data-cache" in rows["torch-distributed-with-cache"]
+
+
+def test_editing_a_jobset_policy_in_place_is_refused_by_the_api_server() -> None:
+    """Why README says: ship a change to successPolicy & co. as a new runtime name, not as an edit."""
+    from trainer_infra.conformance import Conformance
+
+    old = runtimes(MINIMAL)["deepspeed-distributed"]
+    new = yaml.safe_load(yaml.safe_dump(old))
+    new["spec"]["template"]["spec"]["successPolicy"]["targetReplicatedJobs"] = ["node"]
+    checker = Conformance("1.34", validate_config(MINIMAL).config.components.resolved_versions())
+    assert checker.check(new) == [], "valid as a new object"
+    assert [f.message for f in checker.check(new, old=old)] == [
+        "spec.template.spec.successPolicy: Value is immutable (CEL: self == oldSelf)"
     ]

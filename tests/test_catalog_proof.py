@@ -165,3 +165,23 @@ def test_sdk_lists_every_runtime_with_its_framework(version: str) -> None:
     }
     assert listed == expected
     assert listed["torch-distributed"][0] == "TrainingRuntime"
+
+
+def test_webhook_rules_catch_what_the_trainer_refuses() -> None:
+    """The offline rules are not vacuous: reserved env names and an initializer the runtime cannot serve."""
+    runtime = served("2.2.1")["torch-distributed"]
+    cluster, client = _sdk("2.2.1", "torch-distributed")
+    with client as sdk:
+        sdk.train(runtime="torch-distributed", trainer=CustomTrainer(func=train_func, env={"PET_NNODES": "9"}))
+        sdk.train(
+            runtime="torch-distributed",
+            initializer=Initializer(dataset=HuggingFaceDatasetInitializer(storage_uri="hf://tatsu-lab/alpaca")),
+            trainer=CustomTrainer(func=train_func),
+        )
+    reserved, initializer = (body for _, _, body in cluster.created)
+    assert trainjob_findings(reserved, runtime) == [
+        ("spec.trainer.env[0].name", "PET_NNODES is reserved by the ML policy")
+    ]
+    assert trainjob_findings(initializer, runtime) == [
+        ("spec.runtimeRef", "runtime has no dataset-initializer job but spec.initializer.dataset is set")
+    ]

@@ -49,7 +49,8 @@ def trainer_values(cfg: TrainerConfig, version: str, mirror: str | None) -> dict
         # v2.3 renders its CRDs from templates/ behind crds.enabled (v2.2 keeps them in crds/).
         values["crds"] = {"enabled": True}
     if cfg.data_cache.enabled:
-        values["dataCache"] = {"enabled": True}
+        # The chart serves the data cache; its runtime comes from the catalog like every other one.
+        values["dataCache"] = {"enabled": True, "runtimes": {"torchDistributedWithCache": {"enabled": False}}}
     if cfg.feature_gates:
         values["manager"]["config"] = {"featureGates": dict(sorted(cfg.feature_gates.items()))}
     return deep_merge(values, cfg.values)
