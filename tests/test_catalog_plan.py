@@ -17,6 +17,8 @@ from trainer_infra.errors import ConfigError
 from trainer_infra.plan.build import build_plan
 
 CATALOG = ROOT / "runtimes"
+# How a stack turns the Trainer data cache on (served with the `data-cache` runtimes).
+DATA_CACHE_ON: dict[str, Any] = {"components": {"trainer": {"dataCache": {"enabled": True}}}}
 TORCHTUNE = ("torchtune-llama3.2-1b", "torchtune-llama3.2-3b", "torchtune-qwen2.5-1.5b")
 
 
@@ -42,7 +44,7 @@ def containers(runtime: dict[str, Any]) -> list[dict[str, Any]]:
 def test_default_serves_every_runtime_the_trainer_version_supports() -> None:
     catalog = set(load_catalog(CATALOG).names())
     assert set(runtimes(MINIMAL)) == catalog - {"torch-distributed-with-cache"}
-    with_cache = {**MINIMAL, "components": {"trainer": {"dataCache": {"enabled": True}}}}
+    with_cache = {**MINIMAL, **DATA_CACHE_ON}
     assert set(runtimes(with_cache)) == catalog
     trainer = next(r for r in render(with_cache).releases if r["name"] == "trainer")
     data_cache = trainer["values"]["dataCache"]
@@ -106,8 +108,8 @@ def test_mirror_and_default_resources_are_injected_everywhere() -> None:
     raw = {
         **MINIMAL,
         "images": {"registryMirror": "mirror.corp:5000/k8s"},
-        "components": {"trainer": {"dataCache": {"enabled": True}}},
         "runtimes": {"defaultResources": {"requests": {"cpu": "2", "memory": "8Gi"}}},
+        **DATA_CACHE_ON,
     }
     served = runtimes(raw)
     images = [i for r in served.values() for i in images_of(r)]

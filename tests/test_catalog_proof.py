@@ -20,10 +20,12 @@ from kubeflow.trainer import BuiltinTrainer, CustomTrainer, TorchTuneConfig
 from kubeflow.trainer.types.types import HuggingFaceDatasetInitializer, HuggingFaceModelInitializer, Initializer
 
 from tests.sdk_harness import FakeCluster, sdk_against
+from tests.test_catalog_plan import DATA_CACHE_ON
 from tests.trainer_api import lost_fields, round_trip
 from trainer_infra.catalog.webhook import runtime_findings, trainjob_findings
 from trainer_infra.config.loader import validate_config
 from trainer_infra.conformance import Conformance
+from trainer_infra.controllers.common import deep_merge
 from trainer_infra.plan.build import build_plan
 
 VERSIONS = ("2.2.1", "2.3.0")
@@ -34,13 +36,13 @@ TEAM_NS = "research"
 def stack(version: str) -> dict[str, Any]:
     raw: dict[str, Any] = {
         "kubernetes": {"version": KUBERNETES},
-        "components": {"trainer": {"version": version, "dataCache": {"enabled": True}}},
+        "components": {"trainer": {"version": version}},
         "teams": [{"name": "research"}],
         "runtimes": {"teams": [{"team": "research", "runtime": "torch-distributed"}]},
     }
     if version.startswith("2.3"):
         raw["components"]["kueue"] = {"trainJobIntegration": False}  # Kueue 0.19 targets the 2.2 TrainJob API
-    return raw
+    return deep_merge(raw, DATA_CACHE_ON)
 
 
 def _key(obj: dict[str, Any]) -> str:

@@ -47,6 +47,10 @@ class Selection:
     skipped: dict[str, str]  # catalog runtime name → why this stack does not serve it
 
 
+# The one place that knows where the data cache is switched on (runtimes requiring `data-cache`).
+DATA_CACHE_SETTING = "components.trainer.dataCache.enabled"
+
+
 def _features(cfg: StackConfig) -> set[str]:
     return {"data-cache"} if cfg.components.trainer.data_cache.enabled else set()
 
@@ -56,7 +60,7 @@ def _why_not(entry: CatalogEntry, trainer: str, features: set[str]) -> str | Non
         return f"{entry.name} {entry.version} targets Trainer {entry.trainer_versions}, not {trainer}"
     missing = [f for f in entry.requires if f not in features]
     if missing:
-        return f"{entry.name} needs {', '.join(missing)} (set components.trainer.dataCache.enabled: true)"
+        return f"{entry.name} needs {', '.join(missing)} (set {DATA_CACHE_SETTING}: true)"
     return None
 
 
