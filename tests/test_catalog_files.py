@@ -95,6 +95,10 @@ def _version_missing(doc: dict[str, Any]) -> None:
     del doc["metadata"]["annotations"]["trainer-platform.dev/runtime-version"]
 
 
+def _too_new(doc: dict[str, Any]) -> None:
+    doc["spec"]["mlPolicy"]["torch"] = {"envInjection": {"targets": [{"jobName": "node", "containerNames": ["x"]}]}}
+
+
 JOB0 = "spec.template.spec.replicatedJobs[0]"
 POD0 = f"{JOB0}.template.spec.template.spec"
 
@@ -121,6 +125,7 @@ POD0 = f"{JOB0}.template.spec.template.spec"
         ),
         (_no_node_container, f"{POD0}.containers", "the trainer job needs a container named 'node'"),
         (_pod_typo, f"{JOB0}.template.spec.templates", "unknown field 'templates'"),
+        (_too_new, "spec.mlPolicy.torch.envInjection", "needs Trainer >= 2.3.0, file targets 2.2.1"),
         (
             _version_missing,
             "metadata.annotations.trainer-platform.dev/runtime-version",

@@ -25,6 +25,7 @@ from trainer_infra.catalog.images import image_problem
 from trainer_infra.catalog.webhook import runtime_findings
 from trainer_infra.config.loader import _keys_of, _model_at
 from trainer_infra.errors import ConfigError, ConfigIssue, did_you_mean, format_path
+from trainer_infra.versions import MATRIX
 
 ENV = "TRAINER_PLATFORM_RUNTIMES"
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "runtimes"
@@ -248,6 +249,30 @@ def _spec_issues(file: str, rt: m.RuntimeFile, raw: dict[str, Any]) -> list[Conf
     return issues
 
 
+# Fields that exist only from a Trainer version on (v1alpha1 API of that tag): (path, minimum, present?).
+SINCE: tuple[tuple[str, str, Any], ...] = (
+    (
+        "spec.mlPolicy.torch.envInjection",
+        "2.3.0",
+        lambda rt: rt.spec.ml_policy.torch and rt.spec.ml_policy.torch.env_injection,
+    ),
+)
+
+
+def _version_issues(file: str, rt: m.RuntimeFile) -> list[ConfigIssue]:
+    """A field newer than a Trainer release the file claims to support would be dropped by that release."""
+    spec = SpecifierSet(rt.metadata.annotations[m.TRAINER_VERSIONS])
+    issues = []
+    for path, since, present in SINCE:
+        older = [v for v in MATRIX.components["trainer"].versions if v in spec and Version(v) < Version(since)]
+        if present(rt) and older:
+            hint = f"narrow {m.TRAINER_VERSIONS} to >={since} or drop the field"
+            issues.append(
+                ConfigIssue(f"{file}:{path}", f"needs Trainer >= {since}, file targets {', '.join(older)}", None, hint)
+            )
+    return issues
+
+
 def _load_file(path: Path, shown: str) -> tuple[CatalogEntry | None, list[ConfigIssue]]:
     try:
         raw = yaml.safe_load(path.read_text())
@@ -260,6 +285,8 @@ def _load_file(path: Path, shown: str) -> tuple[CatalogEntry | None, list[Config
     except ValidationError as exc:
         return None, _pydantic_issues(shown, exc)
     issues = _metadata_issues(shown, rt, path.name.removesuffix(".yaml")) + _spec_issues(shown, rt, raw)
+    if not issues:
+        issues = _version_issues(shown, rt)
     return (None if issues else CatalogEntry(shown, rt, raw)), issues
 
 
