@@ -79,6 +79,10 @@ def _latest(doc: dict[str, Any]) -> None:
     _node(doc)["containers"][0]["image"] = "ghcr.io/org/img:latest"
 
 
+def _bad_digest(doc: dict[str, Any]) -> None:
+    _node(doc)["containers"][0]["image"] = "ghcr.io/org/img:1.0@sha256:abc"
+
+
 def _replicas(doc: dict[str, Any]) -> None:
     doc["spec"]["template"]["spec"]["replicatedJobs"][0]["replicas"] = 2
 
@@ -117,6 +121,7 @@ POD0 = f"{JOB0}.template.spec.template.spec"
             f"{POD0}.containers[0].image",
             "image has no tag: pin an explicit tag (and optionally @sha256:<digest>)",
         ),
+        (_bad_digest, f"{POD0}.containers[0].image", "digest must be sha256:<64 hex digits>"),
         (_latest, f"{POD0}.containers[0].image", "image tag 'latest' is not a pin: use an explicit version tag"),
         (
             _replicas,
@@ -156,6 +161,14 @@ def test_initializer_job_needs_its_container_and_the_initializer_mount(tmp_path:
             "the model-initializer job needs a container named 'model-initializer'",
         ),
     ]
+
+
+def test_a_digest_pins_an_image_beside_its_tag(tmp_path: Path) -> None:
+    doc = _torch()
+    image = "ghcr.io/org/img:1.0@sha256:" + "a" * 64
+    _node(doc)["containers"][0]["image"] = image
+    entry = load_catalog(_catalog_with(tmp_path, "my-torch.yaml", doc)).versions_of("my-torch")[0]
+    assert entry.images("2.2.1") == [image]
 
 
 def test_duplicate_runtime_names_both_files(tmp_path: Path) -> None:
