@@ -8,6 +8,7 @@ in their fixed order. Every reference in `runtimes:` is checked with its exact c
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,9 @@ CATALOG_VERSION = f"{m.DOMAIN}/catalog-version"
 RUNTIME = f"{m.DOMAIN}/runtime"
 TRAINER_API = f"{m.DOMAIN}/trainer-api-version"
 TEAM = f"{m.DOMAIN}/team"
+
+
+WhyNot = Callable[[CatalogEntry], "str | None"]
 
 
 @dataclass(frozen=True)
@@ -69,89 +73,95 @@ def _unknown(path: str, name: str, catalog: Catalog) -> ConfigIssue:
     return ConfigIssue(path, "no such runtime in the catalog", name, hint)
 
 
+def _chosen_versions(
+    cfg: StackConfig, catalog: Catalog, trainer: str, issues: list[ConfigIssue]
+) -> dict[str, CatalogEntry]:
+    """Per runtime, the catalog version its stable name serves: the pin, else the newest supported."""
+    chosen: dict[str, CatalogEntry] = {}
+    for name in catalog.names():
+        versions = catalog.versions_of(name)
+        pinned = cfg.runtimes.versions.get(name)
+        if pinned is None:
+            chosen[name] = next((e for e in versions if e.supports(trainer)), versions[0])
+        elif match := [e for e in versions if e.version == pinned]:
+            chosen[name] = match[0]
+        else:
+            have = ", ".join(e.version for e in versions)
+            issues.append(ConfigIssue(f"runtimes.versions.{name}", "no such version", pinned, f"catalog has {have}"))
+    return chosen
+
+
+def _enabled(
+    cfg: StackConfig, catalog: Catalog, chosen: dict[str, CatalogEntry], why_not: WhyNot, issues: list[ConfigIssue]
+) -> tuple[list[str], dict[str, str]]:
+    """The runtimes to serve, and why each other one is not served."""
+    rc = cfg.runtimes
+    if rc.enabled is None:
+        reasons = {name: why_not(entry) for name, entry in chosen.items()}
+        return [n for n, r in reasons.items() if r is None], {n: r for n, r in reasons.items() if r is not None}
+    enabled: list[str] = []
+    for i, name in enumerate(rc.enabled):
+        if name not in catalog.names():
+            issues.append(_unknown(f"runtimes.enabled[{i}]", name, catalog))
+        elif name in enabled:
+            issues.append(ConfigIssue(f"runtimes.enabled[{i}]", "listed twice", name))
+        elif name in chosen:
+            if (reason := why_not(chosen[name])) is not None:
+                issues.append(ConfigIssue(f"runtimes.enabled[{i}]", "cannot be served by this stack", name, reason))
+            enabled.append(name)
+    return enabled, {n: "not in runtimes.enabled" for n in chosen if n not in enabled}
+
+
+def _team_runtimes(
+    cfg: StackConfig, catalog: Catalog, chosen: dict[str, CatalogEntry], why_not: WhyNot, issues: list[ConfigIssue]
+) -> list[Served]:
+    teams = {t.name: t for t in cfg.teams}
+    served = []
+    for i, tr in enumerate(cfg.runtimes.teams):
+        path = f"runtimes.teams[{i}]"
+        team = teams.get(tr.team)
+        if team is None:
+            hint = did_you_mean(tr.team, teams) or "teams: " + (", ".join(teams) or "none defined")
+            issues.append(ConfigIssue(f"{path}.team", "no such team in teams[]", tr.team, hint))
+        if tr.runtime not in catalog.names():
+            issues.append(_unknown(f"{path}.runtime", tr.runtime, catalog))
+        elif tr.runtime not in chosen:
+            continue  # its runtimes.versions pin is already reported
+        elif (reason := why_not(chosen[tr.runtime])) is not None:
+            issues.append(ConfigIssue(f"{path}.runtime", "cannot be served by this stack", tr.runtime, reason))
+        elif team is not None:
+            entry, name = chosen[tr.runtime], tr.name or tr.runtime
+            served.append(Served(entry, name, "TrainingRuntime", team.resolved_namespace, tr.overrides, team.name))
+    return served
+
+
 def select(cfg: StackConfig, catalog: Catalog) -> Selection:
+    """What this stack serves; every wrong reference in `runtimes:` is reported with its path at once."""
     rc = cfg.runtimes
     trainer = cfg.components.resolved_versions()["trainer"]
     features = _features(cfg)
     issues: list[ConfigIssue] = []
-    names = set(catalog.names())
 
-    chosen: dict[str, CatalogEntry] = {}
-    for name in catalog.names():
-        versions = catalog.versions_of(name)
-        pinned = rc.versions.get(name)
-        if pinned is not None:
-            match = [e for e in versions if e.version == pinned]
-            if not match:
-                have = ", ".join(e.version for e in versions)
-                issues.append(
-                    ConfigIssue(f"runtimes.versions.{name}", "no such version", pinned, f"catalog has {have}")
-                )
-                continue
-            chosen[name] = match[0]
-        else:
-            chosen[name] = next((e for e in versions if e.supports(trainer)), versions[0])
-    issues += [_unknown(f"runtimes.versions.{n}", n, catalog) for n in rc.versions if n not in names]
-    issues += [_unknown(f"runtimes.overrides.{n}", n, catalog) for n in rc.overrides if n not in names]
+    def why_not(entry: CatalogEntry) -> str | None:
+        return _why_not(entry, trainer, features)
 
-    skipped: dict[str, str] = {}
-    if rc.enabled is None:
-        enabled = []
-        for name, entry in chosen.items():
-            reason = _why_not(entry, trainer, features)
-            if reason:
-                skipped[name] = reason
-            else:
-                enabled.append(name)
-    else:
-        enabled = []
-        for i, name in enumerate(rc.enabled):
-            if name not in names:
-                issues.append(_unknown(f"runtimes.enabled[{i}]", name, catalog))
-            elif name in enabled:
-                issues.append(ConfigIssue(f"runtimes.enabled[{i}]", "listed twice", name))
-            elif name in chosen:
-                reason = _why_not(chosen[name], trainer, features)
-                if reason:
-                    issues.append(ConfigIssue(f"runtimes.enabled[{i}]", "cannot be served by this stack", name, reason))
-                enabled.append(name)
-        skipped = {n: "not in runtimes.enabled" for n in chosen if n not in enabled}
+    chosen = _chosen_versions(cfg, catalog, trainer, issues)
+    issues += [_unknown(f"runtimes.versions.{n}", n, catalog) for n in rc.versions if n not in catalog.names()]
+    issues += [_unknown(f"runtimes.overrides.{n}", n, catalog) for n in rc.overrides if n not in catalog.names()]
+    enabled, skipped = _enabled(cfg, catalog, chosen, why_not, issues)
     for i, name in enumerate(rc.retiring):
         if name not in enabled:
             hint = "a retiring runtime stays enabled for one more `pulumi up`; remove it from both lists afterwards"
             issues.append(ConfigIssue(f"runtimes.retiring[{i}]", "not an enabled runtime", name, hint))
 
-    served = [Served(chosen[n], n, override=rc.overrides.get(n, RuntimeOverride())) for n in sorted(enabled)]
-    if rc.versioned_names:
-        for n in sorted(enabled):
-            for e in catalog.versions_of(n):
-                if e.supports(trainer):
-                    served.append(
-                        Served(e, f"{n}-v{e.version}", override=rc.overrides.get(n, RuntimeOverride()), pinned=True)
-                    )
-    teams = {t.name: t for t in cfg.teams}
-    for i, tr in enumerate(rc.teams):
-        team = teams.get(tr.team)
-        if team is None:
-            hint = did_you_mean(tr.team, teams) or "teams: " + (", ".join(teams) or "none defined")
-            issues.append(ConfigIssue(f"runtimes.teams[{i}].team", "no such team in teams[]", tr.team, hint))
-        if tr.runtime not in names:
-            issues.append(_unknown(f"runtimes.teams[{i}].runtime", tr.runtime, catalog))
-        elif (reason := _why_not(chosen[tr.runtime], trainer, features)) is not None:
-            issues.append(
-                ConfigIssue(f"runtimes.teams[{i}].runtime", "cannot be served by this stack", tr.runtime, reason)
-            )
-        elif team is not None:
-            served.append(
-                Served(
-                    chosen[tr.runtime],
-                    tr.name or tr.runtime,
-                    "TrainingRuntime",
-                    team.resolved_namespace,
-                    tr.overrides,
-                    team.name,
-                )
-            )
+    served = []
+    for name in sorted(enabled):
+        override = rc.overrides.get(name, RuntimeOverride())
+        served.append(Served(chosen[name], name, override=override))
+        if rc.versioned_names:
+            pins = [e for e in catalog.versions_of(name) if e.supports(trainer)]
+            served += [Served(e, f"{name}-v{e.version}", override=override, pinned=True) for e in pins]
+    served += _team_runtimes(cfg, catalog, chosen, why_not, issues)
     if issues:
         raise ConfigError(issues, "runtimes")
     return Selection(tuple(served), skipped)
