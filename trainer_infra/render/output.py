@@ -87,6 +87,8 @@ def assemble(captured: Capture) -> Rendered:
         }
         if r.type == CHART_TYPE:
             entry["childPolicy"] = _child_policy(r)
+        if r.replace_on_changes:  # only when set, so renders without it stay unchanged
+            entry["replaceOnChanges"] = sorted(r.replace_on_changes)
         if r.type == "pulumi-python:dynamic:Resource":
             entry["inputs"] = {k: v for k, v in r.inputs.items() if not k.startswith("__")}
         resources.append(entry)
