@@ -207,3 +207,14 @@ def test_a_stack_new_in_the_working_tree_diffs_against_nothing(repo: Path) -> No
     assert "new stack" in done.stdout.splitlines()[0]
     assert "objects: 4 added, 0 changed, 0 removed" in done.stdout
     assert "!!" not in done.stdout, "nothing existed, so nothing is at risk"
+
+
+def test_markdown_fits_a_github_comment() -> None:
+    namespaces = [meta.namespace(f"team-{i:03}") for i in range(200)]
+    diff = diff_renders(Render([], [], []), _render(*((ns, _res(ns)) for ns in namespaces)))
+    full = markdown(diff, "t", limit=10**9)
+    assert "```yaml" in full and len(full) > 20_000
+    short = markdown(diff, "t", limit=20_000)
+    assert len(short) <= 20_000 and "```yaml" not in short and "Namespace team-199" in short
+    cut = markdown(diff, "t", limit=5_000)
+    assert len(cut) <= 5_000 and cut.rstrip().endswith("for the whole diff)*")

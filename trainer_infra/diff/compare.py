@@ -43,6 +43,7 @@ class ObjectChange:
     label: str  # `ClusterQueue team-a`, `Namespace team-a`
     op: Op
     fields: tuple[FieldChange, ...] = ()
+    added: dict[str, Any] | None = None  # the whole new object, for review
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,8 @@ def diff_objects(base: list[dict[str, Any]], head: list[dict[str, Any]]) -> list
         a, b = old.get(ident), new.get(ident)
         fields = tuple(field_changes(a, b)) if a is not None and b is not None else ()
         if a is None or b is None or fields:
-            out.append(ObjectChange(object_label(b if b is not None else a or {}), _op(a, b), fields))
+            label = object_label(b if b is not None else a or {})
+            out.append(ObjectChange(label, _op(a, b), fields, b if a is None else None))
     return out
 
 
@@ -144,7 +146,8 @@ def _resource_label(r: dict[str, Any], manifests: dict[str, dict[str, Any]]) -> 
     m = manifests.get(str(r["name"]))
     if m is not None:
         return object_label(m)
-    kind = "chart" if r["type"] == CHART_TYPE else str(r["type"]).rsplit(":", 1)[-1]
+    rtype = str(r["type"])
+    kind = "chart" if rtype == CHART_TYPE else "dynamic resource" if ":dynamic:" in rtype else rtype
     return f"{kind} {r['name']}"
 
 

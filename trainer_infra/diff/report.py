@@ -6,10 +6,13 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+import yaml
+
 from trainer_infra.diff.compare import DataRisk, StackDiff
 from trainer_infra.diff.fields import MISSING, FieldChange
 
 MAX_VALUE = 100
+MAX_COMMENT = 60_000  # GitHub refuses comments over 65,536 characters
 SYMBOL = {"added": "+", "removed": "-", "changed": "~"}
 
 
@@ -96,7 +99,24 @@ def _md_details(summary: str, fields: Sequence[FieldChange]) -> list[str]:
     ]
 
 
-def markdown(diff: StackDiff, title: str) -> str:
+def _md_object(summary: str, manifest: dict[str, Any]) -> list[str]:
+    body = yaml.safe_dump(manifest, sort_keys=True, default_flow_style=False).rstrip("\n")
+    return [f"<details><summary>{summary}</summary>", "", "```yaml", body, "```", "", "</details>", ""]
+
+
+def markdown(diff: StackDiff, title: str, limit: int = MAX_COMMENT) -> str:
+    """Fits a GitHub comment (65,536 characters): first without the bodies of added objects, then cut."""
+    full = _markdown(diff, title, bodies=True)
+    if len(full) <= limit:
+        return full
+    short = _markdown(diff, title, bodies=False)
+    if len(short) <= limit:
+        return short
+    note = "\n\n*(truncated: run `trainer-infra diff` locally for the whole diff)*\n"
+    return short[: limit - len(note)] + note
+
+
+def _markdown(diff: StackDiff, title: str, bodies: bool) -> str:
     lines = [f"### {title}", ""]
     if not diff.changed:
         return "\n".join([*lines, "No changes."]) + "\n"
@@ -131,6 +151,11 @@ def markdown(diff: StackDiff, title: str) -> str:
         lines += [f"#### {heading}", ""]
         for op in ("added", "removed", "changed"):
             for item in (i for i in items if i.op == op):
-                lines += _md_details(f"{op} <code>{item.label}</code>", item.fields)
-        lines.append("")
+                added = getattr(item, "added", None)
+                if added is not None and bodies:
+                    lines += _md_object(f"{op} <code>{item.label}</code>", added)
+                else:
+                    lines += _md_details(f"{op} <code>{item.label}</code>", item.fields)
+        if lines[-1]:
+            lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"
