@@ -35,7 +35,7 @@ def _actionlint() -> str:
 
 
 def test_there_is_a_pr_and_a_deploy_workflow() -> None:
-    assert {w.name for w in WORKFLOWS} == {"preview.yml", "deploy.yml"}
+    assert {w.name for w in WORKFLOWS} == {"preview.yml", "deploy.yml", "pulumi-up.yml"}
 
 
 def test_actionlint() -> None:
@@ -53,13 +53,15 @@ def test_zizmor_offline() -> None:
 def test_actions_pinned_by_sha_permissions_minimal_and_prod_gated() -> None:
     for wf in WORKFLOWS:
         text = wf.read_text()
-        uses = re.findall(r"uses:\s*(\S+)", text)
-        assert uses and all(re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", u) for u in uses), uses
+        uses = [u for u in re.findall(r"uses:\s*(\S+)", text) if not u.startswith("./.github/workflows/")]
+        assert all(re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", u) for u in uses), uses
         doc = yaml.safe_load(text)
         assert doc["permissions"] == {}, "nothing at the top; each job asks for what it needs"
         for name, job in doc["jobs"].items():
             assert "write-all" not in str(job.get("permissions")), name
     deploy = yaml.safe_load((ROOT / ".github/workflows/deploy.yml").read_text())["jobs"]
-    assert deploy["prod"]["needs"] == "dev" and deploy["prod"]["environment"] == "prod"
+    assert deploy["prod"]["needs"] == "dev" and deploy["prod"]["with"] == {"stack": "prod"}
+    up = yaml.safe_load((ROOT / ".github/workflows/pulumi-up.yml").read_text())["jobs"]["up"]
+    assert up["environment"] == "${{ inputs.stack }}", "prod's approval rule applies through its environment"
     preview = (ROOT / ".github/workflows/preview.yml").read_text()
     assert "policyPacks: policy" in preview and "--format markdown" in preview
