@@ -4,15 +4,16 @@ renders and the CLI exit codes, and the CrossGuard pack giving the same answers 
 from __future__ import annotations
 
 import copy
-import importlib.util
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
-from google.protobuf import json_format, struct_pb2
-from pulumi.runtime.proto import analyzer_pb2
+from google.protobuf import empty_pb2, json_format, struct_pb2
+from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
 from tests.helpers import MINIMAL, ROOT, render
 from trainer_infra.config.loader import SECRET_PLACEHOLDER
@@ -228,21 +229,27 @@ def test_validate_and_render_exit_3_with_every_violation(tmp_path: Path) -> None
     assert teardown.returncode == 0 and "[data-is-protected] advisory" in teardown.stderr
 
 
-# --- the CrossGuard pack: same rules through the SDK's own request handling ------------------------
+# --- the CrossGuard pack, launched the way Pulumi launches it, spoken to over gRPC ---------------------
 
 
-def _pack() -> Any:
-    spec = importlib.util.spec_from_file_location("trainer_platform_policy_pack", ROOT / "policy" / "__main__.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _servicer(pack: Any) -> Any:
-    from pulumi_policy.policy import EnforcementLevel, _PolicyAnalyzerServicer
-
-    return _PolicyAnalyzerServicer(pack.PACK_NAME, "0.1.0", pack.policies(), EnforcementLevel.MANDATORY)
+@pytest.fixture(scope="module")
+def pack() -> Iterator[Any]:
+    """`python -m pulumi.policy <engine> policy` is how the Pulumi CLI starts a Python pack; the pack
+    prints its gRPC port and serves the Analyzer API the engine calls during preview/up."""
+    proc = subprocess.Popen(
+        [sys.executable, "-u", "-m", "pulumi.policy", "127.0.0.1:1", "policy"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        port = proc.stdout.readline().strip() if proc.stdout else ""
+        assert port.isdigit(), proc.stderr.read() if proc.stderr else port
+        yield analyzer_pb2_grpc.AnalyzerStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
 
 
 def _struct(props: dict[str, Any]) -> struct_pb2.Struct:
@@ -255,27 +262,31 @@ def _secret(value: str) -> dict[str, str]:
     return {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270", "value": value}
 
 
-def test_pack_reports_what_offline_reports_and_sees_pulumi_secrets() -> None:
-    pack = _pack()
-    assert [p.name for p in pack.policies()] == [r.name for r in RULES]
-    servicer = _servicer(pack)
+def test_pack_serves_every_rule_as_mandatory(pack: Any) -> None:
+    info = pack.GetAnalyzerInfo(empty_pb2.Empty())
+    assert info.name == "trainer-platform"
+    assert [p.name for p in info.policies] == [r.name for r in RULES]
+    assert {p.enforcementLevel for p in info.policies} == {analyzer_pb2.MANDATORY}
 
-    def analyze(manifest: dict[str, Any], protect: bool = False) -> list[str]:
+
+def test_pack_reports_what_offline_reports_and_sees_pulumi_secrets(pack: Any) -> None:
+    def analyze(manifest: dict[str, Any]) -> list[str]:
         request = analyzer_pb2.AnalyzeRequest(
             type=obj(manifest).type,
             properties=_struct(manifest),
             urn=f"urn:pulumi:dev::trainer-platform::{obj(manifest).type}::x",
             name="x",
-            options=analyzer_pb2.AnalyzerResourceOptions(protect=protect),
         )
-        return sorted(d.policyName for d in servicer.Analyze(request, None).diagnostics)
+        found = sorted(d.policyName for d in pack.Analyze(request).diagnostics)
+        assert found == sorted({v.rule for v in check([obj(_unwrap(manifest))])}), "one implementation"
+        return found
 
     assert analyze({**SECRET, "stringData": {"token": _secret("hf_abc123")}}) == []
     assert analyze({**SECRET, "stringData": {"token": "hf_abc123"}}) == ["no-plaintext-secrets"]
     assert analyze(runtime(tolerate=False)) == ["gpu-runtimes-tolerate-gpu-taint"]
     assert analyze(without(CLUSTER_QUEUE, "spec", "namespaceSelector")) == ["clusterqueue-namespace-selector"]
 
-    def stack(protect: bool) -> list[str]:
+    def stack(protect: bool) -> list[tuple[str, str]]:
         resources = [
             analyzer_pb2.AnalyzerResource(
                 type=obj(m).type,
@@ -286,8 +297,17 @@ def test_pack_reports_what_offline_reports_and_sees_pulumi_secrets() -> None:
             )
             for m in (meta.namespace("team-a"), PVC)
         ]
-        response = servicer.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=resources), None)
+        response = pack.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=resources))
         return sorted((d.policyName, d.urn.rsplit("::", 1)[-1]) for d in response.diagnostics)
 
     assert stack(protect=True) == []
     assert stack(protect=False) == [("data-is-protected", "team-a"), ("data-is-protected", "workspace")]
+
+
+def _unwrap(value: Any) -> Any:
+    """Offline view of a value: Pulumi secrets are the render's secret mark."""
+    if isinstance(value, dict):
+        if value.get("4dabf18193072939515e22adb298388d"):
+            return SECRET_MARK
+        return {k: _unwrap(v) for k, v in value.items()}
+    return value
