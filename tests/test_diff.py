@@ -218,3 +218,12 @@ def test_markdown_fits_a_github_comment() -> None:
     assert len(short) <= 20_000 and "```yaml" not in short and "Namespace team-199" in short
     cut = markdown(diff, "t", limit=5_000)
     assert len(cut) <= 5_000 and cut.rstrip().endswith("for the whole diff)*")
+
+
+def test_config_file_outside_the_repo_diffs_the_code_only(repo: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "Pulumi.mine.yaml"
+    outside.write_text(_stack(["alpha"], ""))
+    done = _diff(repo, "--config-file", str(outside), "--base", "A")
+    assert done.returncode == 1, done.stderr
+    changes = [line.strip() for line in done.stdout.splitlines() if "->" in line]
+    assert len(changes) == 3 and all(c.endswith("requests.cpu: 100m -> 150m") for c in changes), changes
