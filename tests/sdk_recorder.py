@@ -48,8 +48,11 @@ def _trainjob(namespace: str) -> dict[str, Any]:
         "kind": "TrainJob",
         "metadata": {"name": JOB, "namespace": namespace, "creationTimestamp": CREATED},
         "spec": {"runtimeRef": {"name": RUNTIME}},
-        "status": {"conditions": [{"type": "Complete", "status": "True", "reason": "Done", "message": "",
-                                   "lastTransitionTime": CREATED}]},
+        "status": {
+            "conditions": [
+                {"type": "Complete", "status": "True", "reason": "Done", "message": "", "lastTransitionTime": CREATED}
+            ]
+        },
     }
 
 

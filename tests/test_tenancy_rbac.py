@@ -14,7 +14,10 @@ AUTHENTICATED = ("system:authenticated",)
 RAW: dict[str, Any] = {
     **MINIMAL,
     "teams": [
-        {"name": "team-a", "members": {"users": ["alice"], "groups": ["a-researchers"], "serviceAccounts": ["notebook"]}},
+        {
+            "name": "team-a",
+            "members": {"users": ["alice"], "groups": ["a-researchers"], "serviceAccounts": ["notebook"]},
+        },
         {"name": "team-b", "members": {"users": ["bob"], "manageRuntimes": True}},
     ],
 }
@@ -72,6 +75,8 @@ def test_runtimes_are_managed_only_where_allowed_and_nothing_cluster_wide_writes
     create = {ns: Request("create", "trainer.kubeflow.org", "trainingruntimes", ns) for ns in ("team-a", "team-b")}
     assert authz.allowed(Identity("bob"), create["team-b"])
     assert not authz.allowed(Identity("alice"), create["team-a"]), "team-a did not set manageRuntimes"
-    assert not authz.allowed(Identity("bob"), Request("create", "trainer.kubeflow.org", "clustertrainingruntimes", None))
+    assert not authz.allowed(
+        Identity("bob"), Request("create", "trainer.kubeflow.org", "clustertrainingruntimes", None)
+    )
     assert not authz.allowed(Identity("alice"), Request("get", "", "secrets", "team-a", "hf-token"))
     assert authz.cluster_wide_writes() == []
