@@ -146,7 +146,8 @@ def data_loss(previous: dict[str, Deployed], plan: Plan, cfg: StackConfig) -> li
             path += ".storage" if path.startswith("teams[") else ""
             was, now = (m["spec"]["resources"]["requests"]["storage"] for m in (old.manifest, new.manifest))
             if parse_quantity(now) < parse_quantity(was):
-                message = f"would shrink {what} to {now}; claims only grow"
+                md = old.manifest["metadata"]
+                message = f"would shrink claim {md['namespace']}/{md['name']} from {was} to {now}; claims only grow"
                 losses.append(Loss(path, message, f"keep size {was} or larger", True))
         if changed and old.protect:
             message = f"changing {', '.join(changed)} replaces {what}: the new one starts empty"
