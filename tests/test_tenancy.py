@@ -29,7 +29,7 @@ def test_local_stack_onboards_two_teams_with_namespace_claim_rbac_and_secret() -
         assert kinds["Namespace"] == [team]
         assert kinds["PersistentVolumeClaim"] == ["workspace"]
         assert "trainer-platform-team-member" in kinds["RoleBinding"]
-        assert kinds["Secret"] == ["hf-token"]
+        assert kinds["Secret"] == ["wandb"]
     ns = next(m for m in manifests if m["kind"] == "Namespace" and m["metadata"]["name"] == "nlp")
     labels = ns["metadata"]["labels"]
     assert labels["pod-security.kubernetes.io/enforce"] == "baseline"
