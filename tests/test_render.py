@@ -129,3 +129,61 @@ def test_integers_stay_integers_and_secrets_never_appear(tmp_path: Path) -> None
     assert gate["inputs"]["timeoutSeconds"] == 300 and isinstance(gate["inputs"]["timeoutSeconds"], int)
     assert gate["inputs"]["kubeconfig"] == "<secret>"
     assert "topsecret" not in yaml.safe_dump([rendered.manifests, rendered.releases, rendered.resources])
+
+
+def test_trainer_2_3_renders_conformant_objects_against_its_own_crds() -> None:
+    raw = {
+        **MINIMAL,
+        "components": {"trainer": {"version": "2.3.0"}, "kueue": {"trainJobIntegration": False}},
+    }
+    rendered = render(raw)
+    values = next(r for r in rendered.releases if r["name"] == "trainer")["values"]
+    assert values["crds"] == {"enabled": True}, "v2.3 renders its CRDs from templates behind crds.enabled"
+    kueue = next(r for r in rendered.releases if r["name"] == "kueue")
+    assert "trainer.kubeflow.org/trainjob" not in kueue["values"]["managerConfig"]["controllerManagerConfigYaml"]
+    assert conformance_findings(raw, rendered) == []
+    from trainer_infra.conformance import Conformance
+    from trainer_infra.plan.controllers import _probes
+
+    checker = Conformance("1.34", {"trainer": "2.3.0", "jobset": "0.12.0", "kueue": "0.19.2"})
+    for component in ("jobset", "trainer", "kueue"):
+        for probe in _probes(component, "ns", None):  # type: ignore[arg-type]
+            assert checker.check(probe) == [], "gate probes must be valid objects or the gate never opens"
+
+
+def test_stack_outputs_report_versions_and_namespaces() -> None:
+    outputs = render(MINIMAL).outputs
+    assert outputs["versions"] == {"jobset": "0.12.0", "trainer": "2.2.1", "kueue": "0.19.2"}
+    assert outputs["namespaces"] == {"jobset": "jobset-system", "trainer": "kubeflow-system", "kueue": "kueue-system"}
+    assert outputs["kubernetesVersion"] == "1.34"
+
+
+def test_every_custom_resource_waits_for_the_gate_of_its_api_group(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Later areas only add PlanParts; the dependency on the right gate (and namespace) is automatic."""
+    from trainer_infra.manifests.meta import metadata, namespace
+    from trainer_infra.plan import build
+    from trainer_infra.plan.model import ManagedObject, PlanPart
+
+    def extra(_cfg: object) -> PlanPart:
+        return PlanPart(
+            objects=(
+                ManagedObject(namespace("team-a")),
+                ManagedObject(
+                    {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": metadata("q", "team-a")}
+                ),
+                ManagedObject(
+                    {
+                        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+                        "kind": "ClusterTrainingRuntime",
+                        "metadata": metadata("r"),
+                    }
+                ),
+                ManagedObject({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata("c", "team-a")}),
+            )
+        )
+
+    monkeypatch.setattr(build, "PLANNERS", [*build.PLANNERS, extra])
+    rendered = render(MINIMAL)
+    assert resource(rendered, "localqueue-team-a-q")["dependsOn"] == ["kueue-ready", "namespace-team-a"]
+    assert resource(rendered, "clustertrainingruntime-r")["dependsOn"] == ["trainer-ready"]
+    assert resource(rendered, "configmap-team-a-c")["dependsOn"] == ["namespace-team-a"]

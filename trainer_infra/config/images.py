@@ -7,9 +7,15 @@ from typing import Annotated
 from pydantic import StringConstraints
 
 from trainer_infra.config.base import StrictModel
+from trainer_infra.config.types import PATTERN_HELP
 
-RegistryHost = Annotated[str, StringConstraints(pattern=r"^[a-zA-Z0-9.-]+(:\d+)?(/[a-z0-9._/-]+)?$")]
-OciRepository = Annotated[str, StringConstraints(pattern=r"^oci://[a-zA-Z0-9.-]+(:\d+)?(/[a-z0-9._/-]+)?$")]
+REGISTRY = r"^[a-zA-Z0-9.-]+(:\d+)?(/[a-z0-9._/-]+)?$"
+OCI_REPOSITORY = r"^oci://[a-zA-Z0-9.-]+(:\d+)?(/[a-z0-9._/-]+)?$"
+PATTERN_HELP[REGISTRY] = ("a registry host[:port][/path]", "no scheme, e.g. mirror.corp:5000/k8s")
+PATTERN_HELP[OCI_REPOSITORY] = ("an OCI repository", "e.g. oci://mirror.corp/charts")
+
+RegistryHost = Annotated[str, StringConstraints(pattern=REGISTRY)]
+OciRepository = Annotated[str, StringConstraints(pattern=OCI_REPOSITORY)]
 
 
 class ImagesConfig(StrictModel):

@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from trainer_infra.config.stack import StackConfig
+from trainer_infra.config.types import PATTERN_HELP
 from trainer_infra.errors import ConfigError, ConfigIssue, did_you_mean, format_path
 from trainer_infra.storage.checks import storage_issues
 from trainer_infra.tenancy.checks import tenancy_issues
@@ -77,21 +78,12 @@ def _issue_from(err: Mapping[str, Any]) -> ConfigIssue:
         return ConfigIssue(path, "required key is missing", None, None)
     if kind == "string_pattern_mismatch":
         pattern = err.get("ctx", {}).get("pattern", "")
-        return ConfigIssue(path, f"expected a value matching {pattern}", found, _pattern_hint(pattern))
-    message = err["msg"].removeprefix("Value error, ")
-    return ConfigIssue(path, f"expected {message[0].lower()}{message[1:]}", found, None)
-
-
-def _pattern_hint(pattern: str) -> str | None:
-    hints = {
-        r"^\d+\.\d+\.\d+$": 'write versions as "MAJOR.MINOR.PATCH" without a leading "v", e.g. "0.19.2"',
-        r"^1\.\d{2}$": 'write the Kubernetes minor version as a quoted string, e.g. "1.34"',
-    }
-    if pattern in hints:
-        return hints[pattern]
-    if "a-z0-9" in pattern:
-        return "use a lowercase DNS label: a-z, 0-9 and '-', at most 63 characters"
-    return None
+        what, hint = PATTERN_HELP.get(pattern, (f"a value matching {pattern}", None))
+        return ConfigIssue(path, f"expected {what}", found, hint)
+    message = str(err["msg"])
+    if message.startswith("Value error, "):
+        return ConfigIssue(path, message.removeprefix("Value error, "), found, None)
+    return ConfigIssue(path, "expected " + message.removeprefix("Input should be "), found, None)
 
 
 def _short(value: Any) -> str:
@@ -110,15 +102,17 @@ def _replace_secure(value: Any) -> Any:
     return value
 
 
-def validate_config(raw: Mapping[str, Any], source: str = "") -> LoadedConfig:
-    """The single entry point: shape (pydantic), then the compatibility matrix."""
+def validate_config(raw: Mapping[str, Any], source: str = "", earlier: list[ConfigIssue] | None = None) -> LoadedConfig:
+    """The single entry point: shape (pydantic), then the compatibility matrix. `earlier` issues
+    (e.g. misspelt namespaces in the stack file) are reported together with these."""
+    earlier = earlier or []
     try:
         cfg = StackConfig.model_validate(dict(raw))
     except ValidationError as exc:
-        raise ConfigError([_issue_from(e) for e in exc.errors()], source) from None
+        raise ConfigError(earlier + [_issue_from(e) for e in exc.errors()], source) from None
     cross_field = [*tenancy_issues(cfg), *storage_issues(cfg)]
-    if cross_field:
-        raise ConfigError(cross_field, source)
+    if earlier or cross_field:
+        raise ConfigError(earlier + cross_field, source)
     versions = cfg.components.resolved_versions()
     findings = check_compatibility(
         versions,  # type: ignore[arg-type]
@@ -134,7 +128,15 @@ def validate_config(raw: Mapping[str, Any], source: str = "") -> LoadedConfig:
 
 
 def raw_from_stack_document(doc: Any, source: str) -> dict[str, Any]:
-    """`config: {trainer-platform:kubernetes: …}` → `{kubernetes: …}`; other namespaces are not ours."""
+    """`config: {trainer-platform:kubernetes: …}` → `{kubernetes: …}`; raises on namespace mistakes."""
+    raw, issues = read_stack_document(doc, source)
+    if issues:
+        raise ConfigError(issues, source)
+    return raw
+
+
+def read_stack_document(doc: Any, source: str) -> tuple[dict[str, Any], list[ConfigIssue]]:
+    """Our keys, and issues for keys that look meant for us; other namespaces are not ours."""
     if not isinstance(doc, dict) or not isinstance(doc.get("config", {}), dict):
         raise ConfigError([ConfigIssue("config", "expected a mapping under 'config:'", _short(doc))], source)
     issues: list[ConfigIssue] = []
@@ -149,9 +151,7 @@ def raw_from_stack_document(doc: Any, source: str) -> dict[str, Any]:
             issues.append(
                 ConfigIssue(str(key), f"unknown config namespace '{ns}'", None, f"did you mean '{NAMESPACE}'?")
             )
-    if issues:
-        raise ConfigError(issues, source)
-    return raw
+    return raw, issues
 
 
 def load_file(path: Path) -> LoadedConfig:
@@ -161,7 +161,8 @@ def load_file(path: Path) -> LoadedConfig:
         raise ConfigError([ConfigIssue("", f"no such stack file {path}")], str(path)) from None
     except yaml.YAMLError as exc:
         raise ConfigError([ConfigIssue("", f"not valid YAML: {exc}")], str(path)) from None
-    return validate_config(raw_from_stack_document(doc, str(path)), str(path))
+    raw, issues = read_stack_document(doc, str(path))
+    return validate_config(raw, str(path), issues)
 
 
 def stack_file(stack: str, stacks_dir: Path) -> Path:

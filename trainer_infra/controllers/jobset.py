@@ -18,7 +18,7 @@ class JobSetConfig(ControllerConfig):
     def _no_gates(cls, gates: dict[str, bool]) -> dict[str, bool]:
         if gates:
             raise ValueError(
-                "no feature gates: the JobSet chart has no featureGates value "
+                "the JobSet chart has no featureGates value "
                 "(pass controller flags through `values` if you really need one)"
             )
         return gates

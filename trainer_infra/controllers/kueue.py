@@ -60,7 +60,10 @@ def kueue_values(cfg: KueueConfig, version: str, mirror: str | None) -> dict[str
     values: dict[str, Any] = {
         "controllerManager": {
             "replicas": cfg.replicas,
-            "manager": {"image": {"repository": repo, "tag": tag}, "resources": cfg.resources.as_k8s()},
+            "manager": {
+                "image": {"repository": repo, "tag": tag, "pullPolicy": "IfNotPresent"},
+                "resources": cfg.resources.as_k8s(),
+            },
             "featureGates": [{"name": name, "enabled": on} for name, on in sorted(kueue_feature_gates(cfg).items())],
         },
         "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(manager_config, sort_keys=True)},

@@ -65,6 +65,7 @@ class _CapturingMonitor(pulumi_mocks.MockMonitor):
     def __init__(self) -> None:
         super().__init__(_Mocks())
         self.records: list[Registration] = []
+        self.stack_outputs: dict[str, Any] = {}
 
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (gRPC method name)
         response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
@@ -87,12 +88,28 @@ class _CapturingMonitor(pulumi_mocks.MockMonitor):
             )
         return response
 
+    def RegisterResourceOutputs(self, request: Any) -> Any:  # noqa: N802 (gRPC method name)
+        if "::pulumi:pulumi:Stack::" in request.urn:
+            self.stack_outputs = clean(json_format.MessageToDict(request.outputs, preserving_proto_field_name=True))
+        return super().RegisterResourceOutputs(request)  # type: ignore[no-untyped-call]
+
 
 def _run_program(run: Any) -> None:
     run()
+    # set_mocks registered the root Stack's (empty) outputs before the program ran; register the
+    # exports now, as the real engine does at the end of a program.
+    stack: Any = pulumi_settings.get_root_resource()
+    stack._outputs_registered = False
+    stack._finish()
 
 
-def capture(raw_config: dict[str, Any], stack: str) -> list[Registration]:
+@dataclass(frozen=True)
+class Capture:
+    registrations: list[Registration]
+    stack_outputs: dict[str, Any]
+
+
+def capture(raw_config: dict[str, Any], stack: str) -> Capture:
     """Register the whole program against the capturing mock engine; returns every registration."""
     from trainer_infra.program import run
 
@@ -103,4 +120,4 @@ def capture(raw_config: dict[str, Any], stack: str) -> list[Registration]:
     pulumi_settings.SETTINGS.rpc_manager.clear()
     pulumi_settings.SETTINGS.outputs.clear()
     _sync_await(run_pulumi_func(lambda: _run_program(run)))
-    return monitor.records
+    return Capture(monitor.records, monitor.stack_outputs)

@@ -12,7 +12,7 @@ import pulumi
 import yaml
 
 from trainer_infra.platform.helm import CRD_TYPE
-from trainer_infra.render.capture import Registration
+from trainer_infra.render.capture import Capture, Registration
 
 CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
 KIND_ORDER = ("Namespace", "CustomResourceDefinition", "StorageClass", "ClusterRole", "ClusterRoleBinding")
@@ -24,6 +24,7 @@ class Rendered:
     manifests: list[dict[str, Any]]
     releases: list[dict[str, Any]]
     resources: list[dict[str, Any]]
+    outputs: dict[str, Any]
 
 
 def _short(urn: str) -> str:
@@ -52,7 +53,8 @@ def _child_policy(r: Registration) -> dict[str, Any]:
     return {"CustomResourceDefinition": {"protect": bool(opts.protect), "retainOnDelete": bool(opts.retain_on_delete)}}
 
 
-def assemble(records: list[Registration]) -> Rendered:
+def assemble(captured: Capture) -> Rendered:
+    records = captured.registrations
     names = Counter(r.name for r in records)
     dupes = [n for n, c in names.items() if c > 1]
     if dupes:
@@ -89,7 +91,7 @@ def assemble(records: list[Registration]) -> Rendered:
         if r.type == "pulumi-python:dynamic:Resource":
             entry["inputs"] = {k: v for k, v in r.inputs.items() if not k.startswith("__")}
         resources.append(entry)
-    return Rendered(manifests, releases, resources)
+    return Rendered(manifests, releases, resources, captured.stack_outputs)
 
 
 def dump_yaml_documents(docs: list[dict[str, Any]]) -> str:
@@ -110,6 +112,8 @@ def summary(rendered: Rendered) -> str:
     n_obj, n_rel, n_res = len(rendered.manifests), len(rendered.releases), len(rendered.resources)
     lines = [f"{n_obj} objects, {n_rel} Helm releases, {n_res} Pulumi resources"]
     lines += [f"  {kind}: {n}" for kind, n in sorted(kinds.items())]
+    if rendered.outputs:
+        lines.append(f"  stack outputs: {', '.join(sorted(rendered.outputs))}")
     lines += [
         f"  helm {r['name']}: {r['chart']} {r['version']} (namespace {r['namespace']})" for r in rendered.releases
     ]
