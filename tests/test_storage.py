@@ -20,7 +20,10 @@ BACKENDS: dict[str, tuple[dict[str, Any], str]] = {
     "efs": ({"efs": {"fileSystemId": "fs-0123456789abcdef0"}}, "efs.csi.aws.com"),
     "filestore": ({"filestore": {"tier": "standard"}}, "filestore.csi.storage.gke.io"),
     "azurefile": ({"azurefile": {"skuName": "Premium_LRS"}}, "file.csi.azure.com"),
-    "lustre-fsx": ({"lustre": {"provider": "fsx", "subnetId": "subnet-1"}}, "fsx.csi.aws.com"),
+    "lustre-fsx": (
+        {"lustre": {"provider": "fsx", "subnetId": "subnet-1", "perUnitStorageThroughput": 250}},
+        "fsx.csi.aws.com",
+    ),
     "lustre-gke": ({"lustre": {"provider": "gke", "perUnitStorageThroughput": 500}}, "lustre.csi.storage.gke.io"),
 }
 
@@ -62,8 +65,17 @@ def test_existing_class_is_used_not_created() -> None:
         ({"nfs": {}}, [], "storage.nfs.server", "inClusterServer"),
         ({"nfs": {"server": "x"}, "efs": {"fileSystemId": "fs-1"}}, [], "storage", None),
         ({"lustre": {"provider": "fsx"}}, [], "storage.lustre.subnetId", "subnet"),
+        ({"lustre": {"provider": "fsx", "subnetId": "s"}}, [], "storage.lustre.perUnitStorageThroughput", "125"),
+        ({"azurefile": {"skuName": "Standard_LRS"}}, [], "storage.azurefile.protocol", "Premium"),
     ],
-    ids=["below-backend-minimum", "nfs-without-server", "two-backends", "fsx-without-subnet"],
+    ids=[
+        "below-backend-minimum",
+        "nfs-without-server",
+        "two-backends",
+        "fsx-without-subnet",
+        "fsx-persistent-without-throughput",
+        "azure-nfs-on-standard",
+    ],
 )
 def test_storage_mistakes_are_reported_at_their_path(
     storage: dict[str, Any], teams: list[dict[str, Any]], path: str, hint: str | None
