@@ -45,12 +45,37 @@ def cmd_validate(args: argparse.Namespace) -> int:
     plan = build_plan(loaded.config)
     for w in loaded.warnings:
         print(f"WARNING: {w}", file=sys.stderr)
+    _check_data_loss(args, loaded, plan)
     versions = ", ".join(f"{k} {v}" for k, v in plan.outputs["versions"].items())
     print(
         f"stack {stack}: valid (Kubernetes {loaded.config.kubernetes.version}; {versions}; "
         f"{len(plan.objects)} objects, {len(plan.releases)} Helm releases)"
     )
     return enforce(assemble(capture(raw, stack)), loaded.config.allow_data_loss)
+
+
+def _check_data_loss(args: argparse.Namespace, loaded: LoadedConfig, plan: Any) -> None:
+    """Explain what holds user data and is unprotected now; with --previous, refuse (exit 2) a change
+    that would delete or replace protected data (trainer_infra/tenancy/guard.py)."""
+    from trainer_infra.tenancy import guard
+
+    for note in guard.unprotected_now(plan, loaded.config):
+        print(f"WARNING: {note}", file=sys.stderr)
+    if not getattr(args, "previous", None):
+        return
+    previous_path = Path(args.previous)
+    if previous_path.is_dir():
+        previous = guard.from_render_dir(previous_path)
+    else:
+        from trainer_infra.plan.build import build_plan
+
+        previous = guard.from_plan(build_plan(load_file(previous_path).config))
+    losses = guard.data_loss(previous, plan, loaded.config)
+    for loss in (x for x in losses if not x.refused):
+        print(f"WARNING: {loss.render()}", file=sys.stderr)
+    refused = [ConfigIssue(x.path, x.message, None, x.hint) for x in losses if x.refused]
+    if refused:
+        raise ConfigError(refused, f"the change from {previous_path}")
 
 
 def cmd_render(args: argparse.Namespace) -> int:
@@ -116,6 +141,11 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     v = sub.add_parser("validate", help="check a stack config and the policy; exit 2 (config) or 3 (policy)")
     _add_source(v)
+    v.add_argument(
+        "--previous",
+        help="the previous deployment (a render directory or stack file): refuse changes that would "
+        "delete or replace protected team data",
+    )
     v.set_defaults(fn=cmd_validate)
     r = sub.add_parser("render", help="run the program under mocks and write every object it would create")
     _add_source(r)

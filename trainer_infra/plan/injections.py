@@ -14,6 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from trainer_infra.config.stack import StackConfig
+from trainer_infra.storage.injection import shared_workspace
+from trainer_infra.tenancy.injection import hf_token_env
 
 Manifest = dict[str, Any]
 Injection = Callable[[StackConfig, Manifest], Manifest]
@@ -21,7 +23,10 @@ Injection = Callable[[StackConfig, Manifest], Manifest]
 # (name, function) in application order. Issues plug in here:
 #   images: registry mirror (catalog); placement: GPU tolerations/nodeSelector and TAS annotations
 #   (node pools); storage: shared volume mounts (storage); resources: default requests (catalog).
-INJECTIONS: list[tuple[str, Injection]] = []
+INJECTIONS: list[tuple[str, Injection]] = [
+    ("shared-volume", shared_workspace),
+    ("hf-token", hf_token_env),
+]
 
 
 def apply_injections(cfg: StackConfig, runtime: Manifest) -> Manifest:

@@ -68,6 +68,7 @@ def assemble(captured: Capture) -> Rendered:
                 "version": r.inputs.get("version"),
                 "namespace": r.inputs.get("namespace"),
                 "values": r.inputs.get("values", {}),
+                **({"repository": r.inputs["repositoryOpts"]["repo"]} if "repositoryOpts" in r.inputs else {}),
             }
             for r in records
             if r.type == CHART_TYPE
