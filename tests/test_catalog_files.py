@@ -96,7 +96,7 @@ def _pod_typo(doc: dict[str, Any]) -> None:
 
 
 def _version_missing(doc: dict[str, Any]) -> None:
-    del doc["metadata"]["annotations"]["trainer-platform.dev/runtime-version"]
+    del doc["metadata"]["annotations"]["trainer-platform.io/runtime-version"]
 
 
 def _too_new(doc: dict[str, Any]) -> None:
@@ -133,7 +133,7 @@ POD0 = f"{JOB0}.template.spec.template.spec"
         (_too_new, "spec.mlPolicy.torch.envInjection", "needs Trainer >= 2.3.0, file targets 2.2.1"),
         (
             _version_missing,
-            "metadata.annotations.trainer-platform.dev/runtime-version",
+            "metadata.annotations.trainer-platform.io/runtime-version",
             "required annotation is missing",
         ),
     ],
@@ -181,7 +181,7 @@ def test_duplicate_runtime_names_both_files(tmp_path: Path) -> None:
 
 def test_an_older_version_can_live_beside_the_current_one(tmp_path: Path) -> None:
     doc = yaml.safe_load((CATALOG / "torch-distributed.yaml").read_text())
-    doc["metadata"]["annotations"]["trainer-platform.dev/runtime-version"] = "0.9.0"
+    doc["metadata"]["annotations"]["trainer-platform.io/runtime-version"] = "0.9.0"
     catalog = load_catalog(_catalog_with(tmp_path, "torch-distributed@0.9.0.yaml", doc))
     assert [e.version for e in catalog.versions_of("torch-distributed")] == ["1.0.0", "0.9.0"]
 

@@ -18,7 +18,7 @@ from trainer_infra.plan.build import build_plan
 
 CATALOG = ROOT / "runtimes"
 # How a stack turns the Trainer data cache on (served with the `data-cache` runtimes).
-DATA_CACHE_ON: dict[str, Any] = {"components": {"trainer": {"dataCache": {"enabled": True}}}}
+DATA_CACHE_ON: dict[str, Any] = {"dataCache": {"enabled": True}}
 TORCHTUNE = ("torchtune-llama3.2-1b", "torchtune-llama3.2-3b", "torchtune-qwen2.5-1.5b")
 
 
@@ -77,7 +77,7 @@ def test_config_mistakes_name_their_path() -> None:
         (
             "runtimes.enabled[1]",
             "cannot be served by this stack",
-            "torch-distributed-with-cache needs data-cache (set components.trainer.dataCache.enabled: true)",
+            "torch-distributed-with-cache needs data-cache (set dataCache.enabled: true)",
         ),
         (
             "runtimes.retiring[0]",
@@ -135,7 +135,7 @@ def test_team_runtime_lives_in_the_team_namespace() -> None:
     }
     team = runtimes(raw)["torch-vision"]
     assert (team["kind"], team["metadata"]["namespace"]) == ("TrainingRuntime", "team-vision")
-    assert team["metadata"]["labels"]["trainer-platform.dev/team"] == "vision"
+    assert team["metadata"]["labels"]["trainer-platform.io/team"] == "vision"
     assert team["spec"]["mlPolicy"]["numNodes"] == 4
 
 
@@ -166,7 +166,7 @@ def test_a_new_version_rolls_to_dev_while_prod_pins_the_old(tmp_path: Path, monk
     shutil.copytree(CATALOG, folder)
     old = yaml.safe_load((CATALOG / "torch-distributed.yaml").read_text())
     new = yaml.safe_load((CATALOG / "torch-distributed.yaml").read_text())
-    new["metadata"]["annotations"]["trainer-platform.dev/runtime-version"] = "1.1.0"
+    new["metadata"]["annotations"]["trainer-platform.io/runtime-version"] = "1.1.0"
     node = new["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
     node["containers"][0]["image"] = "pytorch/pytorch:2.11.0-cuda12.8-cudnn9-runtime"
     (folder / "torch-distributed.yaml").write_text(yaml.safe_dump(new))
@@ -175,7 +175,7 @@ def test_a_new_version_rolls_to_dev_while_prod_pins_the_old(tmp_path: Path, monk
 
     dev = runtimes({**MINIMAL, "runtimes": {"versionedNames": True}})
     prod = runtimes({**MINIMAL, "runtimes": {"versions": {"torch-distributed": "1.0.0"}}})
-    version = "trainer-platform.dev/runtime-version"
+    version = "trainer-platform.io/runtime-version"
     assert dev["torch-distributed"]["metadata"]["labels"][version] == "1.1.0"
     assert prod["torch-distributed"]["metadata"]["labels"][version] == "1.0.0"
     assert "torch-distributed-v1.1.0" not in prod

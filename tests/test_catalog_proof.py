@@ -149,7 +149,7 @@ def test_sdk_trainjob(version: str, key: str) -> None:
 @pytest.mark.parametrize(("version", "key"), CASES)
 def test_webhook(version: str, key: str) -> None:
     runtime = served(version)[key]
-    cache_initializer = "data-cache" in runtime["metadata"]["annotations"].get("trainer-platform.dev/requires", "")
+    cache_initializer = "data-cache" in runtime["metadata"]["annotations"].get("trainer-platform.io/requires", "")
     assert runtime_findings(runtime, initializer_volume=not cache_initializer) == []
     assert trainjob_findings(sdk_trainjob(version, key), runtime) == []
 

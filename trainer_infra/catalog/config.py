@@ -52,7 +52,7 @@ class RuntimesConfig(StrictModel):
         default=None,
         description=(
             "Runtimes to serve (default: every catalog runtime the selected Trainer version supports; "
-            "data-cache runtimes only with components.trainer.dataCache.enabled)."
+            "data-cache runtimes only with dataCache.enabled)."
         ),
     )
     versions: dict[RuntimeName, SemVer] = Field(

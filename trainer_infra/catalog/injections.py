@@ -1,5 +1,6 @@
-"""The catalog's platform injections (registered in plan/injections.py INJECTIONS): image mirror and
-default resources. Each takes the stack config and a runtime manifest and returns a new manifest."""
+"""The catalog's platform injections (registered in plan/injections.py INJECTIONS): image mirror, the GPU
+taint toleration and default resources. Each takes the stack config and a runtime manifest and returns a
+new manifest."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainer_infra.catalog.loader import containers, pod_specs
 from trainer_infra.config.images import mirror_image
+from trainer_infra.policies.rules import GPU_RESOURCE, tolerates_gpu_taint
 
 if TYPE_CHECKING:
     from trainer_infra.config.stack import StackConfig
@@ -42,4 +44,21 @@ def default_resources(cfg: StackConfig, runtime: Manifest) -> Manifest:
         for key, c in containers(pod):
             if key.startswith("containers") and not c.get("resources"):
                 c["resources"] = defaults.as_k8s()
+    return out
+
+
+def gpu_tolerations(cfg: StackConfig, runtime: Manifest) -> Manifest:
+    """Pods that ask for `nvidia.com/gpu` tolerate the `nvidia.com/gpu:NoSchedule` taint GPU pools carry
+    (policy `gpu-runtimes-tolerate-gpu-taint`), or they stay Pending on tainted GPU nodes. The baseline of
+    the `placement` concern: node-pool placement may add pool-specific tolerations and selectors."""
+    out = copy.deepcopy(runtime)
+    toleration = {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
+    for _, pod in pod_specs(out):
+        wants_gpu = any(
+            GPU_RESOURCE in ((c.get("resources") or {}).get(section) or {})
+            for _, c in containers(pod)
+            for section in ("limits", "requests")
+        )
+        if wants_gpu and not tolerates_gpu_taint(pod.get("tolerations") or []):
+            pod["tolerations"] = [*(pod.get("tolerations") or []), dict(toleration)]
     return out

@@ -50,7 +50,7 @@ def stack_rows(cfg: StackConfig, catalog: Catalog) -> list[tuple[str, ...]]:
             status = "retiring (deprecated, unprotected)"
         elif s.entry.deprecated:
             status += ", deprecated"
-        trainer = manifest["metadata"]["annotations"]["trainer-platform.dev/trainer-api-version"]
+        trainer = manifest["metadata"]["annotations"]["trainer-platform.io/trainer-api-version"]
         rows.append((s.name, s.entry.framework, s.entry.version, trainer, status, ", ".join(images_of(manifest))))
     for name, reason in sorted(selection.skipped.items()):
         e = catalog.versions_of(name)[0]

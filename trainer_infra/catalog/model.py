@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_vali
 from pydantic.alias_generators import to_camel
 
 API_VERSION = "trainer.kubeflow.org/v1alpha1"
-DOMAIN = "trainer-platform.dev"
+DOMAIN = "trainer-platform.io"
 FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 SUPPORT_LABEL = "trainer.kubeflow.org/support"

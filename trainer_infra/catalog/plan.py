@@ -52,11 +52,11 @@ class Selection:
 
 
 # The one place that knows where the data cache is switched on (runtimes requiring `data-cache`).
-DATA_CACHE_SETTING = "components.trainer.dataCache.enabled"
+DATA_CACHE_SETTING = "dataCache.enabled"
 
 
 def _features(cfg: StackConfig) -> set[str]:
-    return {"data-cache"} if cfg.components.trainer.data_cache.enabled else set()
+    return {"data-cache"} if cfg.data_cache.enabled else set()
 
 
 def _why_not(entry: CatalogEntry, trainer: str, features: set[str]) -> str | None:
@@ -180,11 +180,27 @@ def _apply_override(runtime: dict[str, Any], override: RuntimeOverride) -> None:
                 c["resources"] = override.resources.as_k8s()
 
 
+def _cache_image(cfg: StackConfig, trainer: str) -> str:
+    """`dataCache.cacheImage`, tag defaulting to the Trainer chart's `v<version>` like the chart's own runtime."""
+    image = cfg.data_cache.cache_image
+    return f"{image.registry}/{image.repository}:{image.tag or f'v{trainer}'}"
+
+
+def _set_env(runtime: dict[str, Any], name: str, value: str) -> None:
+    for _, pod in pod_specs(runtime):
+        for _, c in containers(pod):
+            for env in c.get("env") or []:
+                if env.get("name") == name:
+                    env["value"] = value
+
+
 def build_runtime(cfg: StackConfig, catalog: Catalog, served: Served) -> dict[str, Any]:
     """The manifest of one served runtime: catalog entry → version-resolved → overrides → injections."""
     trainer = cfg.components.resolved_versions()["trainer"]
     entry = served.entry
     runtime = entry.manifest(trainer)
+    if "data-cache" in entry.requires:
+        _set_env(runtime, "CACHE_IMAGE", _cache_image(cfg, trainer))
     _apply_override(runtime, served.override)
     source = entry.runtime.metadata
     labels = dict(source.labels)

@@ -11,6 +11,7 @@ from trainer_infra.config.types import KubeMinor
 from trainer_infra.controllers.jobset import JobSetConfig
 from trainer_infra.controllers.kueue import KueueConfig
 from trainer_infra.controllers.trainer import TrainerConfig
+from trainer_infra.storage.config import DataCacheConfig, StorageConfig
 from trainer_infra.teams import TeamConfig
 from trainer_infra.versions import MATRIX
 
@@ -55,6 +56,8 @@ class StackConfig(StrictModel):
     charts: ChartsConfig = Field(default_factory=ChartsConfig)
     teams: list[TeamConfig] = Field(default_factory=list, description="Tenants of the platform.")
     runtimes: RuntimesConfig = Field(default_factory=RuntimesConfig)
+    storage: StorageConfig | None = Field(default=None, description="Shared ReadWriteMany storage for team data.")
+    data_cache: DataCacheConfig = Field(default_factory=DataCacheConfig)
     allow_unsupported_versions: bool = Field(
         default=False,
         description="Install version combinations the matrix refuses (each one is printed as a warning).",

@@ -5,9 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from packaging.version import Version
-from pydantic import Field
 
-from trainer_infra.config.base import StrictModel
 from trainer_infra.config.images import mirror_image
 from trainer_infra.controllers.common import ControllerConfig, deep_merge, split_image
 
@@ -15,18 +13,9 @@ CHART_RUNTIMES = ("torchDistributed", "deepspeedDistributed", "mlxDistributed", 
 TORCHTUNE_MODELS = ("llama3_2_1B", "llama3_2_3B", "qwen2_5_1_5B")
 
 
-class DataCacheConfig(StrictModel):
-    """The Trainer data cache (chart `dataCache`, installs LeaderWorkerSet). Serves the catalog's
-    `torch-distributed-with-cache` runtime."""
-
-    enabled: bool = False
-
-
 class TrainerConfig(ControllerConfig):
     """Kubeflow Trainer controller (chart `kubeflow-trainer`). The chart's JobSet subchart and its
     runtime-installer hook stay off: we install JobSet ourselves and own the runtime catalog."""
-
-    data_cache: DataCacheConfig = Field(default_factory=DataCacheConfig)
 
 
 def trainer_values(cfg: TrainerConfig, version: str, mirror: str | None) -> dict[str, Any]:
@@ -48,9 +37,6 @@ def trainer_values(cfg: TrainerConfig, version: str, mirror: str | None) -> dict
     if Version(version) >= Version("2.3.0"):
         # v2.3 renders its CRDs from templates/ behind crds.enabled (v2.2 keeps them in crds/).
         values["crds"] = {"enabled": True}
-    if cfg.data_cache.enabled:
-        # The chart serves the data cache; its runtime comes from the catalog like every other one.
-        values["dataCache"] = {"enabled": True, "runtimes": {"torchDistributedWithCache": {"enabled": False}}}
     if cfg.feature_gates:
         values["manager"]["config"] = {"featureGates": dict(sorted(cfg.feature_gates.items()))}
     return deep_merge(values, cfg.values)

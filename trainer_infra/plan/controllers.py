@@ -10,11 +10,13 @@ from typing import Any
 
 from trainer_infra.config.images import mirror_chart, mirror_image
 from trainer_infra.config.stack import StackConfig
+from trainer_infra.controllers.common import deep_merge
 from trainer_infra.controllers.jobset import jobset_values
 from trainer_infra.controllers.kueue import kueue_values
 from trainer_infra.controllers.trainer import trainer_values
 from trainer_infra.manifests import meta
 from trainer_infra.plan.model import Component, HelmRelease, ManagedObject, PlanPart, ReadinessGate
+from trainer_infra.storage.data_cache import data_cache_values
 from trainer_infra.versions import MATRIX
 
 INSTALL_ORDER: tuple[Component, ...] = ("jobset", "trainer", "kueue")
@@ -126,7 +128,11 @@ def controller_plan(cfg: StackConfig) -> PlanPart:
                 chart=mirror_chart(matrix.chart, cfg.charts.repository_mirror),
                 version=release.chart_version if release else version,
                 namespace=namespaces[component],
-                values=values_fn[component](settings[component], version, mirror),
+                # Data cache values first, so the component's escape hatch still wins.
+                values=deep_merge(
+                    data_cache_values(cfg.data_cache, mirror) if component == "trainer" else {},
+                    values_fn[component](settings[component], version, mirror),
+                ),
                 after=previous,
             )
         )

@@ -13,8 +13,10 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from trainer_infra.catalog.injections import default_resources, mirror_images
+from trainer_infra.catalog.injections import default_resources, gpu_tolerations, mirror_images
 from trainer_infra.config.stack import StackConfig
+from trainer_infra.storage.injection import shared_workspace
+from trainer_infra.tenancy.injection import hf_token_env
 
 Manifest = dict[str, Any]
 Injection = Callable[[StackConfig, Manifest], Manifest]
@@ -24,6 +26,9 @@ Injection = Callable[[StackConfig, Manifest], Manifest]
 #   (node pools); storage: shared volume mounts (storage); resources: default requests (catalog).
 INJECTIONS: list[tuple[str, Injection]] = [
     ("images", mirror_images),
+    ("shared-volume", shared_workspace),
+    ("hf-token", hf_token_env),
+    ("gpu-tolerations", gpu_tolerations),
     ("resources", default_resources),
 ]
 

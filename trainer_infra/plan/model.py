@@ -28,6 +28,7 @@ class HelmRelease:
     namespace: str
     values: dict[str, Any]
     after: tuple[str, ...] = ()  # names of gates or releases that must be ready first
+    repository: str | None = None  # classic (non-OCI) chart repository URL; `chart` is then the chart name
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class ManagedObject:
     retain_on_delete: bool = False
     delete_before_replace: bool = False
     replace_on_changes: tuple[str, ...] = ()
+    after: tuple[str, ...] = ()  # releases, gates or earlier objects (by key) that must exist first
 
     @property
     def api_group(self) -> str:
