@@ -6,12 +6,18 @@ from __future__ import annotations
 from pydantic import Field
 
 from trainer_infra.config.base import StrictModel
-from trainer_infra.config.types import DnsLabel
+from trainer_infra.config.types import DnsLabel, Quantity
+from trainer_infra.queues.config import PoolQuota
 
 
 class TeamConfig(StrictModel):
     name: DnsLabel = Field(description="Team name; used in object names.")
     namespace: DnsLabel | None = Field(default=None, description="Team namespace (default: the team name).")
+    quota: dict[str, PoolQuota] = Field(default_factory=dict, description="Nominal quota per node pool name.")
+    local_queue: DnsLabel = Field(default="default", description="LocalQueue name in the team namespace.")
+    fair_sharing_weight: Quantity | None = Field(
+        default=None, description="The team's share in the cohort under fair sharing (Kueue default 1)."
+    )
 
     @property
     def resolved_namespace(self) -> str:

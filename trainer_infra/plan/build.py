@@ -7,12 +7,14 @@ from collections.abc import Callable
 from trainer_infra.config.stack import StackConfig
 from trainer_infra.plan.controllers import controller_plan
 from trainer_infra.plan.model import ManagedObject, Plan, PlanPart
+from trainer_infra.queues.plan import pools_and_queues_plan
 
 KIND_ORDER = ("Namespace", "CustomResourceDefinition", "StorageClass", "ClusterRole", "ClusterRoleBinding")
 
 # Each area of the platform contributes one PlanPart; a new area is one function plus one line here.
 PLANNERS: list[Callable[[StackConfig], PlanPart]] = [
     controller_plan,
+    pools_and_queues_plan,
 ]
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from trainer_infra.config.stack import StackConfig
+from trainer_infra.queues.placement import inject_placement
 
 Manifest = dict[str, Any]
 Injection = Callable[[StackConfig, Manifest], Manifest]
@@ -21,7 +22,9 @@ Injection = Callable[[StackConfig, Manifest], Manifest]
 # (name, function) in application order. Issues plug in here:
 #   images: registry mirror (catalog); placement: GPU tolerations/nodeSelector and TAS annotations
 #   (node pools); storage: shared volume mounts (storage); resources: default requests (catalog).
-INJECTIONS: list[tuple[str, Injection]] = []
+INJECTIONS: list[tuple[str, Injection]] = [
+    ("placement", inject_placement),
+]
 
 
 def apply_injections(cfg: StackConfig, runtime: Manifest) -> Manifest:
