@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from trainer_infra.config.docs import BEGIN, END, reference_markdown
 from tests.helpers import ROOT
+from trainer_infra.config.docs import BEGIN, END, reference_markdown
 
 
 def updated(text: str) -> str:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
@@ -75,11 +76,29 @@ def format_quantity(value: Decimal, binary: bool = False) -> str:
     return str(value.normalize())
 
 
-def quantity(text: str) -> Decimal:
-    from kubernetes.utils import parse_quantity
+_SUFFIX = {
+    **{s: Decimal(1024) ** (i + 1) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
+    **{s: Decimal(1000) ** (i + 1) for i, s in enumerate(("k", "M", "G", "T", "P", "E"))},
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "": Decimal(1),
+}
 
-    result: Any = parse_quantity(text)
-    return Decimal(result)
+
+_QUANTITY = re.compile(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+))([eE][+-]?\d+|[numkMGTPE]|[KMGTPE]i)?$")
+
+
+def quantity(text: str) -> Decimal:
+    """A Kubernetes quantity as an exact Decimal. Hand-written because `kubernetes.utils.parse_quantity`
+    imports the whole client (0.75 s on every run)."""
+    match = _QUANTITY.match(text.strip())
+    if match is None:
+        raise ValueError(f"not a quantity: {text!r}")
+    number, suffix = match.group(1), match.group(2) or ""
+    if suffix not in _SUFFIX:  # a decimal exponent, e.g. 1e3
+        return Decimal(number + suffix)
+    return Decimal(number) * _SUFFIX[suffix]
 
 
 TaintList = Annotated[list[Taint], Field(max_length=8)]

@@ -82,9 +82,14 @@ class NodePoolConfig(StrictModel):
     karpenter: KarpenterPool | None = None
 
     @property
+    def configured_taints(self) -> list[Taint]:
+        """The pool's own taints: as configured, or the GPU default for pools with an accelerator."""
+        return list(self.taints) if self.taints is not None else ([GPU_TAINT] if self.node.accelerator else [])
+
+    @property
     def resolved_taints(self) -> list[Taint]:
-        """The configured taints (GPU default applied) plus what the backend itself puts on nodes."""
-        taints = list(self.taints) if self.taints is not None else ([GPU_TAINT] if self.node.accelerator else [])
+        """The pool's taints plus what the backend itself puts on nodes (kwok's)."""
+        taints = self.configured_taints
         if self.backend == "kwok" and KWOK_TAINT not in taints:
             taints.append(KWOK_TAINT)
         return taints

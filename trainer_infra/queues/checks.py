@@ -149,7 +149,7 @@ def _pools(cfg: StackConfig) -> list[ConfigIssue]:
                 ConfigIssue(f"{at}.name", f"duplicate pool name (also nodePools[{seen[pool.name]}])", pool.name)
             )
         seen.setdefault(pool.name, i)
-        if pool.node.accelerator and not pool.resolved_taints:
+        if pool.node.accelerator and not pool.configured_taints:
             issues.append(
                 ConfigIssue(
                     f"{at}.taints",
