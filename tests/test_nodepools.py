@@ -39,9 +39,9 @@ def test_local_stack_is_a_simulated_gpu_cluster_with_queues_for_two_teams() -> N
     assert not [n for n in _by_kind(rendered.manifests, "Namespace") if n["metadata"]["name"] in ("vision", "language")]
 
 
-def test_kueue_objects_wait_for_kueue_and_immutable_changes_replace() -> None:
+def test_kueue_objects_wait_for_kueue_and_immutable_changes_make_new_objects() -> None:
     rendered = render(stack_raw("local"), "local")
-    flavor = resource(rendered, "resourceflavor-h100")
+    [flavor] = [r for r in rendered.resources if r["type"] == "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"]
     assert "kueue-ready" in flavor["dependsOn"]
     assert flavor["deleteBeforeReplace"] is True
     plan = build_plan(validate_config(stack_raw("local")).config)
@@ -52,6 +52,23 @@ def test_kueue_objects_wait_for_kueue_and_immutable_changes_replace() -> None:
         "spec.tolerations",
     }
     assert by_kind["Topology"].replace_on_changes == ("spec.levels",)
+
+    def names(raw: dict[str, Any]) -> dict[str, str]:
+        objs = build_plan(validate_config(raw).config).objects
+        cq = next(o.manifest for o in objs if o.manifest["kind"] == "ClusterQueue")
+        flavor = next(o.manifest for o in objs if o.manifest["kind"] == "ResourceFlavor")
+        assert cq["spec"]["resourceGroups"][0]["flavors"][0]["name"] == flavor["metadata"]["name"]
+        topology = next(o.manifest for o in objs if o.manifest["kind"] == "Topology")
+        return {"flavor": flavor["metadata"]["name"], "topology": topology["metadata"]["name"]}
+
+    team = [{"name": "t", "quota": {"h100": {"gpus": 8}}}]
+    base = names(stack([kwok_pool()], team))
+    # Quotas are mutable: same flavor. Levels and tolerations are not: new Topology/flavor, queues follow.
+    assert names(stack([kwok_pool()], [{"name": "t", "quota": {"h100": {"gpus": 16}}}])) == base
+    relevelled = names(stack([kwok_pool(topology=["x.io/zone", "kubernetes.io/hostname"], layout=[2, 4])], team))
+    assert relevelled["topology"] != base["topology"] and relevelled["flavor"] != base["flavor"]
+    retainted = names(stack([kwok_pool(taints=[{"key": "gpu", "value": "h100"}])], team))
+    assert retainted["flavor"] != base["flavor"] and retainted["topology"] == base["topology"]
 
 
 def test_static_pool_patches_named_nodes_and_owns_nothing_else() -> None:

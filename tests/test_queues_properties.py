@@ -93,8 +93,9 @@ def test_queue_setup_is_consistent_with_the_nodes(raw: dict[str, Any]) -> None:
     nodes = objs["Node"]
     topologies = {t["metadata"]["name"]: [lv["nodeLabel"] for lv in t["spec"]["levels"]] for t in objs["Topology"]}
     flavors = {f["metadata"]["name"]: f for f in objs["ResourceFlavor"]}
+    by_pool = {f["metadata"]["labels"]["trainer-platform.io/node-pool"]: f for f in flavors.values()}
     for pool in raw["nodePools"]:
-        flavor = flavors[pool["name"]]["spec"]
+        flavor = by_pool[pool["name"]]["spec"]
         selected = [n for n in nodes if _matches(flavor["nodeLabels"], n["metadata"]["labels"])]
         own = [n for n in nodes if n["metadata"]["name"].startswith(pool["name"] + "-")]
         assert selected == own and len(own) == math.prod(pool["kwok"]["layout"])
@@ -138,7 +139,7 @@ def test_queue_setup_is_consistent_with_the_nodes(raw: dict[str, Any]) -> None:
     assert all(level in topologies[f["spec"]["topologyName"]] for f in flavors.values())
 
 
-@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(layouts())
 def test_random_queue_setups_pass_kueue_schemas_and_cel(raw: dict[str, Any]) -> None:
     cfg = validate_config(raw).config

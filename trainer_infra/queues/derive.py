@@ -3,8 +3,9 @@
 - one `Topology` per distinct level list (only with TAS on);
 - one `ResourceFlavor` per pool: nodeLabels that select exactly the pool, tolerations for its taints,
   topologyName. Kueue 0.19 makes these three fields immutable once topologyName is set, and Topology
-  levels are immutable: both objects are marked replace-on-change (delete first, same name), so
-  `pulumi preview` shows a replace instead of an update the API server would refuse;
+  levels are immutable. Both objects are named after their immutable content (Topology: its levels;
+  flavor: pool name + hash), so a change is a new object plus the deletion of the old one once nothing
+  refers to it, never an update the API server would refuse; both are also marked replace-on-change;
 - one `Cohort`; per team a `ClusterQueue` in it (all pools as flavors of one resource group, the
   team's nominal quota or 0, borrowing/lending limits) and a `LocalQueue` in the team namespace;
 - the `WorkloadPriorityClass`es.
@@ -13,13 +14,14 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections import defaultdict
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from trainer_infra.manifests import meta
-from trainer_infra.nodepools.labels import format_quantity, level_name, quantity
+from trainer_infra.nodepools.labels import POOL_LABEL, format_quantity, level_name, quantity
 from trainer_infra.plan.model import ManagedObject
 from trainer_infra.queues.config import PoolQuota, ResourceLimits
 
@@ -84,18 +86,35 @@ def _q(res: str, value: Decimal) -> str:
     return format_quantity(value, binary=res == "memory")
 
 
-def resource_flavor(pool: NodePoolConfig, topology: str | None) -> ManagedObject:
+def flavor_spec(pool: NodePoolConfig, topology: str | None) -> dict[str, Any]:
     spec: dict[str, Any] = {"nodeLabels": pool.flavor_labels}
     tolerations = [t.toleration() for t in pool.resolved_taints]
     if tolerations:
         spec["tolerations"] = tolerations
     if topology:
         spec["topologyName"] = topology
-    manifest = {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": meta.metadata(pool.name), "spec": spec}
+    return spec
+
+
+def flavor_name(pool: NodePoolConfig, spec: dict[str, Any]) -> str:
+    """`<pool>-<hash of the immutable fields>`. A change of those fields makes a new flavor that the queues
+    switch to, and the old one is deleted afterwards. Replacing in place under one name would deadlock:
+    Kueue's `resource-in-use` finalizer holds the delete while ClusterQueues still name the flavor."""
+    digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:8]
+    return f"{pool.name}-{digest}"
+
+
+def resource_flavor(pool: NodePoolConfig, topology: str | None) -> ManagedObject:
+    spec = flavor_spec(pool, topology)
+    md = meta.metadata(flavor_name(pool, spec), labels={POOL_LABEL: pool.name})
+    manifest = {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": md, "spec": spec}
+    # Same name ⇒ same immutable fields; should that ever not hold, the change still shows as a replace.
     return ManagedObject(manifest, delete_before_replace=True, replace_on_changes=FLAVOR_IMMUTABLE)
 
 
-def cluster_queue(cfg: StackConfig, team: TeamConfig, covered: list[str]) -> dict[str, Any]:
+def cluster_queue(
+    cfg: StackConfig, team: TeamConfig, covered: list[str], flavor_names: dict[str, str]
+) -> dict[str, Any]:
     q = cfg.queues
     flavors = []
     for pool in cfg.node_pools:
@@ -110,7 +129,7 @@ def cluster_queue(cfg: StackConfig, team: TeamConfig, covered: list[str]) -> dic
                     if value is not None:
                         entry[key] = _q(res, value)
             resources.append(entry)
-        flavors.append({"name": pool.name, "resources": resources})
+        flavors.append({"name": flavor_names[pool.name], "resources": resources})
     spec: dict[str, Any] = {
         "cohortName": q.cohort.name,
         "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: team.resolved_namespace}},
@@ -151,7 +170,9 @@ def queue_objects(cfg: StackConfig) -> list[ManagedObject]:
             "spec": {"levels": [{"nodeLabel": key} for key in levels]},
         }
         objects.append(ManagedObject(manifest, delete_before_replace=True, replace_on_changes=("spec.levels",)))
-    objects += [resource_flavor(p, names.get(p.resolved_topology)) for p in pools]
+    flavors = [resource_flavor(p, names.get(p.resolved_topology)) for p in pools]
+    objects += flavors
+    flavor_names = {p.name: f.manifest["metadata"]["name"] for p, f in zip(pools, flavors, strict=True)}
     objects.append(
         ManagedObject(
             {"apiVersion": KUEUE, "kind": "Cohort", "metadata": meta.metadata(cfg.queues.cohort.name), "spec": {}}
@@ -159,7 +180,7 @@ def queue_objects(cfg: StackConfig) -> list[ManagedObject]:
     )
     covered = covered_resources(pools)
     for team in cfg.teams:
-        objects.append(ManagedObject(cluster_queue(cfg, team, covered)))
+        objects.append(ManagedObject(cluster_queue(cfg, team, covered, flavor_names)))
         objects.append(ManagedObject(local_queue(team)))
     for pc in cfg.queues.priority_classes:
         wpc: dict[str, Any] = {
