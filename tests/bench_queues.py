@@ -53,7 +53,9 @@ def main() -> None:
     for teams in args.teams:
         for pools in args.pools:
             n, wall, cpu, plan_s = measure(teams, pools)
-            print(f"{teams:>6} {pools:>6} {n:>10} {wall:>8.2f} {cpu:>8.2f} {n / cpu:>18.0f} {plan_s:>11.3f}", flush=True)
+            print(
+                f"{teams:>6} {pools:>6} {n:>10} {wall:>8.2f} {cpu:>8.2f} {n / cpu:>18.0f} {plan_s:>11.3f}", flush=True
+            )
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import render, resource, stack_raw
+from tests.helpers import render, stack_raw
 from tests.pools_helpers import issues, kwok_pool, stack
 from trainer_infra.config.loader import validate_config
 from trainer_infra.plan.build import build_plan
