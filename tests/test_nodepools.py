@@ -146,12 +146,30 @@ BAD: list[tuple[str, dict[str, Any], str, str]] = [
                     "node": {"cpu": "1", "memory": "1Gi", "accelerator": {"count": 8}},
                     "size": {"max": 2},
                     "topology": ["trainer-platform.io/rack", "kubernetes.io/hostname"],
+                    "labels": {"kubernetes.io/role": "gpu"},
                     "karpenter": {"instanceTypes": ["p5.48xlarge"], "nodeClassName": "default"},
                 }
             ]
         ),
         "nodePools[0].topology",
         "Karpenter nodes do not carry",
+    ),
+    (
+        "label karpenter refuses",
+        stack(
+            [
+                {
+                    "name": "p5",
+                    "backend": "karpenter",
+                    "node": {"cpu": "1", "memory": "1Gi", "accelerator": {"count": 8}},
+                    "size": {"max": 2},
+                    "labels": {"kubernetes.io/role": "gpu"},
+                    "karpenter": {"instanceTypes": ["p5.48xlarge"], "nodeClassName": "default"},
+                }
+            ]
+        ),
+        "nodePools[0].labels.kubernetes.io/role",
+        "Karpenter refuses",
     ),
     (
         "indistinguishable selectors",

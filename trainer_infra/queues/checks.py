@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 MAX_FLAVORS = 64  # flavors per ClusterQueue resource group
 MAX_FLAVOR_FIELDS = 8  # nodeLabels / tolerations per ResourceFlavor
 MAX_LEVELS = 16
+# NodePool template label domains Karpenter's CRD rejects (karpenter.sh_nodepools.yaml CEL rules).
+KARPENTER_RESTRICTED_DOMAINS = ("kubernetes.io", "k8s.io", "karpenter.sh", "karpenter.k8s.aws")
 
 
 def raise_issues(cfg: StackConfig) -> None:
@@ -125,6 +127,12 @@ def _backend(at: str, pool: NodePoolConfig) -> list[ConfigIssue]:
                     "use " + ", ".join(sorted(PROVIDED_LEVELS)),
                 )
             )
+        for key in pool.labels:
+            domain = key.split("/")[0] if "/" in key else ""
+            if domain.endswith(KARPENTER_RESTRICTED_DOMAINS):
+                issues.append(
+                    ConfigIssue(f"{at}.labels.{key}", "Karpenter refuses NodePool labels in this domain", domain)
+                )
         if size.max is None:
             issues.append(ConfigIssue(f"{at}.size.max", "required for karpenter pools (becomes the NodePool limits)"))
         if size.min or size.count is not None:
