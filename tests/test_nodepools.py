@@ -120,6 +120,17 @@ def test_karpenter_pool_limits_are_the_pool_maximum() -> None:
     assert levels[0] == "topology.k8s.aws/network-node-layer-1" and levels[-1] == "kubernetes.io/hostname"
 
 
+def karpenter_pool(**extra: Any) -> dict[str, Any]:
+    return {
+        "name": "p5",
+        "backend": "karpenter",
+        "node": {"cpu": "1", "memory": "1Gi", "accelerator": {"count": 8}},
+        "size": {"max": 2},
+        "karpenter": {"instanceTypes": ["p5.48xlarge"], "nodeClassName": "default"},
+        **extra,
+    }
+
+
 BAD: list[tuple[str, dict[str, Any], str, str]] = [
     ("duplicate pools", stack([kwok_pool("a"), kwok_pool("a")]), "nodePools[1].name", "duplicate pool name"),
     (
@@ -138,36 +149,13 @@ BAD: list[tuple[str, dict[str, Any], str, str]] = [
     ("layout length", stack([kwok_pool(layout=[2, 2])]), "nodePools[0].kwok.layout", "one count per topology level"),
     (
         "level karpenter lacks",
-        stack(
-            [
-                {
-                    "name": "p5",
-                    "backend": "karpenter",
-                    "node": {"cpu": "1", "memory": "1Gi", "accelerator": {"count": 8}},
-                    "size": {"max": 2},
-                    "topology": ["trainer-platform.io/rack", "kubernetes.io/hostname"],
-                    "labels": {"kubernetes.io/role": "gpu"},
-                    "karpenter": {"instanceTypes": ["p5.48xlarge"], "nodeClassName": "default"},
-                }
-            ]
-        ),
+        stack([karpenter_pool(topology=["trainer-platform.io/rack", "kubernetes.io/hostname"])]),
         "nodePools[0].topology",
         "Karpenter nodes do not carry",
     ),
     (
         "label karpenter refuses",
-        stack(
-            [
-                {
-                    "name": "p5",
-                    "backend": "karpenter",
-                    "node": {"cpu": "1", "memory": "1Gi", "accelerator": {"count": 8}},
-                    "size": {"max": 2},
-                    "labels": {"kubernetes.io/role": "gpu"},
-                    "karpenter": {"instanceTypes": ["p5.48xlarge"], "nodeClassName": "default"},
-                }
-            ]
-        ),
+        stack([karpenter_pool(labels={"kubernetes.io/role": "gpu"})]),
         "nodePools[0].labels.kubernetes.io/role",
         "Karpenter refuses",
     ),
