@@ -114,6 +114,8 @@ def validate_config(raw: Mapping[str, Any], source: str = "") -> LoadedConfig:
         cfg = StackConfig.model_validate(dict(raw))
     except ValidationError as exc:
         raise ConfigError([_issue_from(e) for e in exc.errors()], source) from None
+    except ConfigError as exc:  # cross-field checks raised by model validators, with their own paths
+        raise ConfigError(exc.issues, source) from None
     versions = cfg.components.resolved_versions()
     findings = check_compatibility(
         versions,  # type: ignore[arg-type]

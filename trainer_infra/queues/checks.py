@@ -241,7 +241,14 @@ def _teams(cfg: StackConfig) -> list[ConfigIssue]:
                         )
     if not cfg.queues.cohort.oversubscribe and not issues:
         for t in pool_totals(cfg):
-            for res in t.over():
+            over = t.over()
+            pool = cfg.node_pools[t.index]
+            if pool.accelerator_resource in over:  # derived cpu/memory follow the GPUs: one message is enough
+                explicit = {
+                    r for team in cfg.teams for r in ("cpu", "memory") if getattr(team.quota.get(pool.name), r, None)
+                }
+                over = [r for r in over if r == pool.accelerator_resource or r in explicit]
+            for res in over:
                 binary = res == "memory"
                 teams = ", ".join(f"{n}={format_quantity(q[res], binary)}" for n, q in t.by_team.items() if q[res])
                 issues.append(
