@@ -2,13 +2,14 @@
 
 Each pool is a kwok pool of 4 nodes × 8 GPUs; each team has a quota on one pool (cohort may
 oversubscribe) and so a ClusterQueue listing every pool as a flavor. Prints per size: Pulumi resources,
-wall and CPU seconds of the full offline render (the real program under mocks), resources per CPU
-second (constant = linear scaling), and the CPU seconds of the pure plan alone.
+manifest KiB, wall and CPU seconds of the full offline render (the real program under mocks), resources
+and KiB per CPU second (constant KiB/s = linear in output size), and the CPU seconds of the pure plan.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from typing import Any
 
@@ -32,15 +33,17 @@ def synthetic(teams: int, pools: int) -> dict[str, Any]:
     }
 
 
-def measure(teams: int, pools: int) -> tuple[int, float, float, float]:
-    """(resources, render wall s, render CPU s, plan CPU s): CPU time stays honest on a shared machine."""
+def measure(teams: int, pools: int) -> tuple[int, float, float, float, float]:
+    """(resources, render wall s, render CPU s, plan CPU s, KiB of manifests): CPU time stays honest on a
+    shared machine; a ClusterQueue grows with the pool count, so size, not count, is what scales."""
     raw = synthetic(teams, pools)
     started = time.process_time()
     build_plan(validate_config(raw).config)
     plan_s = time.process_time() - started
     wall, cpu = time.perf_counter(), time.process_time()
     rendered = render(raw, "bench")
-    return len(rendered.resources), time.perf_counter() - wall, time.process_time() - cpu, plan_s
+    kib = len(json.dumps(rendered.manifests)) / 1024
+    return len(rendered.resources), time.perf_counter() - wall, time.process_time() - cpu, plan_s, kib
 
 
 def main() -> None:
@@ -48,15 +51,13 @@ def main() -> None:
     parser.add_argument("--teams", type=int, nargs="*", default=list(TEAMS))
     parser.add_argument("--pools", type=int, nargs="*", default=list(POOLS))
     args = parser.parse_args()
-    head = ("teams", "pools", "resources", "wall s", "cpu s", "resources/s (cpu)", "plan cpu s")
-    print("{:>6} {:>6} {:>10} {:>8} {:>8} {:>18} {:>11}".format(*head))
+    head = ("teams", "pools", "resources", "KiB", "wall s", "cpu s", "res/s (cpu)", "KiB/s (cpu)", "plan cpu s")
+    print("{:>6} {:>6} {:>10} {:>8} {:>8} {:>8} {:>12} {:>12} {:>11}".format(*head))
     for teams in args.teams:
         for pools in args.pools:
-            n, wall, cpu, plan_s = measure(teams, pools)
-            print(
-                f"{teams:>6} {pools:>6} {n:>10} {wall:>8.2f} {cpu:>8.2f} {n / cpu:>18.0f} {plan_s:>11.3f}", flush=True
-            )
-
+            n, wall, cpu, plan_s, kib = measure(teams, pools)
+            row = (teams, pools, n, f"{kib:.0f}", f"{wall:.2f}", f"{cpu:.2f}", f"{n / cpu:.0f}", f"{kib / cpu:.0f}")
+            print("{:>6} {:>6} {:>10} {:>8} {:>8} {:>8} {:>12} {:>12}".format(*row), f"{plan_s:>11.3f}", flush=True)
 
 if __name__ == "__main__":
     main()
