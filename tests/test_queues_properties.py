@@ -37,8 +37,11 @@ def layouts(draw: st.DrawFn) -> dict[str, Any]:
     for i in range(draw(st.integers(1, 3))):
         topology = draw(st.sampled_from(TOPOLOGIES))
         layout = [draw(st.integers(1, 3)) for _ in topology]
-        gpus = draw(st.sampled_from([0, 1, 4, 8]))
-        node: dict[str, Any] = {"cpu": draw(st.sampled_from(["8", "96", "7500m"])), "memory": "64Gi"}
+        gpus = draw(st.sampled_from([0, 1, 3, 4, 8]))
+        node: dict[str, Any] = {
+            "cpu": draw(st.sampled_from(["8", "96", "7500m"])),
+            "memory": draw(st.sampled_from(["64Gi", "10Gi", "1000M"])),
+        }
         if gpus:
             node["accelerator"] = {"count": gpus, "resource": draw(st.sampled_from(["nvidia.com/gpu", "amd.com/gpu"]))}
         pools.append(

@@ -17,7 +17,7 @@ import hashlib
 import json
 import re
 from collections import defaultdict
-from decimal import Decimal
+from decimal import ROUND_FLOOR, Decimal
 from typing import TYPE_CHECKING, Any
 
 from trainer_infra.manifests import meta
@@ -67,7 +67,9 @@ def nominal(quota: PoolQuota | None, pool: NodePoolConfig) -> dict[str, Decimal]
         if given is not None:
             out[res] = quantity(given)
         else:
-            out[res] = per_node[res] * quota.gpus / acc.count if acc else Decimal(0)
+            share = per_node[res] * quota.gpus / acc.count if acc else Decimal(0)
+            # Round down (whole bytes, millicores): shares then never add up to more than the node has.
+            out[res] = share.quantize(Decimal(1) if res == "memory" else Decimal("0.001"), rounding=ROUND_FLOOR)
     if acc:
         out[acc.resource] = Decimal(quota.gpus)
     return out
