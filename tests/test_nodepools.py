@@ -160,6 +160,38 @@ BAD: list[tuple[str, dict[str, Any], str, str]] = [
         "Karpenter refuses",
     ),
     (
+        "node in two static pools",
+        stack(
+            [
+                {
+                    "name": name,
+                    "backend": "static",
+                    "node": {"cpu": "1", "memory": "1Gi"},
+                    "topology": ["kubernetes.io/hostname"],
+                    "static": {"nodes": [{"name": "gpu-01"}]},
+                }
+                for name in ("a", "b")
+            ]
+        ),
+        "nodePools[1].static.nodes[0]",
+        "already in pool a",
+    ),
+    (
+        "static node without its rack",
+        stack(
+            [
+                {
+                    "name": "onprem",
+                    "backend": "static",
+                    "node": {"cpu": "1", "memory": "1Gi", "accelerator": {"count": 8}},
+                    "static": {"nodes": [{"name": "gpu-01", "topology": {"trainer-platform.io/block": "b1"}}]},
+                }
+            ]
+        ),
+        "nodePools[0].static.nodes[0].topology",
+        "cannot provide these levels",
+    ),
+    (
         "indistinguishable selectors",
         stack(
             [
