@@ -52,6 +52,8 @@ def test_kueue_objects_wait_for_kueue_and_immutable_changes_make_new_objects() -
         "spec.tolerations",
     }
     assert by_kind["Topology"].replace_on_changes == ("spec.levels",)
+    # Node status is only written on create: a new node shape must replace the fake nodes.
+    assert by_kind["Node"].replace_on_changes == ("status",) and by_kind["Node"].delete_before_replace
 
     def names(raw: dict[str, Any]) -> dict[str, str]:
         objs = build_plan(validate_config(raw).config).objects

@@ -89,9 +89,12 @@ def kwok_nodes(pool: NodePoolConfig) -> list[ManagedObject]:
                     "kind": "Node",
                     "metadata": md,
                     "spec": {"taints": [t.as_k8s() for t in pool.resolved_taints]},
-                    # The API server keeps status on create for Nodes; kwok keeps the conditions fresh.
+                    # The API server keeps status on create for Nodes (and ignores it on update); kwok
+                    # keeps the conditions fresh. So a new node shape replaces the fake node.
                     "status": {"allocatable": resources, "capacity": resources},
-                }
+                },
+                delete_before_replace=True,
+                replace_on_changes=("status",),
             )
         )
     return objects
