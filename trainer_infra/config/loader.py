@@ -110,6 +110,8 @@ def validate_config(raw: Mapping[str, Any], source: str = "", earlier: list[Conf
         cfg = StackConfig.model_validate(dict(raw))
     except ValidationError as exc:
         raise ConfigError(earlier + [_issue_from(e) for e in exc.errors()], source) from None
+    except ConfigError as exc:  # cross-field checks raised by model validators, with their own paths
+        raise ConfigError(earlier + list(exc.issues), source) from None
     cross_field = [*tenancy_issues(cfg), *storage_issues(cfg)]
     if earlier or cross_field:
         raise ConfigError(earlier + cross_field, source)

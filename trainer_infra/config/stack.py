@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 
 from trainer_infra.config.base import StrictModel
 from trainer_infra.config.images import ChartsConfig, ImagesConfig
@@ -10,6 +10,8 @@ from trainer_infra.config.types import KubeMinor
 from trainer_infra.controllers.jobset import JobSetConfig
 from trainer_infra.controllers.kueue import KueueConfig
 from trainer_infra.controllers.trainer import TrainerConfig
+from trainer_infra.nodepools.pool import NodePoolConfig
+from trainer_infra.queues.config import QueuesConfig
 from trainer_infra.storage.config import DataCacheConfig, StorageConfig
 from trainer_infra.teams import TeamConfig
 from trainer_infra.versions import MATRIX
@@ -56,6 +58,8 @@ class StackConfig(StrictModel):
     teams: list[TeamConfig] = Field(default_factory=list, description="Tenants of the platform.")
     storage: StorageConfig | None = Field(default=None, description="Shared ReadWriteMany storage for team data.")
     data_cache: DataCacheConfig = Field(default_factory=DataCacheConfig)
+    node_pools: list[NodePoolConfig] = Field(default_factory=list, description="GPU (and CPU) node pools.")
+    queues: QueuesConfig = Field(default_factory=QueuesConfig)
     allow_unsupported_versions: bool = Field(
         default=False,
         description="Install version combinations the matrix refuses (each one is printed as a warning).",
@@ -67,3 +71,11 @@ class StackConfig(StrictModel):
             "replacement goes through. Leave false except to tear down on purpose."
         ),
     )
+
+    @model_validator(mode="after")
+    def _pools_and_queues_consistent(self) -> StackConfig:
+        # Cross-field checks with exact paths (ConfigError passes through pydantic untouched).
+        from trainer_infra.queues.checks import raise_issues
+
+        raise_issues(self)
+        return self

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from trainer_infra.config.stack import StackConfig
 from trainer_infra.plan.controllers import controller_plan
 from trainer_infra.plan.model import ManagedObject, Plan, PlanPart
+from trainer_infra.queues.plan import pools_and_queues_plan
 from trainer_infra.storage.plan import storage_plan
 from trainer_infra.tenancy.plan import tenancy_plan
 
@@ -17,6 +18,7 @@ PLANNERS: list[Callable[[StackConfig], PlanPart]] = [
     controller_plan,
     tenancy_plan,
     storage_plan,
+    pools_and_queues_plan,
 ]
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from trainer_infra.config.stack import StackConfig
+from trainer_infra.queues.placement import inject_placement
 from trainer_infra.storage.injection import shared_workspace
 from trainer_infra.tenancy.injection import hf_token_env
 
@@ -24,6 +25,7 @@ Injection = Callable[[StackConfig, Manifest], Manifest]
 #   images: registry mirror (catalog); placement: GPU tolerations/nodeSelector and TAS annotations
 #   (node pools); storage: shared volume mounts (storage); resources: default requests (catalog).
 INJECTIONS: list[tuple[str, Injection]] = [
+    ("placement", inject_placement),
     ("shared-volume", shared_workspace),
     ("hf-token", hf_token_env),
 ]
