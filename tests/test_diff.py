@@ -180,7 +180,7 @@ def test_a_stack_new_in_the_working_tree_diffs_against_nothing(repo: Path) -> No
         new.unlink()
     assert done.returncode == 1
     assert "new stack" in done.stdout.splitlines()[0]
-    assert "objects: 4 added, 0 changed, 0 removed" in done.stdout
+    assert "added, 0 changed, 0 removed" in done.stdout and "+ Namespace delta" in done.stdout
     assert "!!" not in done.stdout, "nothing existed, so nothing is at risk"
 
 
