@@ -3,7 +3,6 @@ commits of a temporary copy of this repository."""
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 import sys
