@@ -98,6 +98,7 @@ def test_dropping_protection_is_loud_and_no_change_is_quiet() -> None:
 
 # --- real renders of two commits --------------------------------------------------------------------
 
+
 def _git(repo: Path, *args: str) -> str:
     cmd = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false", *args]
     return subprocess.run(cmd, cwd=repo, check=True, capture_output=True, text=True).stdout

@@ -59,7 +59,7 @@ def layouts(draw: st.DrawFn) -> dict[str, Any]:
                     quota[pool["name"]] = {"gpus": draw(st.integers(0, nodes * acc["count"] // n_teams))}
                 else:
                     quota[pool["name"]] = {"cpu": str(draw(st.integers(0, nodes * 7 // n_teams)))}
-        teams.append({"name": f"team-{t}", "namespace": f"ns-{t % 3}", "localQueue": f"q{t}", "quota": quota})
+        teams.append({"name": f"team-{t}", "namespace": f"ns-{t}", "localQueue": f"q{t}", "quota": quota})
     common = set.intersection(*(set(p["topology"]) for p in pools))
     level = draw(st.sampled_from(sorted(common)))
     short = draw(st.booleans())

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr
 
 from trainer_infra.config.base import StrictModel
 from trainer_infra.config.images import ChartsConfig, ImagesConfig
@@ -71,11 +71,3 @@ class StackConfig(StrictModel):
             "replacement goes through. Leave false except to tear down on purpose."
         ),
     )
-
-    @model_validator(mode="after")
-    def _pools_and_queues_consistent(self) -> StackConfig:
-        # Cross-field checks with exact paths (ConfigError passes through pydantic untouched).
-        from trainer_infra.queues.checks import raise_issues
-
-        raise_issues(self)
-        return self

@@ -9,7 +9,7 @@ from collections import Counter
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from trainer_infra.errors import ConfigError, ConfigIssue, did_you_mean
+from trainer_infra.errors import ConfigIssue, did_you_mean
 from trainer_infra.nodepools.karpenter import PROVIDED_LEVELS
 from trainer_infra.nodepools.kwok import node_slots
 from trainer_infra.nodepools.labels import HOSTNAME, format_quantity, level_name
@@ -25,12 +25,6 @@ MAX_FLAVOR_FIELDS = 8  # nodeLabels / tolerations per ResourceFlavor
 MAX_LEVELS = 16
 # NodePool template label domains Karpenter's CRD rejects (karpenter.sh_nodepools.yaml CEL rules).
 KARPENTER_RESTRICTED_DOMAINS = ("kubernetes.io", "k8s.io", "karpenter.sh", "karpenter.k8s.aws")
-
-
-def raise_issues(cfg: StackConfig) -> None:
-    issues = check(cfg)
-    if issues:
-        raise ConfigError(issues)
 
 
 def check(cfg: StackConfig) -> list[ConfigIssue]:
