@@ -3,7 +3,6 @@ commits of a temporary copy of this repository."""
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 import sys
@@ -99,20 +98,6 @@ def test_dropping_protection_is_loud_and_no_change_is_quiet() -> None:
 
 # --- real renders of two commits --------------------------------------------------------------------
 
-STAND_IN_PLANNER = '''"""Test stand-in for the tenancy area: one protected Namespace per team."""
-
-from trainer_infra.manifests import meta
-from trainer_infra.plan.model import ManagedObject, PlanPart
-
-
-def team_namespaces(cfg):  # type: ignore[no-untyped-def]
-    return PlanPart(objects=tuple(
-        ManagedObject(meta.namespace(t.resolved_namespace, {"trainer-platform.io/team": t.name}),
-                      protect=True, retain_on_delete=True)
-        for t in cfg.teams
-    ))
-'''
-
 
 def _git(repo: Path, *args: str) -> str:
     cmd = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false", *args]
@@ -137,16 +122,6 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         if (ROOT / name).is_file():
             (repo / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, repo / name)
-    (repo / "trainer_infra/plan/team_namespaces.py").write_text(STAND_IN_PLANNER)
-    build = repo / "trainer_infra/plan/build.py"
-    source = build.read_text()
-    source = source.replace(
-        "from trainer_infra.plan.model",
-        "from trainer_infra.plan.team_namespaces import team_namespaces\nfrom trainer_infra.plan.model",
-        1,
-    )
-    source = re.sub(r"(PLANNERS: list\[.*\] = \[\n)", r"\1    team_namespaces,\n", source, count=1)
-    build.write_text(source)
     stack = repo / "stacks/Pulumi.local.yaml"
     stack.write_text(_stack(["alpha", "beta"], "  trainer-platform:components: {jobset: {version: 0.11.1}}\n"))
     _git(repo, "init", "-q", "-b", "main")
@@ -205,7 +180,7 @@ def test_a_stack_new_in_the_working_tree_diffs_against_nothing(repo: Path) -> No
         new.unlink()
     assert done.returncode == 1
     assert "new stack" in done.stdout.splitlines()[0]
-    assert "objects: 4 added, 0 changed, 0 removed" in done.stdout
+    assert "added, 0 changed, 0 removed" in done.stdout and "+ Namespace delta" in done.stdout
     assert "!!" not in done.stdout, "nothing existed, so nothing is at risk"
 
 

@@ -34,7 +34,7 @@ def test_local_stack_onboards_two_teams_with_namespace_claim_rbac_and_secret() -
     labels = ns["metadata"]["labels"]
     assert labels["pod-security.kubernetes.io/enforce"] == "baseline"
     assert labels["pod-security.kubernetes.io/enforce-version"] == "v1.34"
-    assert labels["trainer-platform/team"] == "nlp"
+    assert labels["trainer-platform.io/team"] == "nlp"
 
 
 def test_secret_values_never_appear_in_render_output() -> None:

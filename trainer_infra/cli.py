@@ -51,6 +51,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         f"stack {stack}: valid (Kubernetes {loaded.config.kubernetes.version}; {versions}; "
         f"{len(plan.objects)} objects, {len(plan.releases)} Helm releases)"
     )
+    from trainer_infra.queues.capacity import capacity_lines
+
+    for line in capacity_lines(loaded.config):
+        print(f"  {line}")
     return enforce(assemble(capture(raw, stack)), loaded.config.allow_data_loss)
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pydantic import Field
 
 from trainer_infra.config.base import StrictModel
-from trainer_infra.config.types import DnsLabel
+from trainer_infra.config.types import DnsLabel, Quantity
+from trainer_infra.queues.config import PoolQuota
 from trainer_infra.tenancy.config import (
     LimitRangeConfig,
     MembersConfig,
@@ -35,6 +36,11 @@ class TeamConfig(StrictModel):
         default=False,
         description="Drop the protection of the team namespace and claim (step 1 of removing a team; "
         "deletes nothing by itself).",
+    )
+    quota: dict[str, PoolQuota] = Field(default_factory=dict, description="Nominal quota per node pool name.")
+    local_queue: DnsLabel = Field(default="default", description="LocalQueue name in the team namespace.")
+    fair_sharing_weight: Quantity | None = Field(
+        default=None, description="The team's share in the cohort under fair sharing (Kueue default 1)."
     )
 
     @property

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 from trainer_infra.config.stack import StackConfig
 from trainer_infra.config.types import PATTERN_HELP
 from trainer_infra.errors import ConfigError, ConfigIssue, did_you_mean, format_path
+from trainer_infra.queues.checks import check as queue_issues
 from trainer_infra.storage.checks import storage_issues
 from trainer_infra.tenancy.checks import tenancy_issues
 from trainer_infra.versions import check_compatibility
@@ -110,7 +111,8 @@ def validate_config(raw: Mapping[str, Any], source: str = "", earlier: list[Conf
         cfg = StackConfig.model_validate(dict(raw))
     except ValidationError as exc:
         raise ConfigError(earlier + [_issue_from(e) for e in exc.errors()], source) from None
-    cross_field = [*tenancy_issues(cfg), *storage_issues(cfg)]
+    # Cross-field checks, each area's own, all reported together with their exact paths.
+    cross_field = [*queue_issues(cfg), *tenancy_issues(cfg), *storage_issues(cfg)]
     if earlier or cross_field:
         raise ConfigError(earlier + cross_field, source)
     versions = cfg.components.resolved_versions()

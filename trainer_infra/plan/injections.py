@@ -15,6 +15,7 @@ from typing import Any
 
 from trainer_infra.catalog.injections import default_resources, gpu_tolerations, mirror_images
 from trainer_infra.config.stack import StackConfig
+from trainer_infra.queues.placement import inject_placement
 from trainer_infra.storage.injection import shared_workspace
 from trainer_infra.tenancy.injection import hf_token_env
 
@@ -26,6 +27,7 @@ Injection = Callable[[StackConfig, Manifest], Manifest]
 #   (node pools); storage: shared volume mounts (storage); resources: default requests (catalog).
 INJECTIONS: list[tuple[str, Injection]] = [
     ("images", mirror_images),
+    ("placement", inject_placement),
     ("shared-volume", shared_workspace),
     ("hf-token", hf_token_env),
     ("gpu-tolerations", gpu_tolerations),

@@ -55,6 +55,8 @@ class ManagedObject:
     delete_before_replace: bool = False
     replace_on_changes: tuple[str, ...] = ()
     after: tuple[str, ...] = ()  # releases, gates or earlier objects (by key) that must exist first
+    # A server-side-apply patch of an object we do not own (`NodePatch`): deleting it removes only our fields.
+    patch: bool = False
 
     @property
     def api_group(self) -> str:
@@ -70,7 +72,8 @@ class ManagedObject:
         """Unique, stable resource name: kind, namespace and name."""
         meta = self.manifest["metadata"]
         ns = meta.get("namespace")
-        return f"{self.manifest['kind'].lower()}-{ns + '-' if ns else ''}{meta['name']}"
+        kind = self.manifest["kind"].lower() + ("patch" if self.patch else "")
+        return f"{kind}-{ns + '-' if ns else ''}{meta['name']}"
 
 
 @dataclass(frozen=True)

@@ -83,4 +83,4 @@ class TrainingPlatform(pulumi.ComponentResource):
                 replace_on_changes=list(obj.replace_on_changes) or None,
             ),
         )
-        return KubernetesObject(obj.key, obj.manifest, opts)
+        return KubernetesObject(obj.key, obj.manifest, opts, patch=obj.patch)

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from trainer_infra.manifests.meta import DECOMMISSIONED, TEAM_LABEL
 from trainer_infra.policies.model import SECRET_MARK, Finding, Rule, Subject, Violation
 
 GPU_RESOURCE = "nvidia.com/gpu"
 FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
 CATALOG_VERSION_LABEL = "trainer-platform.io/catalog-version"
-TEAM_LABEL = "trainer-platform.io/team"
 MANAGED_BY = ("app.kubernetes.io/managed-by", "trainer-platform")
 RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
@@ -170,7 +170,7 @@ def _data_protected(subjects: Sequence[Subject]) -> Iterable[Finding]:
             what = "team Namespace"
         else:
             continue
-        if not s.protect:
+        if not s.protect and _get(s.props, "metadata", "annotations", DECOMMISSIONED) != "true":
             yield s, "", f"{what} is not protected (resource option protect)"
 
 

@@ -12,7 +12,7 @@ from trainer_infra.storage import backends, nfs
 from trainer_infra.storage.config import StorageConfig
 from trainer_infra.storage.data_cache import cache_initializer_rbac
 from trainer_infra.teams import TeamConfig
-from trainer_infra.tenancy.protection import TEAM_LABEL, team_data_protected
+from trainer_infra.tenancy.protection import TEAM_LABEL, decommission_annotations, team_data_protected
 
 
 def storage_class(cfg: StackConfig, storage: StorageConfig, nfs_server: str | None) -> ManagedObject:
@@ -42,7 +42,9 @@ def team_claim(cfg: StackConfig, storage: StorageConfig, team: TeamConfig, after
     manifest = {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
-        "metadata": meta.metadata(storage.claim_name, team.resolved_namespace, {TEAM_LABEL: team.name}),
+        "metadata": meta.metadata(
+            storage.claim_name, team.resolved_namespace, {TEAM_LABEL: team.name}, decommission_annotations(team)
+        ),
         "spec": {
             "accessModes": ["ReadWriteMany"],
             "storageClassName": storage.storage_class_name,
