@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import shutil
 from pathlib import Path
 from typing import Any
@@ -9,9 +10,10 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.helpers import MINIMAL, ROOT, render, resource
+from tests.helpers import MINIMAL, ROOT, render, resource, stack_raw
 from tests.sdk_harness import FakeCluster, sdk_against
 from trainer_infra.catalog.loader import images_of, load_catalog
+from trainer_infra.catalog.webhook import runtime_findings
 from trainer_infra.config.loader import validate_config
 from trainer_infra.errors import ConfigError
 from trainer_infra.plan.build import build_plan
@@ -213,3 +215,30 @@ def test_editing_a_jobset_policy_in_place_is_refused_by_the_api_server() -> None
     assert [f.message for f in checker.check(new, old=old)] == [
         "spec.template.spec.successPolicy: Value is immutable (CEL: self == oldSelf)"
     ]
+
+
+@pytest.mark.parametrize(
+    "stack", sorted(p.stem.removeprefix("Pulumi.") for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
+)
+def test_every_stack_serves_runtimes_the_webhooks_accept(stack: str) -> None:
+    """After all injections (placement, the team volume, …): the Trainer runtime rules and JobSet's rule
+    that a claim template never shares a name with a pod volume (local mounts the team claim as `initializer`)."""
+    raw = stack_raw(stack)
+    for runtime in runtimes(raw).values():
+        cache = "data-cache" in runtime["metadata"]["annotations"].get("trainer-platform.io/requires", "")
+        assert runtime_findings(runtime, initializer_volume=not cache) == [], runtime["metadata"]["name"]
+
+
+def test_a_claim_template_clashing_with_a_pod_volume_is_caught() -> None:
+    runtime = copy.deepcopy(load_catalog(CATALOG).versions_of("torchtune-llama3.2-1b")[0].manifest("2.2.1"))
+    pod = runtime["spec"]["template"]["spec"]["replicatedJobs"][2]["template"]["spec"]["template"]["spec"]
+    pod["volumes"] = [{"name": "initializer", "persistentVolumeClaim": {"claimName": "workspace"}}]
+    assert runtime_findings(runtime) == [
+        (
+            "spec.template.spec.volumeClaimPolicies[0].templates[0]",
+            "claim template 'initializer' clashes with a volume of spec.template.spec.replicatedJobs[2]",
+        )
+    ]
+    with_storage = runtimes(stack_raw("local"))["torchtune-llama3.2-1b"]["spec"]["template"]["spec"]
+    assert "volumeClaimPolicies" not in with_storage, "the team claim replaces the per-TrainJob claim"
+    assert "volumeClaimPolicies" in runtimes(MINIMAL)["torchtune-llama3.2-1b"]["spec"]["template"]["spec"]

@@ -1,6 +1,6 @@
 """The catalog's platform injections (registered in plan/injections.py INJECTIONS): image mirror, the GPU
-taint toleration and default resources. Each takes the stack config and a runtime manifest and returns a
-new manifest."""
+taint toleration, claim templates shadowed by platform volumes, and default resources. Each takes the stack
+config and a runtime manifest and returns a new manifest."""
 
 from __future__ import annotations
 
@@ -61,4 +61,23 @@ def gpu_tolerations(cfg: StackConfig, runtime: Manifest) -> Manifest:
         )
         if wants_gpu and not tolerates_gpu_taint(pod.get("tolerations") or []):
             pod["tolerations"] = [*(pod.get("tolerations") or []), dict(toleration)]
+    return out
+
+
+def claim_templates(cfg: StackConfig, runtime: Manifest) -> Manifest:
+    """Drop `volumeClaimPolicies` templates whose name a pod volume now carries (e.g. `initializer`, backed
+    by the team claim once `storage` is set): the platform's volume wins over the per-TrainJob claim, and
+    JobSet refuses a template and a volume of the same name."""
+    out = copy.deepcopy(runtime)
+    spec = out["spec"]["template"]["spec"]
+    volumes = {v.get("name") for _, pod in pod_specs(out) for v in pod.get("volumes") or []}
+    policies = []
+    for policy in spec.get("volumeClaimPolicies") or []:
+        templates = [t for t in policy.get("templates") or [] if (t.get("metadata") or {}).get("name") not in volumes]
+        if templates:
+            policies.append({**policy, "templates": templates})
+    if policies:
+        spec["volumeClaimPolicies"] = policies
+    else:
+        spec.pop("volumeClaimPolicies", None)
     return out

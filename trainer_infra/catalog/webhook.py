@@ -43,11 +43,31 @@ def ancestor(job: dict[str, Any]) -> str | None:
     return str(value) if value is not None else None
 
 
+def claim_template_findings(runtime: dict[str, Any]) -> list[Finding]:
+    """JobSet (volumeClaimPolicies): a claim template must not share its name with a pod volume of any
+    replicatedJob; the JobSet webhook refuses the JobSet that Trainer builds from such a runtime."""
+    spec = runtime.get("spec", {}).get("template", {}).get("spec", {})
+    findings: list[Finding] = []
+    for p, policy in enumerate(spec.get("volumeClaimPolicies") or []):
+        for t, template in enumerate(policy.get("templates") or []):
+            name = (template.get("metadata") or {}).get("name")
+            for i, job in enumerate(_jobs(runtime)):
+                pod = job.get("template", {}).get("spec", {}).get("template", {}).get("spec", {})
+                if name in [v.get("name") for v in pod.get("volumes") or []]:
+                    findings.append(
+                        (
+                            f"spec.template.spec.volumeClaimPolicies[{p}].templates[{t}]",
+                            f"claim template {name!r} clashes with a volume of {JOBS}[{i}]",
+                        )
+                    )
+    return findings
+
+
 def runtime_findings(runtime: dict[str, Any], initializer_volume: bool = True) -> list[Finding]:
     """What the runtime webhook refuses, plus the catalog rule that initializers hand data over through
     the `initializer` volume (`initializer_volume=False` for runtimes whose initializer does not, e.g. the
     data cache one)."""
-    findings: list[Finding] = []
+    findings: list[Finding] = claim_template_findings(runtime)
     for i, job in enumerate(_jobs(runtime)):
         step = ancestor(job)
         if step not in REQUIRED_CONTAINER:

@@ -13,7 +13,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from trainer_infra.catalog.injections import default_resources, gpu_tolerations, mirror_images
+from trainer_infra.catalog.injections import claim_templates, default_resources, gpu_tolerations, mirror_images
 from trainer_infra.config.stack import StackConfig
 from trainer_infra.queues.placement import inject_placement
 from trainer_infra.storage.injection import shared_workspace
@@ -31,6 +31,7 @@ INJECTIONS: list[tuple[str, Injection]] = [
     ("shared-volume", shared_workspace),
     ("hf-token", hf_token_env),
     ("gpu-tolerations", gpu_tolerations),
+    ("claim-templates", claim_templates),
     ("resources", default_resources),
 ]
 
