@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from pydantic import Field, StringConstraints, field_validator
+from pydantic import Field, field_validator
 
 from trainer_infra.catalog.images import image_problem
+from trainer_infra.catalog.model import DnsSubdomain
 from trainer_infra.config.base import StrictModel
 from trainer_infra.config.types import DnsLabel, SemVer
 from trainer_infra.controllers.common import Resources
 
-RuntimeName = Annotated[
-    str,
-    StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", max_length=253),
-]
+RuntimeName = DnsSubdomain
 
 
 class RuntimeOverride(StrictModel):

@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 from pydantic.alias_generators import to_camel
 
+from trainer_infra.config.types import DnsLabel
+
 API_VERSION = "trainer.kubeflow.org/v1alpha1"
 DOMAIN = "trainer-platform.io"
 FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
@@ -32,7 +34,6 @@ DnsSubdomain = Annotated[
     str,
     StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", max_length=253),
 ]
-DnsLabel = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)]
 
 
 class K8sModel(BaseModel):
