@@ -7,7 +7,7 @@
    initializers for torchtune) that is valid against the TrainJob CRD of the same version;
 5. `webhook`: the Trainer webhook rules hold for the runtime and for that TrainJob.
 
-The stacks serve the whole catalog (data cache on) plus one team-scoped TrainingRuntime.
+The stacks are the local stack (all injections) with the data cache on, plus one team-scoped TrainingRuntime.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import pytest
 from kubeflow.trainer import BuiltinTrainer, CustomTrainer, TorchTuneConfig
 from kubeflow.trainer.types.types import HuggingFaceDatasetInitializer, HuggingFaceModelInitializer, Initializer
 
+from tests.helpers import stack_raw
 from tests.sdk_harness import FakeCluster, sdk_against
 from tests.test_catalog_plan import DATA_CACHE_ON
 from tests.trainer_api import lost_fields, round_trip
@@ -30,19 +31,19 @@ from trainer_infra.plan.build import build_plan
 
 VERSIONS = ("2.2.1", "2.3.0")
 KUBERNETES = "1.34"
-TEAM_NS = "research"
+TEAM_NS = "vision"
 
 
 def stack(version: str) -> dict[str, Any]:
-    raw: dict[str, Any] = {
-        "kubernetes": {"version": KUBERNETES},
+    """The local stack (node pools with TAS placement, team storage, team secrets: every injection runs),
+    the data cache on, and one team runtime."""
+    extra: dict[str, Any] = {
         "components": {"trainer": {"version": version}},
-        "teams": [{"name": "research"}],
-        "runtimes": {"teams": [{"team": "research", "runtime": "torch-distributed"}]},
+        "runtimes": {"teams": [{"team": "vision", "runtime": "torch-distributed"}]},
     }
     if version.startswith("2.3"):
-        raw["components"]["kueue"] = {"trainJobIntegration": False}  # Kueue 0.19 targets the 2.2 TrainJob API
-    return deep_merge(raw, DATA_CACHE_ON)
+        extra["components"]["kueue"] = {"trainJobIntegration": False}  # Kueue 0.19 targets the 2.2 TrainJob API
+    return deep_merge(deep_merge(stack_raw("local"), extra), DATA_CACHE_ON)
 
 
 def _key(obj: dict[str, Any]) -> str:
