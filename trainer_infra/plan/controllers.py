@@ -6,6 +6,7 @@ Kueue goes last because it only enables an integration whose CRD (TrainJob, JobS
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from trainer_infra.config.images import mirror_chart, mirror_image
@@ -110,7 +111,8 @@ def controller_plan(cfg: StackConfig) -> PlanPart:
     values_fn: dict[Component, ValuesFn] = {
         "jobset": jobset_values,
         "trainer": trainer_values,
-        "kueue": kueue_values,
+        # Fair sharing weights on teams only work with fair sharing on in Kueue's configuration.
+        "kueue": partial(kueue_values, fair_sharing=any(t.fair_sharing_weight is not None for t in cfg.teams)),
     }
     releases: list[HelmRelease] = []
     gates: list[ReadinessGate] = []
