@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -194,6 +195,10 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(exc.render(), file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # `trainer-infra render … | head`: the reader went away; silence the flush at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pydantic import Field, field_validator
 
 from trainer_infra.catalog.images import image_problem
-from trainer_infra.catalog.model import DnsSubdomain
 from trainer_infra.config.base import StrictModel
-from trainer_infra.config.types import DnsLabel, SemVer
+from trainer_infra.config.types import DnsLabel, DnsSubdomain, SemVer
 from trainer_infra.controllers.common import Resources
 
 RuntimeName = DnsSubdomain

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from trainer_infra.catalog import model as m
 from trainer_infra.catalog.images import image_problem
 from trainer_infra.catalog.webhook import runtime_findings
-from trainer_infra.config.loader import _keys_of, _model_at
+from trainer_infra.config.loader import keys_of, model_at
 from trainer_infra.errors import ConfigError, ConfigIssue, did_you_mean, format_path
 from trainer_infra.versions import MATRIX
 
@@ -166,8 +166,8 @@ def _pydantic_issues(file: str, exc: ValidationError) -> list[ConfigIssue]:
         loc = tuple(err["loc"])
         path = f"{file}:{format_path(loc)}"
         if err["type"] == "extra_forbidden":
-            parent = _model_at(m.RuntimeFile, loc[:-1])
-            hint = did_you_mean(str(loc[-1]), _keys_of(parent)) if parent else None
+            parent = model_at(m.RuntimeFile, loc[:-1])
+            hint = did_you_mean(str(loc[-1]), keys_of(parent)) if parent else None
             issues.append(ConfigIssue(path, f"unknown field '{loc[-1]}'", None, hint))
         elif err["type"] == "missing":
             issues.append(ConfigIssue(path, "required field is missing"))

@@ -8,12 +8,12 @@ validates them against the CRD schema of the selected Trainer version.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
-from trainer_infra.config.types import DnsLabel
+from trainer_infra.config.types import DnsLabel, DnsSubdomain
 
 API_VERSION = "trainer.kubeflow.org/v1alpha1"
 DOMAIN = "trainer-platform.io"
@@ -29,11 +29,6 @@ DESCRIPTION = f"{DOMAIN}/description"
 CATALOG_ANNOTATIONS = (RUNTIME_VERSION, TRAINER_VERSIONS, REQUIRES, DESCRIPTION)
 # Features a runtime may require from the platform (annotation `requires`, comma-separated).
 FEATURES = ("data-cache",)
-
-DnsSubdomain = Annotated[
-    str,
-    StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", max_length=253),
-]
 
 
 class K8sModel(BaseModel):

@@ -34,7 +34,7 @@ class LoadedConfig:
     warnings: list[str] = field(default_factory=list)
 
 
-def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
+def model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
     """The model class that owns the key at `loc`, so a typo can be matched against its real keys."""
     current: Any = model
     for part in loc:
@@ -60,7 +60,7 @@ def _unwrap(annotation: Any) -> Any:
         annotation = args[-1] if origin in (dict, Mapping) else args[0]
 
 
-def _keys_of(model: type[BaseModel]) -> list[str]:
+def keys_of(model: type[BaseModel]) -> list[str]:
     return [f.alias or n for n, f in model.model_fields.items()]
 
 
@@ -70,10 +70,10 @@ def _issue_from(err: Mapping[str, Any]) -> ConfigIssue:
     kind = err["type"]
     found = None if kind == "missing" else _short(err.get("input"))
     if kind == "extra_forbidden":
-        parent = _model_at(StackConfig, loc[:-1])
-        hint = did_you_mean(str(loc[-1]), _keys_of(parent)) if parent else None
+        parent = model_at(StackConfig, loc[:-1])
+        hint = did_you_mean(str(loc[-1]), keys_of(parent)) if parent else None
         if hint is None and parent is not None:
-            hint = "allowed keys: " + ", ".join(_keys_of(parent))
+            hint = "allowed keys: " + ", ".join(keys_of(parent))
         return ConfigIssue(path, f"unknown key '{loc[-1]}'", None, hint)
     if kind == "missing":
         return ConfigIssue(path, "required key is missing", None, None)

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from trainer_infra.config.base import StrictModel
+from trainer_infra.config.types import DnsSubdomain
 from trainer_infra.manifests import meta
-from trainer_infra.nodepools.labels import HOSTNAME, DnsSubdomain, format_quantity
+from trainer_infra.nodepools.labels import HOSTNAME, format_quantity
 from trainer_infra.plan.model import ManagedObject
 
 if TYPE_CHECKING:

@@ -16,11 +16,9 @@ LABEL_KEY = (
     r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
 )
 LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
-DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 
 LabelKey = Annotated[str, StringConstraints(pattern=LABEL_KEY, max_length=316)]
 LabelValue = Annotated[str, StringConstraints(pattern=LABEL_VALUE, max_length=63)]
-DnsSubdomain = Annotated[str, StringConstraints(pattern=DNS_SUBDOMAIN, max_length=253)]
 
 HOSTNAME = "kubernetes.io/hostname"
 # Every node of a pool carries this label; the pool's ResourceFlavor selects on it, so two pools can

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 from pydantic import Field
 
 from trainer_infra.config.base import StrictModel
-from trainer_infra.nodepools.labels import HOSTNAME, DnsSubdomain, LabelKey, LabelValue
+from trainer_infra.config.types import DnsSubdomain
+from trainer_infra.nodepools.labels import HOSTNAME, LabelKey, LabelValue
 from trainer_infra.plan.model import ManagedObject
 
 if TYPE_CHECKING:

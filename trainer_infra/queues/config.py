@@ -7,8 +7,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from trainer_infra.config.base import StrictModel
-from trainer_infra.config.types import DnsLabel, Quantity
-from trainer_infra.nodepools.labels import DnsSubdomain
+from trainer_infra.config.types import DnsLabel, DnsSubdomain, Quantity
 
 
 class ResourceLimits(StrictModel):

@@ -13,14 +13,11 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints
 
 from trainer_infra.config.base import StrictModel
-from trainer_infra.config.types import DnsLabel, SemVer
+from trainer_infra.config.types import DnsLabel, DnsSubdomain, SemVer
 
 GI = 1024**3
 NFS_SERVER_IMAGE = "itsthenetwork/nfs-server-alpine:12"  # the image of csi-driver-nfs' own example server
 AbsolutePath = Annotated[str, StringConstraints(pattern=r"^/[^\s]*$")]
-DnsSubdomain = Annotated[
-    str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", max_length=253)
-]
 
 
 class NfsDriverConfig(StrictModel):

@@ -7,12 +7,11 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from trainer_infra.config.base import StrictModel
-from trainer_infra.config.types import DnsLabel
+from trainer_infra.config.types import DnsLabel, DnsSubdomain
 from trainer_infra.storage.backends import (
     AbsolutePath,
     AzureFileBackend,
     Backend,
-    DnsSubdomain,
     EfsBackend,
     ExistingBackend,
     FilestoreBackend,
