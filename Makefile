@@ -32,6 +32,7 @@ test: lint typecheck unit  ## what CI runs
 
 bench: $(STAMP)  ## render synthetic stacks of growing size; prints resources/s
 	$(PY) -m tests.bench
+	$(PY) -m tests.bench_queues
 
 docs: $(STAMP)  ## regenerate the README's configuration reference
 	$(PY) -m tests.update_readme

@@ -187,3 +187,14 @@ def test_every_custom_resource_waits_for_the_gate_of_its_api_group(monkeypatch: 
     assert resource(rendered, "localqueue-team-a-q")["dependsOn"] == ["kueue-ready", "namespace-team-a"]
     assert resource(rendered, "clustertrainingruntime-r")["dependsOn"] == ["trainer-ready"]
     assert resource(rendered, "configmap-team-a-c")["dependsOn"] == ["namespace-team-a"]
+
+
+def test_team_fair_sharing_weights_turn_on_fair_sharing_in_kueue() -> None:
+    def manager_config(raw: dict[str, object]) -> dict[str, object]:
+        kueue = next(r for r in render(raw).releases if r["name"] == "kueue")
+        loaded: dict[str, object] = yaml.safe_load(kueue["values"]["managerConfig"]["controllerManagerConfigYaml"])
+        return loaded
+
+    assert "fairSharing" not in manager_config({**MINIMAL, "teams": [{"name": "a"}]})
+    weighted = manager_config({**MINIMAL, "teams": [{"name": "a", "fairSharingWeight": "2"}]})
+    assert weighted["fairSharing"] == {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]}

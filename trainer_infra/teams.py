@@ -6,12 +6,42 @@ from __future__ import annotations
 from pydantic import Field
 
 from trainer_infra.config.base import StrictModel
-from trainer_infra.config.types import DnsLabel
+from trainer_infra.config.types import DnsLabel, Quantity
+from trainer_infra.queues.config import PoolQuota
+from trainer_infra.tenancy.config import (
+    LimitRangeConfig,
+    MembersConfig,
+    PodSecurityLevel,
+    ResourceQuotaConfig,
+    TeamSecretsConfig,
+    TeamStorageConfig,
+)
 
 
 class TeamConfig(StrictModel):
     name: DnsLabel = Field(description="Team name; used in object names.")
     namespace: DnsLabel | None = Field(default=None, description="Team namespace (default: the team name).")
+    # Tenancy (trainer_infra/tenancy): who, where their data lives, what they may use.
+    members: MembersConfig = Field(default_factory=MembersConfig)
+    storage: TeamStorageConfig = Field(default_factory=TeamStorageConfig)
+    secrets: TeamSecretsConfig = Field(default_factory=TeamSecretsConfig)
+    resource_quota: ResourceQuotaConfig | None = None
+    limit_range: LimitRangeConfig | None = None
+    pod_security: PodSecurityLevel = Field(
+        default="baseline",
+        description="Pod Security Standard enforced on the namespace. baseline admits the MPI/sshd runtimes "
+        "(non-root sshd on port 2222, no added capabilities); restricted rejects them.",
+    )
+    decommission: bool = Field(
+        default=False,
+        description="Drop the protection of the team namespace and claim (step 1 of removing a team; "
+        "deletes nothing by itself).",
+    )
+    quota: dict[str, PoolQuota] = Field(default_factory=dict, description="Nominal quota per node pool name.")
+    local_queue: DnsLabel = Field(default="default", description="LocalQueue name in the team namespace.")
+    fair_sharing_weight: Quantity | None = Field(
+        default=None, description="The team's share in the cohort under fair sharing (Kueue default 1)."
+    )
 
     @property
     def resolved_namespace(self) -> str:

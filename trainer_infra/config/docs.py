@@ -44,6 +44,8 @@ def _default(field: FieldInfo) -> str:
         value = field.default
     if isinstance(value, BaseModel):
         return ""
+    if isinstance(value, list):
+        value = [v.model_dump(by_alias=True, exclude_defaults=True) if isinstance(v, BaseModel) else v for v in value]
     return f"`{json.dumps(value, default=str)}`"
 
 

@@ -19,6 +19,9 @@ from pydantic import BaseModel, ValidationError
 from trainer_infra.config.stack import StackConfig
 from trainer_infra.config.types import PATTERN_HELP
 from trainer_infra.errors import ConfigError, ConfigIssue, did_you_mean, format_path
+from trainer_infra.queues.checks import check as queue_issues
+from trainer_infra.storage.checks import storage_issues
+from trainer_infra.tenancy.checks import tenancy_issues
 from trainer_infra.versions import check_compatibility
 
 NAMESPACE = "trainer-platform"
@@ -31,7 +34,7 @@ class LoadedConfig:
     warnings: list[str] = field(default_factory=list)
 
 
-def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
+def model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
     """The model class that owns the key at `loc`, so a typo can be matched against its real keys."""
     current: Any = model
     for part in loc:
@@ -57,7 +60,7 @@ def _unwrap(annotation: Any) -> Any:
         annotation = args[-1] if origin in (dict, Mapping) else args[0]
 
 
-def _keys_of(model: type[BaseModel]) -> list[str]:
+def keys_of(model: type[BaseModel]) -> list[str]:
     return [f.alias or n for n, f in model.model_fields.items()]
 
 
@@ -67,10 +70,10 @@ def _issue_from(err: Mapping[str, Any]) -> ConfigIssue:
     kind = err["type"]
     found = None if kind == "missing" else _short(err.get("input"))
     if kind == "extra_forbidden":
-        parent = _model_at(StackConfig, loc[:-1])
-        hint = did_you_mean(str(loc[-1]), _keys_of(parent)) if parent else None
+        parent = model_at(StackConfig, loc[:-1])
+        hint = did_you_mean(str(loc[-1]), keys_of(parent)) if parent else None
         if hint is None and parent is not None:
-            hint = "allowed keys: " + ", ".join(_keys_of(parent))
+            hint = "allowed keys: " + ", ".join(keys_of(parent))
         return ConfigIssue(path, f"unknown key '{loc[-1]}'", None, hint)
     if kind == "missing":
         return ConfigIssue(path, "required key is missing", None, None)
@@ -108,8 +111,10 @@ def validate_config(raw: Mapping[str, Any], source: str = "", earlier: list[Conf
         cfg = StackConfig.model_validate(dict(raw))
     except ValidationError as exc:
         raise ConfigError(earlier + [_issue_from(e) for e in exc.errors()], source) from None
-    if earlier:
-        raise ConfigError(earlier, source)
+    # Cross-field checks, each area's own, all reported together with their exact paths.
+    cross_field = [*queue_issues(cfg), *tenancy_issues(cfg), *storage_issues(cfg)]
+    if earlier or cross_field:
+        raise ConfigError(earlier + cross_field, source)
     versions = cfg.components.resolved_versions()
     findings = check_compatibility(
         versions,  # type: ignore[arg-type]

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from pydantic import Field, SecretStr
 
+from trainer_infra.catalog.config import RuntimesConfig
 from trainer_infra.config.base import StrictModel
 from trainer_infra.config.images import ChartsConfig, ImagesConfig
 from trainer_infra.config.types import KubeMinor
 from trainer_infra.controllers.jobset import JobSetConfig
 from trainer_infra.controllers.kueue import KueueConfig
 from trainer_infra.controllers.trainer import TrainerConfig
+from trainer_infra.nodepools.pool import NodePoolConfig
+from trainer_infra.queues.config import QueuesConfig
+from trainer_infra.storage.config import DataCacheConfig, StorageConfig
 from trainer_infra.teams import TeamConfig
 from trainer_infra.versions import MATRIX
 
@@ -53,6 +57,11 @@ class StackConfig(StrictModel):
     images: ImagesConfig = Field(default_factory=ImagesConfig)
     charts: ChartsConfig = Field(default_factory=ChartsConfig)
     teams: list[TeamConfig] = Field(default_factory=list, description="Tenants of the platform.")
+    runtimes: RuntimesConfig = Field(default_factory=RuntimesConfig)
+    storage: StorageConfig | None = Field(default=None, description="Shared ReadWriteMany storage for team data.")
+    data_cache: DataCacheConfig = Field(default_factory=DataCacheConfig)
+    node_pools: list[NodePoolConfig] = Field(default_factory=list, description="GPU (and CPU) node pools.")
+    queues: QueuesConfig = Field(default_factory=QueuesConfig)
     allow_unsupported_versions: bool = Field(
         default=False,
         description="Install version combinations the matrix refuses (each one is printed as a warning).",

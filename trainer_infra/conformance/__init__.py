@@ -8,10 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trainer_infra.config.types import DNS_SUBDOMAIN
 from trainer_infra.conformance.crds import crds_dir, load_crds
 from trainer_infra.conformance.schema import SchemaValidator
-
-DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 
 
 @dataclass(frozen=True)

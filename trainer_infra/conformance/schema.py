@@ -41,15 +41,18 @@ class SchemaValidator:
                 return True
             self._err(path, "null is not allowed")
             return False
+        # JSON has no integer type: the API server accepts a whole float (2.0) where an integer is expected
+        # (kube-openapi's type check, as go-openapi's IsFloat64AJSONInteger). The kubeflow SDK sends 2.0.
+        whole = isinstance(value, float) and value.is_integer()
         if schema.get("x-kubernetes-int-or-string"):
-            ok = isinstance(value, (int, str)) and not isinstance(value, bool)
+            ok = (isinstance(value, (int, str)) and not isinstance(value, bool)) or whole
         else:
             expected = schema.get("type")
             checks = {
                 "object": lambda v: isinstance(v, dict),
                 "array": lambda v: isinstance(v, list),
                 "string": lambda v: isinstance(v, str),
-                "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+                "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool)) or whole,
                 "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
                 "boolean": lambda v: isinstance(v, bool),
             }

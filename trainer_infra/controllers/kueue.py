@@ -32,6 +32,11 @@ class KueueConfig(ControllerConfig):
         description="Other Kueue integrations to enable (the TrainJob one is governed by trainJobIntegration).",
     )
     tas: TasConfig = Field(default_factory=TasConfig)
+    fair_sharing: bool = Field(
+        default=False,
+        description="Fair sharing among the ClusterQueues of a cohort (on automatically when a team sets "
+        "fairSharingWeight).",
+    )
 
 
 def kueue_frameworks(cfg: KueueConfig) -> list[str]:
@@ -45,7 +50,7 @@ def kueue_feature_gates(cfg: KueueConfig) -> dict[str, bool]:
     return {"TopologyAwareScheduling": cfg.tas.enabled, **cfg.feature_gates}
 
 
-def kueue_values(cfg: KueueConfig, version: str, mirror: str | None) -> dict[str, Any]:
+def kueue_values(cfg: KueueConfig, version: str, mirror: str | None, fair_sharing: bool = False) -> dict[str, Any]:
     repo, tag = split_image(mirror_image(f"registry.k8s.io/kueue/kueue:v{version}", mirror))
     manager_config = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
@@ -57,6 +62,11 @@ def kueue_values(cfg: KueueConfig, version: str, mirror: str | None) -> dict[str
         "controller": {"groupKindConcurrency": {"Workload.kueue.x-k8s.io": 10}},
         "integrations": {"frameworks": kueue_frameworks(cfg)},
     }
+    if cfg.fair_sharing or fair_sharing:
+        # v1beta2: the block's presence turns fair sharing on (there is no `enable` field any more).
+        manager_config["fairSharing"] = {
+            "preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
+        }
     values: dict[str, Any] = {
         "controllerManager": {
             "replicas": cfg.replicas,

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+# Shared label vocabulary (policies read it too, so it lives here with no dependencies).
+TEAM_LABEL = "trainer-platform.io/team"
+# On a decommissioned team's namespace and claim: reviewers see it in the diff, and the
+# data-is-protected policy rule knows the missing protection is deliberate.
+DECOMMISSIONED = "trainer-platform.io/decommissioned"
+
 PART_OF = {"app.kubernetes.io/part-of": "trainer-platform", "app.kubernetes.io/managed-by": "trainer-platform"}
 
 

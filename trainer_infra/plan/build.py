@@ -4,15 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from trainer_infra.catalog.plan import catalog_plan
 from trainer_infra.config.stack import StackConfig
 from trainer_infra.plan.controllers import controller_plan
 from trainer_infra.plan.model import ManagedObject, Plan, PlanPart
+from trainer_infra.queues.plan import pools_and_queues_plan
+from trainer_infra.storage.plan import storage_plan
+from trainer_infra.tenancy.plan import tenancy_plan
 
 KIND_ORDER = ("Namespace", "CustomResourceDefinition", "StorageClass", "ClusterRole", "ClusterRoleBinding")
 
 # Each area of the platform contributes one PlanPart; a new area is one function plus one line here.
 PLANNERS: list[Callable[[StackConfig], PlanPart]] = [
     controller_plan,
+    tenancy_plan,
+    storage_plan,
+    pools_and_queues_plan,
+    catalog_plan,
 ]
 
 

@@ -6,15 +6,18 @@ Kueue goes last because it only enables an integration whose CRD (TrainJob, JobS
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from trainer_infra.config.images import mirror_chart, mirror_image
 from trainer_infra.config.stack import StackConfig
+from trainer_infra.controllers.common import deep_merge
 from trainer_infra.controllers.jobset import jobset_values
 from trainer_infra.controllers.kueue import kueue_values
 from trainer_infra.controllers.trainer import trainer_values
 from trainer_infra.manifests import meta
 from trainer_infra.plan.model import Component, HelmRelease, ManagedObject, PlanPart, ReadinessGate
+from trainer_infra.storage.data_cache import data_cache_values
 from trainer_infra.versions import MATRIX
 
 INSTALL_ORDER: tuple[Component, ...] = ("jobset", "trainer", "kueue")
@@ -108,7 +111,8 @@ def controller_plan(cfg: StackConfig) -> PlanPart:
     values_fn: dict[Component, ValuesFn] = {
         "jobset": jobset_values,
         "trainer": trainer_values,
-        "kueue": kueue_values,
+        # Fair sharing weights on teams only work with fair sharing on in Kueue's configuration.
+        "kueue": partial(kueue_values, fair_sharing=any(t.fair_sharing_weight is not None for t in cfg.teams)),
     }
     releases: list[HelmRelease] = []
     gates: list[ReadinessGate] = []
@@ -126,7 +130,11 @@ def controller_plan(cfg: StackConfig) -> PlanPart:
                 chart=mirror_chart(matrix.chart, cfg.charts.repository_mirror),
                 version=release.chart_version if release else version,
                 namespace=namespaces[component],
-                values=values_fn[component](settings[component], version, mirror),
+                # Data cache values first, so the component's escape hatch still wins.
+                values=deep_merge(
+                    data_cache_values(cfg.data_cache, mirror) if component == "trainer" else {},
+                    values_fn[component](settings[component], version, mirror),
+                ),
                 after=previous,
             )
         )

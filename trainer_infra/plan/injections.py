@@ -13,7 +13,11 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
+from trainer_infra.catalog.injections import claim_templates, default_resources, gpu_tolerations, mirror_images
 from trainer_infra.config.stack import StackConfig
+from trainer_infra.queues.placement import inject_placement
+from trainer_infra.storage.injection import shared_workspace
+from trainer_infra.tenancy.injection import hf_token_env
 
 Manifest = dict[str, Any]
 Injection = Callable[[StackConfig, Manifest], Manifest]
@@ -21,7 +25,15 @@ Injection = Callable[[StackConfig, Manifest], Manifest]
 # (name, function) in application order. Issues plug in here:
 #   images: registry mirror (catalog); placement: GPU tolerations/nodeSelector and TAS annotations
 #   (node pools); storage: shared volume mounts (storage); resources: default requests (catalog).
-INJECTIONS: list[tuple[str, Injection]] = []
+INJECTIONS: list[tuple[str, Injection]] = [
+    ("images", mirror_images),
+    ("placement", inject_placement),
+    ("shared-volume", shared_workspace),
+    ("hf-token", hf_token_env),
+    ("gpu-tolerations", gpu_tolerations),
+    ("claim-templates", claim_templates),
+    ("resources", default_resources),
+]
 
 
 def apply_injections(cfg: StackConfig, runtime: Manifest) -> Manifest:

@@ -28,6 +28,7 @@ class HelmRelease:
     namespace: str
     values: dict[str, Any]
     after: tuple[str, ...] = ()  # names of gates or releases that must be ready first
+    repository: str | None = None  # classic (non-OCI) chart repository URL; `chart` is then the chart name
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,9 @@ class ManagedObject:
     retain_on_delete: bool = False
     delete_before_replace: bool = False
     replace_on_changes: tuple[str, ...] = ()
+    after: tuple[str, ...] = ()  # releases, gates or earlier objects (by key) that must exist first
+    # A server-side-apply patch of an object we do not own (`NodePatch`): deleting it removes only our fields.
+    patch: bool = False
 
     @property
     def api_group(self) -> str:
@@ -68,7 +72,8 @@ class ManagedObject:
         """Unique, stable resource name: kind, namespace and name."""
         meta = self.manifest["metadata"]
         ns = meta.get("namespace")
-        return f"{self.manifest['kind'].lower()}-{ns + '-' if ns else ''}{meta['name']}"
+        kind = self.manifest["kind"].lower() + ("patch" if self.patch else "")
+        return f"{kind}-{ns + '-' if ns else ''}{meta['name']}"
 
 
 @dataclass(frozen=True)

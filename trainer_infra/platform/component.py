@@ -54,16 +54,17 @@ class TrainingPlatform(pulumi.ComponentResource):
                     gate, kubeconfig, cfg.kubernetes.context, pulumi.ResourceOptions(parent=self, depends_on=[helm])
                 )
 
+        created: dict[str, pulumi.Resource] = {}
         for obj in plan.objects:
             if obj.manifest["kind"] == "Namespace":
                 continue
-            deps: list[pulumi.Resource] = []
+            deps: list[pulumi.Resource] = [ready.get(name) or created[name] for name in obj.after]
             if obj.gate is not None:
                 deps.append(gates[obj.gate])
             ns = obj.manifest["metadata"].get("namespace")
             if ns in namespaces:
                 deps.append(namespaces[ns])
-            self._object(obj, child, deps)
+            created[obj.key] = self._object(obj, child, deps)
 
         self.versions = pulumi.Output.from_input(plan.outputs["versions"])
         self.namespaces = pulumi.Output.from_input(plan.outputs["namespaces"])
@@ -82,4 +83,4 @@ class TrainingPlatform(pulumi.ComponentResource):
                 replace_on_changes=list(obj.replace_on_changes) or None,
             ),
         )
-        return KubernetesObject(obj.key, obj.manifest, opts)
+        return KubernetesObject(obj.key, obj.manifest, opts, patch=obj.patch)

@@ -41,6 +41,7 @@ def chart(release: HelmRelease, protect: bool, opts: pulumi.ResourceOptions) -> 
             namespace=release.namespace,
             values=release.values,
             skip_await=False,
+            repository_opts=k8s.helm.v4.RepositoryOptsArgs(repo=release.repository) if release.repository else None,
         ),
         opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(transforms=[protect_crds(protect)])),
     )

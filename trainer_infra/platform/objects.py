@@ -30,14 +30,16 @@ def wrap_secrets(value: Any) -> Any:
 class KubernetesObject(pulumi.CustomResource):
     """A typed-token resource built from a whole manifest (the provider treats it like its typed class)."""
 
-    def __init__(self, name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self, name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions | None = None, patch: bool = False
+    ) -> None:
         version = k8s_utilities.get_version()  # type: ignore[no-untyped-call]
         extra = pulumi.ResourceOptions(version=version)
         if manifest["kind"] == "Secret":
             extra.additional_secret_outputs = ["data", "stringData"]
         props = wrap_secrets(manifest)
         super().__init__(
-            type_token(manifest["apiVersion"], manifest["kind"]),
+            type_token(manifest["apiVersion"], manifest["kind"] + ("Patch" if patch else "")),
             name,
             props,
             pulumi.ResourceOptions.merge(extra, opts),

@@ -38,6 +38,7 @@ class Registration:
     retain_on_delete: bool
     delete_before_replace: bool
     child_transforms: tuple[Any, ...] = field(default=(), compare=False)
+    replace_on_changes: tuple[str, ...] = ()
 
 
 def clean(value: Any) -> Any:
@@ -84,6 +85,7 @@ class _CapturingMonitor(pulumi_mocks.MockMonitor):
                     retain_on_delete=bool(request.retainOnDelete),
                     delete_before_replace=bool(request.deleteBeforeReplace),
                     child_transforms=tuple(pulumi_mocks._resolve_callbacks(request.transforms)),
+                    replace_on_changes=tuple(request.replaceOnChanges),
                 )
             )
         return response

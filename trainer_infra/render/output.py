@@ -68,6 +68,7 @@ def assemble(captured: Capture) -> Rendered:
                 "version": r.inputs.get("version"),
                 "namespace": r.inputs.get("namespace"),
                 "values": r.inputs.get("values", {}),
+                **({"repository": r.inputs["repositoryOpts"]["repo"]} if "repositoryOpts" in r.inputs else {}),
             }
             for r in records
             if r.type == CHART_TYPE
@@ -87,6 +88,8 @@ def assemble(captured: Capture) -> Rendered:
         }
         if r.type == CHART_TYPE:
             entry["childPolicy"] = _child_policy(r)
+        if r.replace_on_changes:  # only when set, so renders without it stay unchanged
+            entry["replaceOnChanges"] = sorted(r.replace_on_changes)
         if r.type == "pulumi-python:dynamic:Resource":
             entry["inputs"] = {k: v for k, v in r.inputs.items() if not k.startswith("__")}
         resources.append(entry)

@@ -1,0 +1,31 @@
+"""Builders for node-pool / team stack configs used by the pool and queue tests."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from tests.helpers import MINIMAL
+from trainer_infra.config.loader import validate_config
+from trainer_infra.errors import ConfigError, ConfigIssue
+
+
+def kwok_pool(name: str = "h100", layout: list[int] | None = None, gpus: int = 8, **extra: Any) -> dict[str, Any]:
+    node: dict[str, Any] = {"cpu": "96", "memory": "1536Gi"}
+    if gpus:
+        node["accelerator"] = {"count": gpus}
+    return {"name": name, "backend": "kwok", "node": node, "kwok": {"layout": layout or [2, 2, 2]}, **extra}
+
+
+def stack(pools: list[dict[str, Any]], teams: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
+    raw = copy.deepcopy(MINIMAL)
+    raw.update({"nodePools": pools, "teams": teams or [], **extra})
+    return raw
+
+
+def issues(raw: dict[str, Any]) -> list[ConfigIssue]:
+    try:
+        validate_config(raw)
+    except ConfigError as exc:
+        return list(exc.issues)
+    return []

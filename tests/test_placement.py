@@ -1,0 +1,88 @@
+"""The placement injection on a handcrafted runtime (the catalog's runtimes pass through the same hook)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from tests.helpers import stack_raw
+from tests.pools_helpers import kwok_pool, stack
+from trainer_infra.config.loader import validate_config
+from trainer_infra.conformance import Conformance
+from trainer_infra.plan.injections import apply_injections
+
+REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+
+
+def runtime(name: str) -> dict[str, Any]:
+    def job(job_name: str, step: str, container: str) -> dict[str, Any]:
+        return {
+            "name": job_name,
+            "replicas": 1,
+            "template": {
+                "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": step}},
+                "spec": {"template": {"spec": {"containers": [{"name": container, "image": "pytorch/pytorch:2.7.1"}]}}},
+            },
+        }
+
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": name, "labels": {"trainer.kubeflow.org/framework": "torch"}},
+        "spec": {
+            "mlPolicy": {"numNodes": 1, "torch": {}},
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        job("dataset-initializer", "dataset-initializer", "dataset-initializer"),
+                        job("node", "trainer", "node"),
+                    ]
+                }
+            },
+        },
+    }
+
+
+def _jobs(rt: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {j["name"]: j["template"]["spec"]["template"] for j in rt["spec"]["template"]["spec"]["replicatedJobs"]}
+
+
+def test_runtimes_tolerate_pool_taints_and_ask_for_their_placement() -> None:
+    cfg = validate_config(stack_raw("local")).config
+    original = runtime("torch-distributed")
+    out = _jobs(apply_injections(cfg, original))
+    assert original == runtime("torch-distributed"), "injections never mutate their input"
+    for pod in out.values():
+        assert {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"} in pod[
+            "spec"
+        ]["tolerations"]
+    # torch-distributed has its own policy (required: block); initializers get no TAS constraint.
+    assert out["node"]["metadata"]["annotations"] == {REQUIRED: "trainer-platform.io/block"}
+    assert "annotations" not in out["dataset-initializer"].get("metadata", {})
+    other = _jobs(apply_injections(cfg, runtime("deepspeed-distributed")))
+    assert other["node"]["metadata"]["annotations"] == {PREFERRED: "trainer-platform.io/rack"}  # the default
+
+
+def test_platform_policy_replaces_the_runtime_files_tas_mode_and_stays_conformant() -> None:
+    cfg = validate_config(stack_raw("local")).config
+    rt = runtime("torch-distributed")
+    node = rt["spec"]["template"]["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]
+    node["metadata"] = {"annotations": {PREFERRED: "kubernetes.io/hostname", "team": "x"}}
+    node["spec"]["tolerations"] = [
+        {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
+    ]
+    out = apply_injections(cfg, rt)
+    pod = _jobs(out)["node"]
+    assert pod["metadata"]["annotations"] == {REQUIRED: "trainer-platform.io/block", "team": "x"}
+    assert len(pod["spec"]["tolerations"]) == 2, "no duplicate toleration, kwok's added"
+    checker = Conformance(cfg.kubernetes.version, cfg.components.resolved_versions())
+    assert checker.check(out) == []
+
+
+def test_without_pools_or_tas_runtimes_are_left_alone() -> None:
+    rt = runtime("torch-distributed")
+    assert apply_injections(validate_config(stack([])).config, copy.deepcopy(rt)) == rt
+    no_tas = stack([kwok_pool()], components={"kueue": {"tas": {"enabled": False}}})
+    pod = _jobs(apply_injections(validate_config(no_tas).config, rt))["node"]
+    assert "annotations" not in pod.get("metadata", {}) and pod["spec"]["tolerations"]

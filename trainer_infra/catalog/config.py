@@ -1,0 +1,72 @@
+"""`runtimes:` in the stack config: which catalog runtimes a stack serves, and how."""
+
+from __future__ import annotations
+
+from pydantic import Field, field_validator
+
+from trainer_infra.catalog.images import image_problem
+from trainer_infra.config.base import StrictModel
+from trainer_infra.config.types import DnsLabel, DnsSubdomain, SemVer
+from trainer_infra.controllers.common import Resources
+
+RuntimeName = DnsSubdomain
+
+
+class RuntimeOverride(StrictModel):
+    """Per-stack changes to one runtime's trainer (`node`) containers and node count."""
+
+    image: str | None = Field(default=None, description="Image of every `node` container (tag required).")
+    num_nodes: int | None = Field(default=None, ge=1, description="`spec.mlPolicy.numNodes`.")
+    resources: Resources | None = Field(default=None, description="Resources of every `node` container.")
+
+    @field_validator("image")
+    @classmethod
+    def _pinned(cls, image: str | None) -> str | None:
+        problem = image_problem(image) if image is not None else None
+        if problem:
+            raise ValueError(problem)
+        return image
+
+
+class TeamRuntime(StrictModel):
+    """A namespaced TrainingRuntime for one team, built from a catalog runtime. The SDK prefers a
+    namespaced runtime over a cluster one of the same name, so `name` equal to the catalog name shadows
+    the ClusterTrainingRuntime for that team only."""
+
+    team: DnsLabel = Field(description="`teams[].name` of the team; the runtime goes into its namespace.")
+    runtime: RuntimeName = Field(description="Catalog runtime it is built from.")
+    name: RuntimeName | None = Field(default=None, description="Object name (default: the catalog name).")
+    overrides: RuntimeOverride = Field(default_factory=RuntimeOverride)
+
+
+class RuntimesConfig(StrictModel):
+    """The runtime catalog (`runtimes/`) served as ClusterTrainingRuntimes. Runtimes are protected and
+    retained in the cluster (running TrainJobs reference them); see README "Runtime catalog"."""
+
+    enabled: list[RuntimeName] | None = Field(
+        default=None,
+        description=(
+            "Runtimes to serve (default: every catalog runtime the selected Trainer version supports; "
+            "data-cache runtimes only with dataCache.enabled)."
+        ),
+    )
+    versions: dict[RuntimeName, SemVer] = Field(
+        default_factory=dict,
+        description="Catalog version the stable name serves, per runtime (default: the newest supported).",
+    )
+    versioned_names: bool = Field(
+        default=False,
+        description="Also serve every catalog version of each enabled runtime as `<name>-v<version>`, for pinning.",
+    )
+    overrides: dict[RuntimeName, RuntimeOverride] = Field(default_factory=dict, description="Per-runtime changes.")
+    default_resources: Resources | None = Field(
+        default=None, description="Resources for every runtime container that sets none (injection `resources`)."
+    )
+    retiring: list[RuntimeName] = Field(
+        default_factory=list,
+        description=(
+            "Enabled runtimes on their way out: labelled deprecated and unprotected, so that removing them "
+            "in a later `pulumi up` goes through."
+        ),
+    )
+    teams: list[TeamRuntime] = Field(default_factory=list, description="Team-scoped TrainingRuntimes.")

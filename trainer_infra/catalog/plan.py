@@ -1,0 +1,230 @@
+"""Stack config + catalog → the runtimes a stack serves, as protected ManagedObjects.
+
+Per enabled runtime: the stable name (the catalog version chosen by `runtimes.versions`, default the
+newest that supports the selected Trainer version), optionally every catalog version as `<name>-v<version>`,
+and team-scoped TrainingRuntimes. Overrides apply first, then the platform injections (plan/injections.py)
+in their fixed order. Every reference in `runtimes:` is checked with its exact config path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from trainer_infra.catalog import model as m
+from trainer_infra.catalog.config import RuntimeOverride
+from trainer_infra.catalog.loader import Catalog, CatalogEntry, containers, load_catalog, pod_specs
+from trainer_infra.errors import ConfigError, ConfigIssue, did_you_mean
+from trainer_infra.manifests import meta
+from trainer_infra.plan.injections import apply_injections
+from trainer_infra.plan.model import ManagedObject, PlanPart
+
+if TYPE_CHECKING:
+    from trainer_infra.config.stack import StackConfig
+
+CATALOG_VERSION = f"{m.DOMAIN}/catalog-version"
+RUNTIME = f"{m.DOMAIN}/runtime"
+TRAINER_API = f"{m.DOMAIN}/trainer-api-version"
+TEAM = f"{m.DOMAIN}/team"
+
+
+WhyNot = Callable[[CatalogEntry], "str | None"]
+
+
+@dataclass(frozen=True)
+class Served:
+    """One runtime object the stack creates."""
+
+    entry: CatalogEntry
+    name: str
+    kind: str = "ClusterTrainingRuntime"
+    namespace: str | None = None
+    override: RuntimeOverride = field(default_factory=RuntimeOverride)
+    team: str | None = None
+    pinned: bool = False
+
+
+@dataclass(frozen=True)
+class Selection:
+    served: tuple[Served, ...]
+    skipped: dict[str, str]  # catalog runtime name → why this stack does not serve it
+
+
+# The one place that knows where the data cache is switched on (runtimes requiring `data-cache`).
+DATA_CACHE_SETTING = "dataCache.enabled"
+
+
+def _features(cfg: StackConfig) -> set[str]:
+    return {"data-cache"} if cfg.data_cache.enabled else set()
+
+
+def _why_not(entry: CatalogEntry, trainer: str, features: set[str]) -> str | None:
+    if not entry.supports(trainer):
+        return f"{entry.name} {entry.version} targets Trainer {entry.trainer_versions}, not {trainer}"
+    missing = [f for f in entry.requires if f not in features]
+    if missing:
+        return f"{entry.name} needs {', '.join(missing)} (set {DATA_CACHE_SETTING}: true)"
+    return None
+
+
+def _unknown(path: str, name: str, catalog: Catalog) -> ConfigIssue:
+    hint = did_you_mean(name, catalog.names()) or "catalog: " + ", ".join(catalog.names())
+    return ConfigIssue(path, "no such runtime in the catalog", name, hint)
+
+
+def _chosen_versions(
+    cfg: StackConfig, catalog: Catalog, trainer: str, issues: list[ConfigIssue]
+) -> dict[str, CatalogEntry]:
+    """Per runtime, the catalog version its stable name serves: the pin, else the newest supported."""
+    chosen: dict[str, CatalogEntry] = {}
+    for name in catalog.names():
+        versions = catalog.versions_of(name)
+        pinned = cfg.runtimes.versions.get(name)
+        if pinned is None:
+            chosen[name] = next((e for e in versions if e.supports(trainer)), versions[0])
+        elif match := [e for e in versions if e.version == pinned]:
+            chosen[name] = match[0]
+        else:
+            have = ", ".join(e.version for e in versions)
+            issues.append(ConfigIssue(f"runtimes.versions.{name}", "no such version", pinned, f"catalog has {have}"))
+    return chosen
+
+
+def _enabled(
+    cfg: StackConfig, catalog: Catalog, chosen: dict[str, CatalogEntry], why_not: WhyNot, issues: list[ConfigIssue]
+) -> tuple[list[str], dict[str, str]]:
+    """The runtimes to serve, and why each other one is not served."""
+    rc = cfg.runtimes
+    if rc.enabled is None:
+        reasons = {name: why_not(entry) for name, entry in chosen.items()}
+        return [n for n, r in reasons.items() if r is None], {n: r for n, r in reasons.items() if r is not None}
+    enabled: list[str] = []
+    for i, name in enumerate(rc.enabled):
+        if name not in catalog.names():
+            issues.append(_unknown(f"runtimes.enabled[{i}]", name, catalog))
+        elif name in enabled:
+            issues.append(ConfigIssue(f"runtimes.enabled[{i}]", "listed twice", name))
+        elif name in chosen:
+            if (reason := why_not(chosen[name])) is not None:
+                issues.append(ConfigIssue(f"runtimes.enabled[{i}]", "cannot be served by this stack", name, reason))
+            enabled.append(name)
+    return enabled, {n: "not in runtimes.enabled" for n in chosen if n not in enabled}
+
+
+def _team_runtimes(
+    cfg: StackConfig, catalog: Catalog, chosen: dict[str, CatalogEntry], why_not: WhyNot, issues: list[ConfigIssue]
+) -> list[Served]:
+    teams = {t.name: t for t in cfg.teams}
+    served = []
+    for i, tr in enumerate(cfg.runtimes.teams):
+        path = f"runtimes.teams[{i}]"
+        team = teams.get(tr.team)
+        if team is None:
+            hint = did_you_mean(tr.team, teams) or "teams: " + (", ".join(teams) or "none defined")
+            issues.append(ConfigIssue(f"{path}.team", "no such team in teams[]", tr.team, hint))
+        if tr.runtime not in catalog.names():
+            issues.append(_unknown(f"{path}.runtime", tr.runtime, catalog))
+        elif tr.runtime not in chosen:
+            continue  # its runtimes.versions pin is already reported
+        elif (reason := why_not(chosen[tr.runtime])) is not None:
+            issues.append(ConfigIssue(f"{path}.runtime", "cannot be served by this stack", tr.runtime, reason))
+        elif team is not None:
+            entry, name = chosen[tr.runtime], tr.name or tr.runtime
+            served.append(Served(entry, name, "TrainingRuntime", team.resolved_namespace, tr.overrides, team.name))
+    return served
+
+
+def select(cfg: StackConfig, catalog: Catalog) -> Selection:
+    """What this stack serves; every wrong reference in `runtimes:` is reported with its path at once."""
+    rc = cfg.runtimes
+    trainer = cfg.components.resolved_versions()["trainer"]
+    features = _features(cfg)
+    issues: list[ConfigIssue] = []
+
+    def why_not(entry: CatalogEntry) -> str | None:
+        return _why_not(entry, trainer, features)
+
+    chosen = _chosen_versions(cfg, catalog, trainer, issues)
+    issues += [_unknown(f"runtimes.versions.{n}", n, catalog) for n in rc.versions if n not in catalog.names()]
+    issues += [_unknown(f"runtimes.overrides.{n}", n, catalog) for n in rc.overrides if n not in catalog.names()]
+    enabled, skipped = _enabled(cfg, catalog, chosen, why_not, issues)
+    for i, name in enumerate(rc.retiring):
+        if name not in enabled:
+            hint = "a retiring runtime stays enabled for one more `pulumi up`; remove it from both lists afterwards"
+            issues.append(ConfigIssue(f"runtimes.retiring[{i}]", "not an enabled runtime", name, hint))
+
+    served = []
+    for name in sorted(enabled):
+        override = rc.overrides.get(name, RuntimeOverride())
+        served.append(Served(chosen[name], name, override=override))
+        if rc.versioned_names:
+            pins = [e for e in catalog.versions_of(name) if e.supports(trainer)]
+            served += [Served(e, f"{name}-v{e.version}", override=override, pinned=True) for e in pins]
+    served += _team_runtimes(cfg, catalog, chosen, why_not, issues)
+    if issues:
+        raise ConfigError(issues, "runtimes")
+    return Selection(tuple(served), skipped)
+
+
+def _apply_override(runtime: dict[str, Any], override: RuntimeOverride) -> None:
+    if override.num_nodes is not None:
+        runtime["spec"]["mlPolicy"]["numNodes"] = override.num_nodes
+    for _, pod in pod_specs(runtime):
+        for _, c in containers(pod):
+            if c.get("name") != "node":
+                continue
+            if override.image is not None:
+                c["image"] = override.image
+            if override.resources is not None:
+                c["resources"] = override.resources.as_k8s()
+
+
+def _cache_image(cfg: StackConfig, trainer: str) -> str:
+    """`dataCache.cacheImage`, tag defaulting to the Trainer chart's `v<version>` like the chart's own runtime."""
+    image = cfg.data_cache.cache_image
+    return f"{image.registry}/{image.repository}:{image.tag or f'v{trainer}'}"
+
+
+def _set_env(runtime: dict[str, Any], name: str, value: str) -> None:
+    for _, pod in pod_specs(runtime):
+        for _, c in containers(pod):
+            for env in c.get("env") or []:
+                if env.get("name") == name:
+                    env["value"] = value
+
+
+def build_runtime(cfg: StackConfig, catalog: Catalog, served: Served) -> dict[str, Any]:
+    """The manifest of one served runtime: catalog entry → version-resolved → overrides → injections."""
+    trainer = cfg.components.resolved_versions()["trainer"]
+    entry = served.entry
+    runtime = entry.manifest(trainer)
+    if "data-cache" in entry.requires:
+        _set_env(runtime, "CACHE_IMAGE", _cache_image(cfg, trainer))
+    _apply_override(runtime, served.override)
+    source = entry.runtime.metadata
+    labels = dict(source.labels)
+    labels.update({CATALOG_VERSION: catalog.version, m.RUNTIME_VERSION: entry.version, RUNTIME: entry.name})
+    if entry.name in cfg.runtimes.retiring:
+        labels[m.SUPPORT_LABEL] = m.DEPRECATED
+    if served.team:
+        labels[TEAM] = served.team
+    annotations = {k: v for k, v in source.annotations.items() if k != m.TRAINER_VERSIONS}
+    annotations[TRAINER_API] = trainer
+    runtime["kind"] = served.kind
+    runtime["metadata"] = meta.metadata(served.name, served.namespace, labels, annotations)
+    return apply_injections(cfg, runtime)
+
+
+def catalog_plan(cfg: StackConfig) -> PlanPart:
+    catalog = load_catalog()
+    selection = select(cfg, catalog)
+    objects = []
+    for served in selection.served:
+        # Running TrainJobs reference runtimes by name: never delete one by accident. Retained in the
+        # cluster when dropped from the program, and protected unless it is retiring (or data loss is allowed).
+        unprotected = cfg.allow_data_loss or served.entry.name in cfg.runtimes.retiring
+        objects.append(
+            ManagedObject(build_runtime(cfg, catalog, served), protect=not unprotected, retain_on_delete=True)
+        )
+    return PlanPart(objects=tuple(objects))

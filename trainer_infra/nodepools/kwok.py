@@ -1,0 +1,177 @@
+"""kwok backend: simulated GPU nodes for local stacks, demos and tests.
+
+Owns: the kwok controller (namespace `kwok-system`, its ServiceAccount, ClusterRole, binding and
+Deployment, image `registry.k8s.io/kwok/kwok:v0.8.0`) and one fake `Node` per layout slot. The nodes
+carry kwok's annotation `kwok.x-k8s.io/node: fake`, which is the only thing the controller manages
+(`--manage-nodes-with-annotation-selector`), and kwok's taint `kwok.x-k8s.io/node=fake:NoSchedule` so
+no real pod lands on them unless it is meant to (flavors and runtimes tolerate it).
+Never touches: real nodes, pods on real nodes. The fake nodes hold no user data: removing the pool
+deletes them.
+
+Without `--enable-crds=Stage` the controller uses its built-in node and pod stages (nodes turn Ready
+and keep a heartbeat lease, pods become Running), so no kwok CRDs are needed.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field
+
+from trainer_infra.config.base import StrictModel
+from trainer_infra.config.images import mirror_image
+from trainer_infra.manifests import meta
+from trainer_infra.nodepools.labels import HOSTNAME, Taint, level_name
+from trainer_infra.plan.model import ManagedObject
+
+if TYPE_CHECKING:
+    from trainer_infra.nodepools.pool import NodePoolConfig
+
+KWOK_VERSION = "v0.8.0"
+KWOK_IMAGE = f"registry.k8s.io/kwok/kwok:{KWOK_VERSION}"
+KWOK_NAMESPACE = "kwok-system"
+KWOK_NAME = "kwok-controller"
+KWOK_ANNOTATION = {"kwok.x-k8s.io/node": "fake"}
+KWOK_TAINT = Taint(key="kwok.x-k8s.io/node", value="fake", effect="NoSchedule")
+KWOK_PORT = 10247
+
+
+class KwokPool(StrictModel):
+    """Fake nodes laid out over the topology: `layout: [2, 4, 4]` with the default topology is 2 blocks
+    × 4 racks per block × 4 nodes per rack."""
+
+    layout: list[int] = Field(
+        min_length=1, description="One fan-out per topology level, coarse → fine; the last one is nodes per domain."
+    )
+
+
+def node_slots(pool: NodePoolConfig) -> list[tuple[str, dict[str, str]]]:
+    """(node name, topology labels) for every slot of the layout, in order."""
+    assert pool.kwok is not None
+    levels = pool.resolved_topology
+    out = []
+    for path in itertools.product(*(range(n) for n in pool.kwok.layout)):
+        name = "-".join([pool.name, *(str(i) for i in path)])
+        labels: dict[str, str] = {}
+        for depth, key in enumerate(levels):
+            if key == HOSTNAME:
+                labels[key] = name
+            else:
+                labels[key] = pool.name + "".join(f"-{level_name(levels[j])}{path[j]}" for j in range(depth + 1))
+        out.append((name, labels))
+    return out
+
+
+def _resources(pool: NodePoolConfig) -> dict[str, str]:
+    shape = pool.node
+    out = {"cpu": shape.cpu, "memory": shape.memory, "pods": str(shape.pods)}
+    if shape.accelerator:
+        out[shape.accelerator.resource] = str(shape.accelerator.count)
+    return dict(sorted(out.items()))
+
+
+def kwok_nodes(pool: NodePoolConfig) -> list[ManagedObject]:
+    resources = _resources(pool)
+    base_labels = {
+        **pool.node_labels(),
+        "kubernetes.io/arch": "amd64",
+        "kubernetes.io/os": "linux",
+        "type": "kwok",
+    }
+    objects = []
+    for name, topology in node_slots(pool):
+        md = meta.metadata(name, labels={**base_labels, **topology}, annotations=KWOK_ANNOTATION)
+        objects.append(
+            ManagedObject(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": md,
+                    "spec": {"taints": [t.as_k8s() for t in pool.resolved_taints]},
+                    # The API server keeps status on create for Nodes (and ignores it on update); kwok
+                    # keeps the conditions fresh. So a new node shape replaces the fake node.
+                    "status": {"allocatable": resources, "capacity": resources},
+                },
+                delete_before_replace=True,
+                replace_on_changes=("status",),
+            )
+        )
+    return objects
+
+
+def kwok_controller(mirror: str | None) -> list[ManagedObject]:
+    labels = {"app.kubernetes.io/name": KWOK_NAME}
+    rules: list[dict[str, Any]] = [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch", "update"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["delete", "get", "list", "patch", "update", "watch"]},
+        {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch", "update"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch", "update"]},
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "verbs": ["create", "get", "list", "patch", "update", "watch"],
+        },
+    ]
+    args = [
+        "--manage-all-nodes=false",
+        "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+        "--manage-nodes-with-label-selector=",
+        "--manage-single-node=",
+        "--disregard-status-with-annotation-selector=kwok.x-k8s.io/status=custom",
+        "--disregard-status-with-label-selector=",
+        "--node-ip=$(POD_IP)",
+        f"--node-port={KWOK_PORT}",
+        "--cidr=10.0.0.1/24",
+        "--node-lease-duration-seconds=40",
+    ]
+    probe = {"httpGet": {"path": "/healthz", "port": KWOK_PORT, "scheme": "HTTP"}, "periodSeconds": 20}
+    container = {
+        "name": KWOK_NAME,
+        "image": mirror_image(KWOK_IMAGE, mirror),
+        "args": args,
+        "env": [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
+        "ports": [{"name": "http", "containerPort": KWOK_PORT}],
+        "readinessProbe": probe,
+        "livenessProbe": {**probe, "initialDelaySeconds": 30, "failureThreshold": 10},
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
+    }
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": meta.metadata(KWOK_NAME, KWOK_NAMESPACE, labels=labels),
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"serviceAccountName": KWOK_NAME, "containers": [container]},
+            },
+        },
+    }
+    subject = {"kind": "ServiceAccount", "name": KWOK_NAME, "namespace": KWOK_NAMESPACE}
+    return [
+        ManagedObject(meta.namespace(KWOK_NAMESPACE)),
+        ManagedObject(
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta.metadata(KWOK_NAME, KWOK_NAMESPACE)}
+        ),
+        ManagedObject(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRole",
+                "metadata": meta.metadata(KWOK_NAME, labels=labels),
+                "rules": rules,
+            }
+        ),
+        ManagedObject(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": meta.metadata(KWOK_NAME, labels=labels),
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": KWOK_NAME},
+                "subjects": [subject],
+            }
+        ),
+        ManagedObject(deployment),
+    ]

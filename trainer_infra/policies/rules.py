@@ -1,0 +1,296 @@
+"""The rules. Each is a pure function over subjects that yields (subject, path, message) findings;
+`RULES` lists them in the order they are reported. A new rule is a function plus one line in RULES."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from trainer_infra.manifests.meta import DECOMMISSIONED, TEAM_LABEL
+from trainer_infra.policies.model import SECRET_MARK, Finding, Rule, Subject, Violation
+
+GPU_RESOURCE = "nvidia.com/gpu"
+FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
+CATALOG_VERSION_LABEL = "trainer-platform.io/catalog-version"
+MANAGED_BY = ("app.kubernetes.io/managed-by", "trainer-platform")
+RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
+# Where each controller chart takes the manager's resources (values.yaml of the pinned charts).
+CONTROLLER_RESOURCES: dict[str, tuple[str, ...]] = {
+    "jobset": ("controller", "resources"),
+    "kubeflow-trainer": ("manager", "resources"),
+    "kueue": ("controllerManager", "manager", "resources"),
+}
+
+
+def _walk(value: Any, path: str = "") -> Iterator[tuple[str, str, Any]]:
+    """Every (path, key, value) under a mapping, depth first, in key order."""
+    if isinstance(value, Mapping):
+        for key in sorted(value, key=str):
+            sub = f"{path}.{key}" if path else str(key)
+            yield sub, str(key), value[key]
+            yield from _walk(value[key], sub)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _walk(item, f"{path}[{i}]")
+
+
+def _labels(props: Mapping[str, Any]) -> Mapping[str, Any]:
+    return (props.get("metadata") or {}).get("labels") or {}
+
+
+def _get(value: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
+
+
+# --- images pinned ---------------------------------------------------------------------------------
+
+
+def image_problem(ref: str) -> str | None:
+    """Why an image reference is not pinned, or None. A digest pins; otherwise a tag other than latest."""
+    if "@" in ref:
+        return None
+    last = ref.rsplit("/", 1)[-1]
+    _, sep, tag = last.partition(":")
+    if not sep or not tag:
+        return f"image {ref!r} has no tag (resolves to latest)"
+    if tag == "latest":
+        return f"image {ref!r} uses the moving tag latest"
+    return None
+
+
+def _images_pinned(subjects: Sequence[Subject]) -> Iterable[Finding]:
+    """Container images anywhere in a manifest, and image settings in chart values: `image: repo:tag`
+    strings and `{repository, tag}` mappings (keys `image` or `…Image`). A values mapping without a
+    tag falls back to the chart's appVersion, which the chart version pins, so only an explicit
+    `latest` or empty tag is refused there."""
+    for s in subjects:
+        for path, key, value in _walk(s.props):
+            if key != "image" and not key.endswith("Image"):
+                continue
+            if isinstance(value, str):
+                problem = image_problem(value)
+                if problem:
+                    yield s, path, problem
+            elif isinstance(value, Mapping) and "tag" in value and not value.get("digest"):
+                tag = str(value.get("tag") or "")
+                if tag in ("", "latest"):
+                    yield s, f"{path}.tag", f"image {value.get('repository', '')!r} tag {tag!r} is not pinned"
+
+
+# --- GPU runtimes tolerate the GPU taint ------------------------------------------------------------
+
+
+def _runtime_pod_specs(s: Subject) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    jobs = _get(s.props, "spec", "template", "spec", "replicatedJobs") or []
+    for i, job in enumerate(jobs):
+        pod = _get(job, "template", "spec", "template", "spec")
+        if isinstance(pod, Mapping):
+            yield f"spec.template.spec.replicatedJobs[{i}].template.spec.template.spec", pod
+
+
+def _uses_gpu(pod: Mapping[str, Any]) -> bool:
+    containers = [*(pod.get("containers") or []), *(pod.get("initContainers") or [])]
+    for c in containers:
+        res = c.get("resources") or {}
+        if any(GPU_RESOURCE in (res.get(k) or {}) for k in ("limits", "requests")):
+            return True
+    return any(str(k).startswith(GPU_RESOURCE) for k in (pod.get("nodeSelector") or {}))
+
+
+def tolerates_gpu_taint(tolerations: Iterable[Mapping[str, Any]]) -> bool:
+    """True if some toleration covers the `nvidia.com/gpu…:NoSchedule` taint GPU pools carry."""
+    for t in tolerations:
+        key, op, effect = t.get("key"), t.get("operator", "Equal"), t.get("effect")
+        key_ok = key == GPU_RESOURCE or (not key and op == "Exists")
+        if key_ok and effect in (None, "", "NoSchedule"):
+            return True
+    return False
+
+
+def _gpu_runtimes_tolerate(subjects: Sequence[Subject]) -> Iterable[Finding]:
+    """A runtime job that asks for GPUs (a `nvidia.com/gpu` request/limit or node selector) must
+    tolerate the GPU taint, or its pods stay Pending on tainted GPU nodes."""
+    for s in subjects:
+        if s.kind not in RUNTIME_KINDS:
+            continue
+        for path, pod in _runtime_pod_specs(s):
+            if _uses_gpu(pod) and not tolerates_gpu_taint(pod.get("tolerations") or []):
+                yield s, f"{path}.tolerations", f"uses {GPU_RESOURCE} but does not tolerate the {GPU_RESOURCE} taint"
+
+
+# --- ClusterQueues select namespaces ----------------------------------------------------------------
+
+
+def _clusterqueue_selector(subjects: Sequence[Subject]) -> Iterable[Finding]:
+    """Kueue reads a missing namespaceSelector as 'no namespace may submit': a silent dead queue."""
+    for s in subjects:
+        if s.kind == "ClusterQueue" and _get(s.props, "spec", "namespaceSelector") is None:
+            yield s, "spec.namespaceSelector", "ClusterQueue has no namespaceSelector (no namespace can use it)"
+
+
+# --- data is protected --------------------------------------------------------------------------------
+
+
+def _namespace_of(s: Subject) -> str | None:
+    ns = _get(s.props, "metadata", "namespace")
+    return str(ns) if ns else None
+
+
+def team_namespaces(subjects: Sequence[Subject]) -> set[str]:
+    """Namespaces holding user work: labelled as a team's, or where the program puts a LocalQueue
+    (users submit TrainJobs there) or a PersistentVolumeClaim (users keep data there)."""
+    found = {
+        str(_get(s.props, "metadata", "name"))
+        for s in subjects
+        if s.kind == "Namespace" and TEAM_LABEL in _labels(s.props)
+    }
+    found |= {ns for s in subjects if s.kind in ("LocalQueue", "PersistentVolumeClaim") and (ns := _namespace_of(s))}
+    return found
+
+
+def _data_protected(subjects: Sequence[Subject]) -> Iterable[Finding]:
+    """Deleting a CRD deletes every object of its kind; deleting a team namespace or PVC deletes the
+    team's jobs and data. Pulumi's `protect` makes any delete or replace fail until it is lifted."""
+    teams = team_namespaces(subjects)
+    for s in subjects:
+        kind = s.kind
+        if s.is_chart:
+            crd = s.child_policy.get("CustomResourceDefinition")
+            if crd is not None and not crd.get("protect"):
+                yield s, "childPolicy.CustomResourceDefinition", "the chart's CRDs are not protected"
+            continue
+        if kind == "CustomResourceDefinition" or kind == "PersistentVolumeClaim":
+            what = kind
+        elif kind == "Namespace" and str(_get(s.props, "metadata", "name")) in teams:
+            what = "team Namespace"
+        else:
+            continue
+        if not s.protect and _get(s.props, "metadata", "annotations", DECOMMISSIONED) != "true":
+            yield s, "", f"{what} is not protected (resource option protect)"
+
+
+# --- no plaintext secrets ---------------------------------------------------------------------------
+
+
+def _no_plaintext_secrets(subjects: Sequence[Subject]) -> Iterable[Finding]:
+    """A Secret's values must be Pulumi secrets, or they sit in plain text in the state and in every
+    preview."""
+    for s in subjects:
+        if s.kind != "Secret":
+            continue
+        for field in ("data", "stringData"):
+            for key, value in sorted((s.props.get(field) or {}).items()):
+                if value != SECRET_MARK:
+                    yield s, f"{field}.{key}", "value is plain text in the program"
+
+
+# --- controllers request resources ------------------------------------------------------------------
+
+
+def _missing_requests(resources: Any) -> list[str]:
+    requests = _get(resources, "requests") or {}
+    return [r for r in ("cpu", "memory") if not requests.get(r)]
+
+
+def _controllers_request(subjects: Sequence[Subject]) -> Iterable[Finding]:
+    """Without cpu and memory requests a controller is BestEffort: first evicted under node pressure,
+    and its webhook then blocks every TrainJob. Checked in chart values (offline, the chart's own
+    objects are not rendered) and on every Deployment/StatefulSet/DaemonSet."""
+    for s in subjects:
+        if s.is_chart:
+            chart = str(s.props.get("chart", "")).rstrip("/").rsplit("/", 1)[-1]
+            keys = CONTROLLER_RESOURCES.get(chart)
+            if keys is None:
+                continue
+            missing = _missing_requests(_get(s.props.get("values") or {}, *keys))
+            if missing:
+                yield s, "values." + ".".join(keys), f"controller has no {' / '.join(missing)} request"
+        elif s.kind in WORKLOAD_KINDS:
+            pod = _get(s.props, "spec", "template", "spec") or {}
+            for i, c in enumerate(pod.get("containers") or []):
+                missing = _missing_requests(c.get("resources"))
+                if missing:
+                    where = f"spec.template.spec.containers[{i}].resources.requests"
+                    yield s, where, f"container {c.get('name')!r} has no {' / '.join(missing)} request"
+
+
+# --- runtimes carry their labels --------------------------------------------------------------------
+
+
+def _runtime_labels(subjects: Sequence[Subject]) -> Iterable[Finding]:
+    """The SDK finds runtimes by the framework label; the catalog version says which catalog a
+    cluster runs (and what a rollback goes back to)."""
+    for s in subjects:
+        if s.kind not in RUNTIME_KINDS:
+            continue
+        labels = _labels(s.props)
+        for label in (FRAMEWORK_LABEL, CATALOG_VERSION_LABEL):
+            if not labels.get(label):
+                yield s, f"metadata.labels.{label}", f"runtime has no {label} label"
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "images-pinned",
+        "Images are pinned: a tag other than latest, or a digest (manifests and chart values).",
+        "write the image as registry/name:vX.Y.Z (or @sha256:…)",
+        "resource",
+        _images_pinned,
+    ),
+    Rule(
+        "gpu-runtimes-tolerate-gpu-taint",
+        f"Runtimes that use GPUs tolerate the {GPU_RESOURCE} taint of GPU nodes.",
+        f"add a toleration {{key: {GPU_RESOURCE}, operator: Exists, effect: NoSchedule}}",
+        "resource",
+        _gpu_runtimes_tolerate,
+    ),
+    Rule(
+        "clusterqueue-namespace-selector",
+        "Every ClusterQueue has a namespaceSelector.",
+        "select the team namespace, e.g. matchLabels {kubernetes.io/metadata.name: <team namespace>}",
+        "resource",
+        _clusterqueue_selector,
+    ),
+    Rule(
+        "data-is-protected",
+        "CRDs, team namespaces and PersistentVolumeClaims are protected from deletion and replacement.",
+        "keep protect on; to remove on purpose set allowDataLoss: true (README 'Never lose data')",
+        "stack",
+        _data_protected,
+    ),
+    Rule(
+        "no-plaintext-secrets",
+        "Secrets carry no plain-text data in the program.",
+        "read the value from a Pulumi secret (pulumi config set --secret) so it is wrapped as a secret",
+        "resource",
+        _no_plaintext_secrets,
+    ),
+    Rule(
+        "controllers-request-resources",
+        "Controllers request cpu and memory.",
+        "set components.<name>.resources.requests (cpu and memory)",
+        "resource",
+        _controllers_request,
+    ),
+    Rule(
+        "runtime-labels",
+        f"Runtimes carry the {FRAMEWORK_LABEL} and {CATALOG_VERSION_LABEL} labels.",
+        "label the runtime with its framework (torch, deepspeed, …) and the catalog version",
+        "resource",
+        _runtime_labels,
+    ),
+)
+
+
+def check(subjects: Sequence[Subject], advisory: Iterable[str] = ()) -> list[Violation]:
+    """Every rule over every subject. Rules named in `advisory` report without failing."""
+    soft = set(advisory)
+    unknown = soft - {r.name for r in RULES}
+    if unknown:
+        raise ValueError(f"unknown policy rules: {sorted(unknown)}")
+    return [v for rule in RULES for v in rule.check(subjects, rule.name in soft)]

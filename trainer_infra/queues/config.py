@@ -1,0 +1,88 @@
+"""Config of the queueing setup: stack-wide `queues:` and the per-team quota fields of `teams[]`."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from trainer_infra.config.base import StrictModel
+from trainer_infra.config.types import DnsLabel, DnsSubdomain, Quantity
+
+
+class ResourceLimits(StrictModel):
+    """A limit per resource; a resource left out has no limit."""
+
+    gpus: int | None = Field(default=None, ge=0, description="Accelerators (the pool's accelerator resource).")
+    cpu: Quantity | None = None
+    memory: Quantity | None = None
+
+
+class PoolQuota(StrictModel):
+    """A team's nominal quota on one pool (= one ResourceFlavor)."""
+
+    gpus: int = Field(default=0, ge=0, description="Accelerators guaranteed to the team.")
+    cpu: Quantity | None = Field(default=None, description="Default: the node's cpu per accelerator × gpus.")
+    memory: Quantity | None = Field(default=None, description="Default: the node's memory per accelerator × gpus.")
+    borrowing_limit: ResourceLimits | None = Field(default=None, description="Most it may borrow from the cohort.")
+    lending_limit: ResourceLimits | None = Field(default=None, description="Most of its quota others may borrow.")
+
+
+class TopologyPolicy(StrictModel):
+    """TAS placement of a runtime's training pods: at most one of required / preferred / unconstrained.
+    Levels are named by their short name (`rack`) or full label key."""
+
+    required: str | None = Field(default=None, description="All pods in one domain of this level, or wait.")
+    preferred: str | None = Field(default=None, description="Try one domain of this level, then go coarser.")
+    unconstrained: bool = Field(default=False, description="TAS accounting without a placement constraint.")
+
+    @model_validator(mode="after")
+    def _one_mode(self) -> TopologyPolicy:
+        if sum([self.required is not None, self.preferred is not None, self.unconstrained]) > 1:
+            raise ValueError("set at most one of required, preferred, unconstrained (Kueue accepts one per pod set)")
+        return self
+
+
+class PlacementConfig(StrictModel):
+    default: TopologyPolicy = Field(default_factory=TopologyPolicy, description="For runtimes not listed.")
+    runtimes: dict[str, TopologyPolicy] = Field(default_factory=dict, description="By runtime name.")
+
+
+class PriorityClassConfig(StrictModel):
+    name: DnsSubdomain
+    value: int
+    description: str = ""
+
+
+def _default_priorities() -> list[PriorityClassConfig]:
+    return [
+        PriorityClassConfig(name="low", value=100, description="Preemptible experiments."),
+        PriorityClassConfig(name="normal", value=1000, description="Default for training jobs."),
+        PriorityClassConfig(name="high", value=10000, description="Deadlines; preempts lower priorities."),
+    ]
+
+
+class PreemptionConfig(StrictModel):
+    within_cluster_queue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] = "LowerPriority"
+    reclaim_within_cohort: Literal["Never", "LowerPriority", "Any"] = "Any"
+    borrow_within_cohort: Literal["Never", "LowerPriority"] = "Never"
+
+
+class CohortConfig(StrictModel):
+    name: DnsLabel = Field(default="trainer-platform", description="The Cohort every team queue joins.")
+    oversubscribe: bool = Field(
+        default=False, description="Allow the sum of team quotas on a pool to exceed its capacity."
+    )
+
+
+class QueuesConfig(StrictModel):
+    """Kueue queueing for teams on the node pools (one ClusterQueue per team, one shared Cohort)."""
+
+    cohort: CohortConfig = Field(default_factory=CohortConfig)
+    preemption: PreemptionConfig = Field(default_factory=PreemptionConfig)
+    queueing_strategy: Literal["BestEffortFIFO", "StrictFIFO"] = "BestEffortFIFO"
+    priority_classes: list[PriorityClassConfig] = Field(
+        default_factory=_default_priorities,
+        description="WorkloadPriorityClasses (label kueue.x-k8s.io/priority-class).",
+    )
+    placement: PlacementConfig = Field(default_factory=PlacementConfig)

@@ -1,0 +1,1 @@
+"""Shared ReadWriteMany storage: backends, StorageClass, team claims, the shared-volume injection."""

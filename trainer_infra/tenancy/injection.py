@@ -1,0 +1,33 @@
+"""Runtime injection: initializers read the team's Hugging Face token from Secret `hf-token`.
+
+The reference is optional, so one cluster-scoped runtime works in namespaces without a token (public
+models) and picks up the token where the team has one (gated models such as Llama)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from trainer_infra.config.stack import StackConfig
+from trainer_infra.tenancy.policies import HF_TOKEN_KEY, HF_TOKEN_SECRET
+
+INITIALIZERS = ("dataset-initializer", "model-initializer")
+
+
+def hf_token_env(cfg: StackConfig, runtime: dict[str, Any]) -> dict[str, Any]:
+    from trainer_infra.plan.injections import pod_spec, replicated_jobs  # that module lists this function
+
+    if not any(t.secrets.hf_token is not None for t in cfg.teams):
+        return runtime
+    out = copy.deepcopy(runtime)
+    env = {
+        "name": HF_TOKEN_KEY,
+        "valueFrom": {"secretKeyRef": {"name": HF_TOKEN_SECRET, "key": HF_TOKEN_KEY, "optional": True}},
+    }
+    for job in replicated_jobs(out):
+        for container in pod_spec(job).get("containers", []):
+            if container.get("name") in INITIALIZERS and all(
+                e.get("name") != HF_TOKEN_KEY for e in container.get("env", [])
+            ):
+                container["env"] = [*container.get("env", []), dict(env)]
+    return out

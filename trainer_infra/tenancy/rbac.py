@@ -1,0 +1,103 @@
+"""RBAC for team members: everything the `kubeflow` SDK (TrainerClient) and kubectl users need inside
+their own namespace, read-only access to ClusterTrainingRuntimes, and read access to the Trainer's
+public ConfigMap (the SDK reads it in the Trainer namespace, kubeflow/sdk#529). Nothing cluster-wide
+writes: the only ClusterRoleBindings grant get/list/watch.
+
+The rules live in shared ClusterRoles; each team binds them with RoleBindings in its own namespace,
+so a member of team A has no rights in team B's namespace.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainer_infra.manifests import meta
+from trainer_infra.plan.model import ManagedObject
+from trainer_infra.teams import TeamConfig
+from trainer_infra.tenancy.protection import TEAM_LABEL
+
+RBAC_API = "rbac.authorization.k8s.io"
+READ = ["get", "list", "watch"]
+MEMBER_ROLE = "trainer-platform-team-member"
+RUNTIME_EDITOR_ROLE = "trainer-platform-runtime-editor"
+RUNTIME_READER_ROLE = "trainer-platform-runtime-reader"
+SDK_PUBLIC_ROLE = "trainer-platform-sdk-public"
+PUBLIC_CONFIGMAP = "kubeflow-trainer-public"
+
+
+def _rule(group: str, resources: list[str], verbs: list[str], names: list[str] | None = None) -> dict[str, Any]:
+    rule: dict[str, Any] = {"apiGroups": [group], "resources": resources, "verbs": verbs}
+    if names:
+        rule["resourceNames"] = names
+    return rule
+
+
+def _cluster_role(name: str, rules: list[dict[str, Any]]) -> ManagedObject:
+    return ManagedObject(
+        {"apiVersion": f"{RBAC_API}/v1", "kind": "ClusterRole", "metadata": meta.metadata(name), "rules": rules}
+    )
+
+
+def shared_roles(trainer_namespace: str) -> list[ManagedObject]:
+    """The roles every team binds (created once, whatever the number of teams)."""
+    member = [
+        _rule("trainer.kubeflow.org", ["trainjobs"], [*READ, "create", "update", "patch", "delete"]),
+        _rule("trainer.kubeflow.org", ["trainjobs/status", "trainingruntimes"], READ),
+        _rule("", ["pods", "pods/log", "events", "persistentvolumeclaims"], READ),
+        _rule("events.k8s.io", ["events"], READ),
+        _rule("jobset.x-k8s.io", ["jobsets"], READ),
+        _rule("kueue.x-k8s.io", ["workloads", "localqueues"], READ),
+    ]
+    editor = [_rule("trainer.kubeflow.org", ["trainingruntimes"], ["create", "update", "patch", "delete"])]
+    reader = [_rule("trainer.kubeflow.org", ["clustertrainingruntimes"], READ)]
+    public = {
+        "apiVersion": f"{RBAC_API}/v1",
+        "kind": "Role",
+        "metadata": meta.metadata(SDK_PUBLIC_ROLE, trainer_namespace),
+        "rules": [_rule("", ["configmaps"], ["get"], [PUBLIC_CONFIGMAP])],
+    }
+    return [
+        _cluster_role(MEMBER_ROLE, member),
+        _cluster_role(RUNTIME_EDITOR_ROLE, editor),
+        _cluster_role(RUNTIME_READER_ROLE, reader),
+        ManagedObject(public),
+    ]
+
+
+def subjects(team: TeamConfig) -> list[dict[str, str]]:
+    m = team.members
+    out = [{"kind": "User", "apiGroup": RBAC_API, "name": u} for u in sorted(set(m.users))]
+    out += [{"kind": "Group", "apiGroup": RBAC_API, "name": g} for g in sorted(set(m.groups))]
+    for ref in sorted(set(m.service_accounts)):
+        ns, _, name = ref.rpartition("/")
+        out.append({"kind": "ServiceAccount", "name": name, "namespace": ns or team.resolved_namespace})
+    return out
+
+
+def _binding(kind: str, name: str, namespace: str | None, role_kind: str, role: str, team: TeamConfig) -> ManagedObject:
+    return ManagedObject(
+        {
+            "apiVersion": f"{RBAC_API}/v1",
+            "kind": kind,
+            "metadata": meta.metadata(name, namespace, {TEAM_LABEL: team.name}),
+            "roleRef": {"apiGroup": RBAC_API, "kind": role_kind, "name": role},
+            "subjects": subjects(team),
+        }
+    )
+
+
+def team_bindings(team: TeamConfig, trainer_namespace: str) -> list[ManagedObject]:
+    """A team without members gets no bindings (its namespace still works for service accounts you bind)."""
+    if not subjects(team):
+        return []
+    ns = team.resolved_namespace
+    out = [
+        _binding("RoleBinding", MEMBER_ROLE, ns, "ClusterRole", MEMBER_ROLE, team),
+        _binding(
+            "ClusterRoleBinding", f"{RUNTIME_READER_ROLE}-{team.name}", None, "ClusterRole", RUNTIME_READER_ROLE, team
+        ),
+        _binding("RoleBinding", f"{SDK_PUBLIC_ROLE}-{team.name}", trainer_namespace, "Role", SDK_PUBLIC_ROLE, team),
+    ]
+    if team.members.manage_runtimes:
+        out.append(_binding("RoleBinding", RUNTIME_EDITOR_ROLE, ns, "ClusterRole", RUNTIME_EDITOR_ROLE, team))
+    return out
