@@ -19,6 +19,10 @@ POOL_LABEL = "trainer-platform.io/node-pool"
 BLOCK_LABEL = "trainer-platform.io/block"
 GPU = "nvidia.com/gpu"
 GPU_TAINT = {"key": GPU, "value": "present", "effect": "NoSchedule"}
+#: Prefixed so they never overwrite the catalog's runtimes of the same upstream name.
+TORCH_RUNTIME = "standin-torch-distributed"
+DEEPSPEED_RUNTIME = "standin-deepspeed-distributed"
+TORCHTUNE_RUNTIME = "standin-torchtune-llama3.2-1b"
 
 
 def _node(name: str, pool: str, block: str, gpus: int) -> Obj:
@@ -71,7 +75,7 @@ def _torch_runtime() -> Obj:
     return {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "ClusterTrainingRuntime",
-        "metadata": {"name": "torch-distributed", "labels": {"trainer.kubeflow.org/framework": "torch"}},
+        "metadata": {"name": TORCH_RUNTIME, "labels": {"trainer.kubeflow.org/framework": "torch"}},
         "spec": {
             "mlPolicy": {"numNodes": 1, "torch": {}},
             "template": {"spec": {"replicatedJobs": [{
@@ -138,7 +142,6 @@ def objects() -> list[Obj]:
     return [*namespaces, *nodes(), *kueue, *rbac, _torch_runtime()]
 
 
-TORCHTUNE_RUNTIME = "torchtune-llama3.2-1b"
 #: kwok completes pods with this label (see sandbox.kwok_pod_stages): initializers finish, trainers run on.
 COMPLETE = {"e2e.trainer-platform/complete": "true"}
 
@@ -149,7 +152,7 @@ def deepspeed_runtime() -> Obj:
     return {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "ClusterTrainingRuntime",
-        "metadata": {"name": "deepspeed-distributed", "labels": {"trainer.kubeflow.org/framework": "deepspeed"}},
+        "metadata": {"name": DEEPSPEED_RUNTIME, "labels": {"trainer.kubeflow.org/framework": "deepspeed"}},
         "spec": {
             "mlPolicy": {"numNodes": 1, "mpi": {"numProcPerNode": 1, "mpiImplementation": "OpenMPI",
                                                 "sshAuthMountPath": "/home/mpiuser/.ssh", "runLauncherAsNode": True}},

@@ -126,11 +126,38 @@ def apply_objects(client: KubeClient, objects: list[Obj], *, field_manager: str 
     return applied
 
 
+def bind_claims(client: KubeClient, claims: list[Obj]) -> None:
+    """Give every PersistentVolumeClaim a pre-bound PersistentVolume: the sandbox has no provisioner.
+
+    Nothing ever mounts them (kwok runs no containers); without them pods using the claims
+    would stay unschedulable. The PV copies the claim's class, access modes and size.
+    """
+    for pvc in claims:
+        meta, spec = pvc["metadata"], pvc.get("spec", {})
+        size = spec.get("resources", {}).get("requests", {}).get("storage", "1Gi")
+        pv: Obj = {
+            "apiVersion": "v1", "kind": "PersistentVolume",
+            "metadata": {"name": f"e2e-{meta['namespace']}-{meta['name']}",
+                         "labels": {"e2e.trainer-platform/fake": "pv"}},
+            "spec": {
+                "capacity": {"storage": size},
+                "accessModes": spec.get("accessModes", ["ReadWriteOnce"]),
+                "persistentVolumeReclaimPolicy": "Retain",
+                "hostPath": {"path": f"/nonexistent/e2e/{meta['namespace']}/{meta['name']}"},
+                "claimRef": {"namespace": meta["namespace"], "name": meta["name"]},
+            },
+        }
+        if spec.get("storageClassName"):
+            pv["spec"]["storageClassName"] = spec["storageClassName"]
+        client.apply(pv, field_manager="trainer-platform-e2e")
+
+
 def apply_render(sandbox: Any, directory: Path) -> RenderOutput:
     """Apply a render directory to a running sandbox and wait for kwok nodes to be Ready."""
     render = load_render(directory)
     check_versions(render, sandbox.versions)
     apply_objects(sandbox.client, render.objects)
+    bind_claims(sandbox.client, render.of_kind("PersistentVolumeClaim"))
     nodes = [n["metadata"]["name"] for n in render.of_kind("Node")]
     if nodes:
         def ready() -> bool:

@@ -12,14 +12,13 @@ import uuid
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.e2e import platform_fixture as pf
 from tests.e2e.kube import ApiError, KubeClient, wait_for
-from tests.e2e.render import RenderOutput, apply_objects, check_versions, render_stack
+from tests.e2e.render import RenderOutput, apply_objects, apply_render, render_stack
 from tests.e2e.sandbox import Sandbox
 
 pytestmark = pytest.mark.e2e
@@ -27,44 +26,92 @@ pytestmark = pytest.mark.e2e
 Obj = dict[str, Any]
 TJ = ("trainer.kubeflow.org/v1alpha1", "TrainJob")
 WL = ("kueue.x-k8s.io/v1beta2", "Workload")
-NEEDED = {"ClusterTrainingRuntime", "ClusterQueue", "LocalQueue", "Node", "RoleBinding"}
 
 
 class StandInWarning(UserWarning):
     """The scenarios ran on stand-in objects, not (only) on the stack's render."""
 
 
+@dataclass(frozen=True)
+class Team:
+    """A team as a data scientist meets it: namespace, identity, queue, and what its runtime asks for."""
+
+    namespace: str
+    user: str
+    groups: tuple[str, ...]
+    queue: str
+    runtime: str
+    pool_label: tuple[str, str]
+    topology_label: str | None
+    source: str
+
+
 @dataclass
 class Platform:
-    """What was applied, and from where."""
+    """The render of the `local` stack, applied, plus the stand-ins (team-a/team-b) some scenarios use."""
 
     render: RenderOutput
     objects: list[Obj]
-    stand_in: bool
 
     def runtimes(self) -> list[Obj]:
         return [o for o in self.objects if o["kind"] == "ClusterTrainingRuntime"]
 
+    def render_teams(self) -> list[Team]:
+        """Teams found in the render: a RoleBinding to a User in a namespace with a LocalQueue."""
+        teams: list[Team] = []
+        runtime = next((r for r in self.render.of_kind("ClusterTrainingRuntime")
+                        if r["metadata"]["name"] == "torch-distributed"), None)
+        if runtime is None:
+            return teams
+        node_job = next(j for j in runtime["spec"]["template"]["spec"]["replicatedJobs"] if j["name"] == "node")
+        annotations = node_job["template"]["spec"]["template"].get("metadata", {}).get("annotations", {})
+        topology = annotations.get("kueue.x-k8s.io/podset-required-topology")
+        for lq in self.render.of_kind("LocalQueue"):
+            ns = lq["metadata"]["namespace"]
+            users = [s["name"] for rb in self.render.of_kind("RoleBinding") if rb["metadata"].get("namespace") == ns
+                     and rb["roleRef"]["name"].endswith("team-member") for s in rb["subjects"] if s["kind"] == "User"]
+            groups = tuple(s["name"] for rb in self.render.of_kind("RoleBinding")
+                           if rb["metadata"].get("namespace") == ns and rb["roleRef"]["name"].endswith("team-member")
+                           for s in rb["subjects"] if s["kind"] == "Group")
+            cq = next(c for c in self.render.of_kind("ClusterQueue")
+                      if c["metadata"]["name"] == lq["spec"]["clusterQueue"])
+            flavor_name = cq["spec"]["resourceGroups"][0]["flavors"][0]["name"]
+            flavor = next(f for f in self.render.of_kind("ResourceFlavor") if f["metadata"]["name"] == flavor_name)
+            pool = next(iter(flavor["spec"]["nodeLabels"].items()))
+            if users:
+                teams.append(Team(ns, users[0], groups, lq["metadata"]["name"], "torch-distributed", pool, topology,
+                                  "render of stack local"))
+        return teams
+
+    def teams(self) -> list[Team]:
+        """Render teams when there are two; the stand-in teams otherwise (with a warning)."""
+        found = self.render_teams()
+        if len(found) >= 2:
+            return found
+        warnings.warn("render of stack local has fewer than two teams with a member and a LocalQueue: "
+                      "using the stand-in teams of platform_fixture.py", StandInWarning, stacklevel=2)
+        return [Team(t, f"{t}-member", (t,), t, pf.TORCH_RUNTIME, (pf.POOL_LABEL, pf.GPU_POOL), pf.BLOCK_LABEL,
+                     "stand-ins") for t in pf.TEAMS]
+
+
+def stand_in_only(test: str) -> None:
+    """Say plainly that a scenario runs on stand-in objects (quota numbers and names are ours)."""
+    warnings.warn(f"{test} runs on the stand-in teams/queues of platform_fixture.py (team-a, team-b, cohort org)",
+                  StandInWarning, stacklevel=2)
+
 
 @pytest.fixture(scope="session")
 def platform(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Platform:
-    """Render the `local` stack, apply it strictly; add stand-ins for what it lacks."""
-    render = render_stack("local", tmp_path_factory.mktemp("render"))
-    check_versions(render, sandbox.versions)
-    apply_objects(sandbox.client, render.objects)
-    kinds = {o["kind"] for o in render.objects}
-    stand_in = not kinds >= NEEDED
-    objects = list(render.objects)
-    if stand_in:
-        extra = pf.objects()
-        apply_objects(sandbox.client, extra, field_manager="trainer-platform-e2e-standin")
-        objects += extra
-        warnings.warn(
-            f"render of stack local lacks {sorted(NEEDED - kinds)}: the scenarios use the stand-ins of "
-            "tests/e2e/platform_fixture.py for them", StandInWarning, stacklevel=1)
+    """Render the `local` stack and apply it strictly (fake PVs for its claims); add the stand-ins."""
+    out = tmp_path_factory.mktemp("render")
+    render_stack("local", out)
+    render = apply_render(sandbox, out)
+    extra = pf.objects()
+    apply_objects(sandbox.client, extra, field_manager="trainer-platform-e2e-standin")
+    objects = [*render.objects, *extra]
     nodes = [o["metadata"]["name"] for o in objects if o["kind"] == "Node"]
     wait_for(f"kwok nodes {nodes} Ready", lambda: all(_ready(sandbox.client.get("v1", "Node", n)) for n in nodes), 90)
-    return Platform(render, objects, stand_in)
+    return Platform(render, objects)
 
 
 def _ready(node: Obj) -> bool:
@@ -101,7 +148,25 @@ def wait_admitted(client: KubeClient, ns: str, trainjob: str, timeout: float, wh
     return wl
 
 
-def delete_trainjobs(client: KubeClient, namespaces: tuple[str, ...]) -> None:
+def describe_namespace(client: KubeClient, ns: str) -> str:
+    """Pods, claims, Jobs and recent warning events of a namespace: what a failed wait needs to explain itself."""
+    lines = []
+    for pod in client.list("v1", "Pod", ns):
+        conds = [(c["type"], c["status"], c.get("message", "")[:200]) for c in pod["status"].get("conditions", [])]
+        lines.append(f"pod {pod['metadata']['name']}: {pod['status'].get('phase')} node={pod['spec'].get('nodeName')} "
+                     f"gates={pod['spec'].get('schedulingGates')} {conds}")
+    for pvc in client.list("v1", "PersistentVolumeClaim", ns):
+        lines.append(f"pvc {pvc['metadata']['name']}: {pvc['status'].get('phase')}")
+    for job in client.list("batch/v1", "Job", ns):
+        lines.append(f"job {job['metadata']['name']}: {job.get('status', {}).get('conditions')}")
+    for ev in client.list("v1", "Event", ns)[-15:]:
+        if ev.get("type") == "Warning":
+            lines.append(f"event {ev['involvedObject']['kind']}/{ev['involvedObject']['name']}: {ev['reason']}: "
+                         f"{ev.get('message', '')[:300]}")
+    return "\n".join(lines)
+
+
+def delete_trainjobs(client: KubeClient, namespaces: tuple[str, ...] | list[str]) -> None:
     """Delete every TrainJob and wait until their Workloads and pods are gone (frees quota)."""
     for ns in namespaces:
         for tj in client.list(*TJ, ns):
@@ -117,11 +182,11 @@ def delete_trainjobs(client: KubeClient, namespaces: tuple[str, ...]) -> None:
 @pytest.fixture
 def clean_teams(sandbox: Sandbox, platform: Platform) -> Iterator[None]:
     yield
-    delete_trainjobs(sandbox.client, pf.TEAMS)
+    delete_trainjobs(sandbox.client, sorted({*pf.TEAMS, *(t.namespace for t in platform.render_teams())}))
 
 
 def trainjob(name: str, ns: str, *, gpus: int, nodes: int, priority: str | None = None,
-             runtime: str = "torch-distributed", queue: str | None = None) -> Obj:
+             runtime: str = pf.TORCH_RUNTIME, queue: str | None = None) -> Obj:
     labels = {"kueue.x-k8s.io/queue-name": queue or ns}
     if priority:
         labels["kueue.x-k8s.io/priority-class"] = priority
@@ -163,38 +228,46 @@ def test_data_scientist_flow_with_sdk(sandbox: Sandbox, platform: Platform, clea
     from kubeflow.trainer import CustomTrainer, TrainerClient
     from kubeflow.trainer.options import Labels
 
-    kubeconfig = sandbox.user_kubeconfig("alice", ("team-a",))
-    client = TrainerClient(backend_config=KubernetesBackendConfig(namespace="team-a", config_file=str(kubeconfig)))
+    team = platform.teams()[0]
+    kubeconfig = sandbox.user_kubeconfig(team.user, team.groups)
+    client = TrainerClient(backend_config=KubernetesBackendConfig(namespace=team.namespace,
+                                                                  config_file=str(kubeconfig)))
     names = [r.name for r in client.list_runtimes()]
-    assert "torch-distributed" in names
-    runtime = client.get_runtime("torch-distributed")
+    assert team.runtime in names
+    runtime = client.get_runtime(team.runtime)
     job_name = client.train(
         runtime=runtime,
-        trainer=CustomTrainer(func=train_fn, num_nodes=2, resources_per_node={"gpu": 8, "cpu": 4}),
-        options=[Labels(labels={"kueue.x-k8s.io/queue-name": "team-a"})],
+        # memory is given explicitly: the local stack's nlp namespace has a ResourceQuota on
+        # requests.memory but no LimitRange default, so pods without it are forbidden (see README).
+        trainer=CustomTrainer(func=train_fn, num_nodes=2, resources_per_node={"gpu": 8, "cpu": 4, "memory": "64Gi"}),
+        options=[Labels(labels={"kueue.x-k8s.io/queue-name": team.queue})],
     )
     job = client.get_job(job_name)
-    assert job.name == job_name and job.runtime.name == "torch-distributed"
+    assert job.name == job_name and job.runtime.name == team.runtime
 
     admin = sandbox.client
-    wl = wait_admitted(admin, "team-a", job_name, 90)
-    assert wl["status"]["admission"]["clusterQueue"] == "team-a"
-    flavors = {f for ps in wl["status"]["admission"]["podSetAssignments"] for f in ps["flavors"].values()}
-    assert flavors == {pf.GPU_POOL}
-    jobset = admin.get("jobset.x-k8s.io/v1alpha2", "JobSet", job_name, "team-a")
-    assert [r["name"] for r in jobset["spec"]["replicatedJobs"]] == ["node"]
+    ns = team.namespace
+    wl = wait_admitted(admin, ns, job_name, 90, f" ({team.source})")
+    cq = admin.get("kueue.x-k8s.io/v1beta2", "LocalQueue", team.queue, ns)["spec"]["clusterQueue"]
+    assert wl["status"]["admission"]["clusterQueue"] == cq
+    jobset = admin.get("jobset.x-k8s.io/v1alpha2", "JobSet", job_name, ns)
+    assert "node" in [r["name"] for r in jobset["spec"]["replicatedJobs"]]
 
     def running() -> list[Obj] | bool:
-        pods = admin.list("v1", "Pod", "team-a", label_selector=f"jobset.sigs.k8s.io/jobset-name={job_name}")
+        pods = admin.list("v1", "Pod", ns, label_selector=f"jobset.sigs.k8s.io/jobset-name={job_name}")
         ok = [p for p in pods if p["status"].get("phase") == "Running" and p["spec"].get("nodeName")]
         return ok if len(ok) == 2 else False
 
-    pods = wait_for(f"2 Running pods of {job_name} on kwok nodes", running, 90)
+    try:
+        pods = wait_for(f"2 Running pods of {ns}/{job_name} on kwok nodes", running, 90)
+    except TimeoutError as exc:
+        raise TimeoutError(f"{exc}\n{describe_namespace(admin, ns)}") from None
     nodes = [admin.get("v1", "Node", p["spec"]["nodeName"]) for p in pods]
-    assert {n["metadata"]["labels"][pf.POOL_LABEL] for n in nodes} == {pf.GPU_POOL}
+    key, value = team.pool_label
+    assert {n["metadata"]["labels"].get(key) for n in nodes} == {value}, "pods outside the queue's flavor"
     assert len({n["metadata"]["name"] for n in nodes}) == 2, "8 GPUs per pod: one pod per node"
-    # The runtime asks for podset-required-topology on the block level: one block for all pods.
-    assert len({n["metadata"]["labels"][pf.BLOCK_LABEL] for n in nodes}) == 1
+    if team.topology_label:  # the runtime asks for podset-required-topology: one domain for all pods
+        assert len({n["metadata"]["labels"][team.topology_label] for n in nodes}) == 1
 
 
 # -- 3. quota, borrowing, priorities ---------------------------------------------------------------
@@ -212,6 +285,7 @@ def _pending_for(client: KubeClient, ns: str, name: str, seconds: float) -> Obj:
 
 
 def test_quota_borrowing_and_reclaim(sandbox: Sandbox, platform: Platform, clean_teams: None) -> None:
+    stand_in_only("quota/borrowing/reclaim")
     admin = sandbox.client
     bob = sandbox.user_client("bob", ("team-b",))
     alice = sandbox.user_client("alice", ("team-a",))
@@ -246,6 +320,7 @@ def test_quota_borrowing_and_reclaim(sandbox: Sandbox, platform: Platform, clean
 
 
 def test_priority_preempts_within_queue(sandbox: Sandbox, platform: Platform, clean_teams: None) -> None:
+    stand_in_only("priority preemption")
     admin = sandbox.client
     bob = sandbox.user_client("bob", ("team-b",))
     low = _name("low")
@@ -261,20 +336,22 @@ def test_priority_preempts_within_queue(sandbox: Sandbox, platform: Platform, cl
 # -- 4. RBAC ---------------------------------------------------------------------------------------
 
 def test_team_cannot_create_in_other_team_namespace(sandbox: Sandbox, platform: Platform) -> None:
-    alice = sandbox.user_client("alice", ("team-a",))
+    mine, other = platform.teams()[:2]
+    member = sandbox.user_client(mine.user, mine.groups)
 
     def allowed(ns: str) -> bool:
-        review = alice.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {
+        review = member.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {
             "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
             "spec": {"resourceAttributes": {"group": "trainer.kubeflow.org", "resource": "trainjobs",
                                             "verb": "create", "namespace": ns}},
         })
         return bool(review["status"]["allowed"])
 
-    assert allowed("team-a")
-    assert not allowed("team-b")
+    assert allowed(mine.namespace), f"{mine.user} cannot create TrainJobs in their own namespace ({mine.source})"
+    assert not allowed(other.namespace)
     with pytest.raises(ApiError) as err:
-        alice.create(trainjob(_name("intruder"), "team-b", gpus=1, nodes=1), dry_run=True)
+        member.create(trainjob(_name("intruder"), other.namespace, gpus=1, nodes=1, runtime=other.runtime,
+                               queue=other.queue), dry_run=True)
     assert err.value.status == 403
 
 
@@ -285,15 +362,15 @@ def _job_names(client: KubeClient, ns: str, jobset: str) -> list[str]:
     return sorted(j["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] for j in jobs)
 
 
-def test_mpi_and_initializer_runtimes(sandbox: Sandbox, platform: Platform, clean_teams: None,
-                                      tmp_path: Path) -> None:
+def test_mpi_and_initializer_runtimes(sandbox: Sandbox, platform: Platform, clean_teams: None) -> None:
+    stand_in_only("MPI and initializer ordering")
     admin = sandbox.client
     for rt in (pf.deepspeed_runtime(), pf.torchtune_runtime()):
         if not any(r["metadata"]["name"] == rt["metadata"]["name"] for r in platform.runtimes()):
             admin.apply(rt, field_manager="trainer-platform-e2e-standin")
 
     mpi = _name("ds")
-    admin.create(trainjob(mpi, "team-a", gpus=1, nodes=2, runtime="deepspeed-distributed"))
+    admin.create(trainjob(mpi, "team-a", gpus=1, nodes=2, runtime=pf.DEEPSPEED_RUNTIME))
     js = wait_for(f"JobSet {mpi}", lambda: admin.get("jobset.x-k8s.io/v1alpha2", "JobSet", mpi, "team-a"), 60)
     assert [r["name"] for r in js["spec"]["replicatedJobs"]] == ["launcher", "node"]
     wait_admitted(admin, "team-a", mpi, 60)
