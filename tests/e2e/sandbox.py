@@ -647,21 +647,32 @@ def kwok_stages(kwok_version: str) -> list[Obj]:
     """
     root = module_dir("sigs.k8s.io/kwok", kwok_version)
     stages = [yaml.safe_load((root / rel).read_text()) for rel in KWOK_UPSTREAM_STAGES]
-    return [*stages, kwok_complete_stage()]
+    return [*stages, kwok_complete_stage(), kwok_complete_stage(initializers=True)]
 
 
-def kwok_complete_stage() -> Obj:
-    """Our stage: a Running pod carrying the complete label succeeds."""
+def kwok_complete_stage(*, initializers: bool = False) -> Obj:
+    """Our stage: a Running pod carrying the complete label succeeds.
+
+    With ``initializers``: pods of a JobSet's ``dataset-initializer``/``model-initializer`` jobs
+    succeed too (they download and exit in real life; trainers run until stopped).
+    """
+    if initializers:
+        name, selector = "pod-complete-initializers", {
+            "key": '.metadata.labels["jobset.sigs.k8s.io/replicatedjob-name"]', "operator": "In",
+            "values": ["dataset-initializer", "model-initializer"]}
+    else:
+        name, selector = "pod-complete-on-request", {
+            "key": f'.metadata.labels["{COMPLETE_LABEL}"]', "operator": "In", "values": ["true"]}
     return {
         "apiVersion": "kwok.x-k8s.io/v1alpha1",
         "kind": "Stage",
-        "metadata": {"name": "pod-complete-on-request"},
+        "metadata": {"name": name},
         "spec": {
             "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
             "selector": {"matchExpressions": [
                 {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
                 {"key": ".status.phase", "operator": "In", "values": ["Running"]},
-                {"key": f'.metadata.labels["{COMPLETE_LABEL}"]', "operator": "In", "values": ["true"]},
+                selector,
             ]},
             "next": {"statusTemplate": "\n".join([
                 "{{ $now := Now }}",

@@ -357,44 +357,61 @@ def test_team_cannot_create_in_other_team_namespace(sandbox: Sandbox, platform: 
 
 # -- 5. MPI and initializers produce the expected replicated jobs in order ------------------------
 
-def _job_names(client: KubeClient, ns: str, jobset: str) -> list[str]:
+def _jobs_by_name(client: KubeClient, ns: str, jobset: str) -> dict[str, Obj]:
     jobs = client.list("batch/v1", "Job", ns, label_selector=f"jobset.sigs.k8s.io/jobset-name={jobset}")
-    return sorted(j["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] for j in jobs)
+    return {j["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"]: j for j in jobs}
 
 
 def test_mpi_and_initializer_runtimes(sandbox: Sandbox, platform: Platform, clean_teams: None) -> None:
-    stand_in_only("MPI and initializer ordering")
+    """Catalog runtimes when the render has them (in a team namespace), stand-ins otherwise."""
     admin = sandbox.client
-    for rt in (pf.deepspeed_runtime(), pf.torchtune_runtime()):
-        if not any(r["metadata"]["name"] == rt["metadata"]["name"] for r in platform.runtimes()):
+    catalog = {r["metadata"]["name"]: r for r in platform.render.of_kind("ClusterTrainingRuntime")}
+    tune_name = next((n for n in sorted(catalog) if n.startswith("torchtune-")), None)
+    # Kueue admits initializer podsets only if they request something: a LimitRange default supplies it.
+    limited = {lr["metadata"]["namespace"] for lr in platform.render.of_kind("LimitRange")}
+    team = next((t for t in platform.render_teams() if t.namespace in limited), None)
+    if "deepspeed-distributed" in catalog and tune_name and team is not None:
+        ns, queue, ds_rt, tt_rt = team.namespace, team.queue, "deepspeed-distributed", tune_name
+    else:
+        stand_in_only("MPI and initializer ordering")
+        for rt in (pf.deepspeed_runtime(), pf.torchtune_runtime()):
             admin.apply(rt, field_manager="trainer-platform-e2e-standin")
+        ns, queue, ds_rt, tt_rt = "team-a", "team-a", pf.DEEPSPEED_RUNTIME, pf.TORCHTUNE_RUNTIME
+    runtimes = {r["metadata"]["name"]: r for r in platform.runtimes()}
+    runtimes.update({r["metadata"]["name"]: r for r in (pf.deepspeed_runtime(), pf.torchtune_runtime())})
 
     mpi = _name("ds")
-    admin.create(trainjob(mpi, "team-a", gpus=1, nodes=2, runtime=pf.DEEPSPEED_RUNTIME))
-    js = wait_for(f"JobSet {mpi}", lambda: admin.get("jobset.x-k8s.io/v1alpha2", "JobSet", mpi, "team-a"), 60)
+    admin.create(trainjob(mpi, ns, gpus=1, nodes=2, runtime=ds_rt, queue=queue))
+    js = wait_for(f"JobSet {ns}/{mpi}", lambda: admin.get("jobset.x-k8s.io/v1alpha2", "JobSet", mpi, ns), 60)
     assert [r["name"] for r in js["spec"]["replicatedJobs"]] == ["launcher", "node"]
-    wait_admitted(admin, "team-a", mpi, 60)
-    wait_for(f"launcher and node Jobs of {mpi}", lambda: _job_names(admin, "team-a", mpi) == ["launcher", "node"], 60)
+    wait_admitted(admin, ns, mpi, 60)
+    wait_for(f"launcher and node Jobs of {mpi}", lambda: sorted(_jobs_by_name(admin, ns, mpi)) == ["launcher", "node"],
+             60)
 
     tt = _name("tune")
-    job = trainjob(tt, "team-a", gpus=1, nodes=1, runtime=pf.TORCHTUNE_RUNTIME)
+    job = trainjob(tt, ns, gpus=1, nodes=1, runtime=tt_rt, queue=queue)
     job["spec"]["initializer"] = {"dataset": {"storageUri": "hf://tatsu-lab/alpaca"},
                                   "model": {"storageUri": "hf://meta-llama/Llama-3.2-1B-Instruct"}}
     admin.create(job)
-    js = wait_for(f"JobSet {tt}", lambda: admin.get("jobset.x-k8s.io/v1alpha2", "JobSet", tt, "team-a"), 60)
+    js = wait_for(f"JobSet {ns}/{tt}", lambda: admin.get("jobset.x-k8s.io/v1alpha2", "JobSet", tt, ns), 60)
     order = [r["name"] for r in js["spec"]["replicatedJobs"]]
     assert order == ["dataset-initializer", "model-initializer", "node"]
+    expected_deps = {j["name"]: [d["name"] for d in j.get("dependsOn", [])]
+                     for j in runtimes[tt_rt]["spec"]["template"]["spec"]["replicatedJobs"]}
     deps = {r["name"]: [d["name"] for d in r.get("dependsOn", [])] for r in js["spec"]["replicatedJobs"]}
-    assert deps == {"dataset-initializer": [], "model-initializer": [],
-                    "node": ["dataset-initializer", "model-initializer"]}
-    wait_admitted(admin, "team-a", tt, 60)
-    # Initializer pods complete (kwok stage); JobSet creates the node Job only once both Jobs are Complete.
-    wait_for(f"{tt}: all three Jobs created",
-             lambda: _job_names(admin, "team-a", tt) == ["dataset-initializer", "model-initializer", "node"], 90)
-    jobs = {j["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"]: j for j in
-            admin.list("batch/v1", "Job", "team-a", label_selector=f"jobset.sigs.k8s.io/jobset-name={tt}")}
-    node_created = jobs["node"]["metadata"]["creationTimestamp"]
-    for step in ("dataset-initializer", "model-initializer"):
-        done = jobs[step]["status"].get("completionTime")
-        assert done is not None, f"{step} Job did not complete"
-        assert done <= node_created, f"node Job created at {node_created} before {step} completed at {done}"
+    assert deps == expected_deps and deps["node"], deps
+    wait_admitted(admin, ns, tt, 60)
+    # Initializer pods complete (kwok stage); JobSet creates a Job only once its dependencies are Complete.
+    try:
+        wait_for(f"{ns}/{tt}: all three Jobs created",
+                 lambda: sorted(_jobs_by_name(admin, ns, tt)) == ["dataset-initializer", "model-initializer", "node"],
+                 90)
+    except TimeoutError as exc:
+        raise TimeoutError(f"{exc}\n{describe_namespace(admin, ns)}") from None
+    jobs = _jobs_by_name(admin, ns, tt)
+    for step, needs in deps.items():
+        created = jobs[step]["metadata"]["creationTimestamp"]
+        for dep in needs:
+            done = jobs[dep]["status"].get("completionTime")
+            assert done is not None, f"{dep} Job did not complete"
+            assert done <= created, f"{step} Job created at {created} before {dep} completed at {done}"
