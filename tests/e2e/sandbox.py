@@ -171,6 +171,7 @@ class Sandbox:
         if not self._atexit_registered:
             atexit.register(self.stop)
             self._atexit_registered = True
+            _exit_on_sigterm()
         try:
             self._start()
         except BaseException:
@@ -575,6 +576,19 @@ class Sandbox:
             "status": {"capacity": cap, "allocatable": cap},
         }
         return self.client.apply(node)
+
+
+def _exit_on_sigterm() -> None:
+    """Turn SIGTERM (CI timeout, ``kill``) into SystemExit so atexit stops our processes.
+
+    The children run in their own sessions (so Ctrl-C in a terminal does not hit them before
+    we stop them in order); without this a SIGTERM would leave them running.
+    """
+    import threading
+
+    if threading.current_thread() is threading.main_thread() and \
+            signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 
 
 class _ProcessDiedError(FatalWaitError):
