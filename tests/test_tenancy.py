@@ -76,8 +76,13 @@ def test_quota_and_limit_range_are_optional_per_team() -> None:
         ([{"name": "kubeflow-system"}], "teams[0].name", "the trainer controller's namespace"),
         ([{"name": "a"}, {"name": "a", "namespace": "a2"}], "teams[1].name", "duplicate"),
         ([{"name": "a", "podSecurity": "strict"}], "teams[0].podSecurity", "'privileged', 'baseline' or 'restricted'"),
+        (
+            [{"name": "a", "resourceQuota": {"hard": {"requests.memory": "1Ti"}}}],
+            "teams[0].resourceQuota.hard",
+            "a quota on memory refuses every pod that does not request it",
+        ),
     ],
-    ids=["shared-namespace", "platform-namespace", "duplicate-name", "unknown-psa-level"],
+    ids=["shared-namespace", "platform-namespace", "duplicate-name", "unknown-psa-level", "quota-without-defaults"],
 )
 def test_team_mistakes_are_reported_at_their_path(teams: list[dict[str, Any]], path: str, message: str) -> None:
     with pytest.raises(ConfigError) as err:

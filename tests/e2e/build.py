@@ -97,7 +97,10 @@ class Builder:
         """
         proc = subprocess.run(
             ["go", "mod", "download", "-json", f"{module}@v{target.version}"],
-            cwd=self.set_dir, env=self.go_env(mod_mod=False), capture_output=True, text=True,
+            cwd=self.set_dir,
+            env=self.go_env(mod_mod=False),
+            capture_output=True,
+            text=True,
         )
         if proc.returncode != 0:
             raise BuildError(
@@ -203,19 +206,29 @@ class Builder:
         def from_module(module: str, package: str, version_var: str | None = None) -> Callable[[Builder, Target], None]:
             return lambda b, t: b.build_from_module(t, module, package, version_var)
 
-        kube: list[Target] = [
-            Target(name, "kubernetes", v.kubernetes, Builder.build_kube) for name in KUBE_COMMANDS
-        ]
+        kube: list[Target] = [Target(name, "kubernetes", v.kubernetes, Builder.build_kube) for name in KUBE_COMMANDS]
         return [
             Target("etcd", "etcd", v.etcd, Builder.build_etcd),
             *kube,
             Target("kwok", "kwok", v.kwok, from_module("sigs.k8s.io/kwok", "./cmd/kwok")),
-            Target("jobset-manager", "jobset", v.jobset,
-                   from_module("sigs.k8s.io/jobset", ".", "sigs.k8s.io/jobset/pkg/version.GitVersion")),
-            Target("kueue-manager", "kueue", v.kueue,
-                   from_module("sigs.k8s.io/kueue", "./cmd/kueue", "sigs.k8s.io/kueue/pkg/version.GitVersion")),
-            Target("trainer-controller-manager", "trainer", v.trainer,
-                   from_module("github.com/kubeflow/trainer/v2", "./cmd/trainer-controller-manager")),
+            Target(
+                "jobset-manager",
+                "jobset",
+                v.jobset,
+                from_module("sigs.k8s.io/jobset", ".", "sigs.k8s.io/jobset/pkg/version.GitVersion"),
+            ),
+            Target(
+                "kueue-manager",
+                "kueue",
+                v.kueue,
+                from_module("sigs.k8s.io/kueue", "./cmd/kueue", "sigs.k8s.io/kueue/pkg/version.GitVersion"),
+            ),
+            Target(
+                "trainer-controller-manager",
+                "trainer",
+                v.trainer,
+                from_module("github.com/kubeflow/trainer/v2", "./cmd/trainer-controller-manager"),
+            ),
         ]
 
     def reuse(self, target: Target) -> Path | None:
@@ -271,8 +284,13 @@ def module_dir(module: str, version: str) -> Path:
     """Source directory of ``module@v<version>`` in the Go module cache (downloaded if needed)."""
     env = {**os.environ, "GOTOOLCHAIN": "local"}
     env.pop("GOFLAGS", None)
-    proc = subprocess.run(["go", "mod", "download", "-json", f"{module}@v{version}"],
-                          capture_output=True, text=True, env=env, cwd=Path.home())
+    proc = subprocess.run(
+        ["go", "mod", "download", "-json", f"{module}@v{version}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=Path.home(),
+    )
     if proc.returncode != 0:
         raise BuildError(f"cannot download {module} v{version}: {proc.stdout[-2000:]}{proc.stderr[-2000:]}")
     return Path(json.loads(proc.stdout)["Dir"])
@@ -304,11 +322,7 @@ def kube_go_mod(version: str, staging: list[str]) -> str:
 
 def etcd_go_mod(version: str) -> str:
     """go.mod of the etcd wrapper at the requested version."""
-    return (
-        "module trainer-platform/e2e/controlplane/etcd\n\n"
-        "go 1.24\n\n"
-        f"require go.etcd.io/etcd/server/v3 v{version}\n"
-    )
+    return f"module trainer-platform/e2e/controlplane/etcd\n\ngo 1.24\n\nrequire go.etcd.io/etcd/server/v3 v{version}\n"
 
 
 def kube_version_ldflags(version: str) -> dict[str, str]:

@@ -71,8 +71,12 @@ class KubeClient:
         """Same credentials, acting as another user (needs impersonate rights: admin has them)."""
         pool = self._http.connection_pool_kw
         return KubeClient(
-            self.server, Path(pool["ca_certs"]), Path(pool["cert_file"]), Path(pool["key_file"]),
-            impersonate_user=user, impersonate_groups=groups,
+            self.server,
+            Path(pool["ca_certs"]),
+            Path(pool["cert_file"]),
+            Path(pool["key_file"]),
+            impersonate_user=user,
+            impersonate_groups=groups,
         )
 
     # -- raw ----------------------------------------------------------------
@@ -146,8 +150,15 @@ class KubeClient:
         return f"{base}/{name}" if name else base
 
     # -- verbs --------------------------------------------------------------
-    def apply(self, obj: Obj, *, field_manager: str = "trainer-platform-e2e", strict: bool = True,
-              force: bool = True, dry_run: bool = False) -> Obj:
+    def apply(
+        self,
+        obj: Obj,
+        *,
+        field_manager: str = "trainer-platform-e2e",
+        strict: bool = True,
+        force: bool = True,
+        dry_run: bool = False,
+    ) -> Obj:
         """Server-side apply; strict field validation makes unknown fields an error."""
         meta = obj["metadata"]
         params = {"fieldManager": field_manager, "force": str(force).lower()}
@@ -170,8 +181,15 @@ class KubeClient:
         """GET one object."""
         return self.request("GET", self.path(api_version, kind, namespace, name))
 
-    def list(self, api_version: str, kind: str, namespace: str | None = None, *,
-             label_selector: str | None = None, field_selector: str | None = None) -> list[Obj]:
+    def list(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> list[Obj]:
         """Items of a collection, optionally filtered."""
         params = {}
         if label_selector:
@@ -185,8 +203,7 @@ class KubeClient:
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> None:
         """DELETE one object, ignoring NotFound, with foreground propagation."""
         try:
-            self.request("DELETE", self.path(api_version, kind, namespace, name),
-                         {"propagationPolicy": "Background"})
+            self.request("DELETE", self.path(api_version, kind, namespace, name), {"propagationPolicy": "Background"})
         except ApiError as exc:
             if exc.status != 404:
                 raise

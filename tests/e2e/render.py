@@ -26,11 +26,31 @@ Obj = dict[str, Any]
 
 #: Apply order inside each scope: what others refer to comes first.
 _KIND_ORDER = [
-    "Namespace", "CustomResourceDefinition", "PriorityClass", "StorageClass", "ClusterRole",
-    "ClusterRoleBinding", "Node", "ResourceFlavor", "Topology", "Cohort", "WorkloadPriorityClass",
-    "AdmissionCheck", "ClusterQueue", "ClusterTrainingRuntime",
-    "ServiceAccount", "Role", "RoleBinding", "ConfigMap", "Secret", "PersistentVolume",
-    "PersistentVolumeClaim", "ResourceQuota", "LimitRange", "LocalQueue", "TrainingRuntime",
+    "Namespace",
+    "CustomResourceDefinition",
+    "PriorityClass",
+    "StorageClass",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Node",
+    "ResourceFlavor",
+    "Topology",
+    "Cohort",
+    "WorkloadPriorityClass",
+    "AdmissionCheck",
+    "ClusterQueue",
+    "ClusterTrainingRuntime",
+    "ServiceAccount",
+    "Role",
+    "RoleBinding",
+    "ConfigMap",
+    "Secret",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "ResourceQuota",
+    "LimitRange",
+    "LocalQueue",
+    "TrainingRuntime",
 ]
 #: Helm chart name fragment → VersionSet field, to compare chart versions with the sandbox.
 _CHART_COMPONENTS = {"kueue": "kueue", "jobset": "jobset", "trainer": "trainer"}
@@ -89,8 +109,9 @@ def check_versions(render: RenderOutput, versions: VersionSet) -> None:
     }
     if mismatches:
         detail = ", ".join(f"{c}: stack pins {a}, sandbox runs {b}" for c, (a, b) in mismatches.items())
-        raise RenderError(f"version mismatch between the render and the sandbox ({detail}); "
-                          "set E2E_<COMPONENT>_VERSION to match")
+        raise RenderError(
+            f"version mismatch between the render and the sandbox ({detail}); set E2E_<COMPONENT>_VERSION to match"
+        )
 
 
 def apply_order(client: KubeClient, objects: list[Obj]) -> list[Obj]:
@@ -136,9 +157,12 @@ def bind_claims(client: KubeClient, claims: list[Obj]) -> None:
         meta, spec = pvc["metadata"], pvc.get("spec", {})
         size = spec.get("resources", {}).get("requests", {}).get("storage", "1Gi")
         pv: Obj = {
-            "apiVersion": "v1", "kind": "PersistentVolume",
-            "metadata": {"name": f"e2e-{meta['namespace']}-{meta['name']}",
-                         "labels": {"e2e.trainer-platform/fake": "pv"}},
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {
+                "name": f"e2e-{meta['namespace']}-{meta['name']}",
+                "labels": {"e2e.trainer-platform/fake": "pv"},
+            },
             "spec": {
                 "capacity": {"storage": size},
                 "accessModes": spec.get("accessModes", ["ReadWriteOnce"]),
@@ -160,6 +184,7 @@ def apply_render(sandbox: Any, directory: Path) -> RenderOutput:
     bind_claims(sandbox.client, render.of_kind("PersistentVolumeClaim"))
     nodes = [n["metadata"]["name"] for n in render.of_kind("Node")]
     if nodes:
+
         def ready() -> bool:
             for name in nodes:
                 node = sandbox.client.get("v1", "Node", name)
@@ -168,8 +193,9 @@ def apply_render(sandbox: Any, directory: Path) -> RenderOutput:
                     return False
             return True
 
-        wait_for(f"kwok to mark the stack's nodes {nodes} Ready (are they annotated kwok.x-k8s.io/node=fake?)",
-                 ready, 90)
+        wait_for(
+            f"kwok to mark the stack's nodes {nodes} Ready (are they annotated kwok.x-k8s.io/node=fake?)", ready, 90
+        )
     return render
 
 

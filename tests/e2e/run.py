@@ -26,11 +26,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[e2e] build failed: {exc}", file=sys.stderr)
         return 1
     build_s = time.monotonic() - start
-    print(f"[e2e] binaries for {versions.key}: {'built ' + str(built) if built else 'cached'} ({build_s:.0f} s)",
-          flush=True)
+    print(
+        f"[e2e] binaries for {versions.key}: {'built ' + str(built) if built else 'cached'} ({build_s:.0f} s)",
+        flush=True,
+    )
     # smoke first: if the basics fail, the scenarios would only repeat it
-    pytest_args = args or ["-m", "e2e", "tests/e2e/test_smoke.py", "tests/e2e/test_scenarios.py",
-                           "tests/e2e/test_failures.py"]
+    pytest_args = args or [
+        "-m",
+        "e2e",
+        "tests/e2e/test_smoke.py",
+        "tests/e2e/test_scenarios.py",
+        "tests/e2e/test_failures.py",
+    ]
     test_start = time.monotonic()
     code = subprocess.call(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *pytest_args],

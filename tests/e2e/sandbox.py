@@ -162,8 +162,9 @@ class Sandbox:
         self.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
     def start(self) -> None:
@@ -223,17 +224,27 @@ class Sandbox:
         pki = self.workdir / "pki"
         self.ca = CertificateAuthority(pki)
         self.apiserver_cert = self.ca.issue(
-            "apiserver", "kube-apiserver",
-            hosts=("127.0.0.1", "localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
-                   "kubernetes.default.svc.cluster.local", "10.96.0.1"),
+            "apiserver",
+            "kube-apiserver",
+            hosts=(
+                "127.0.0.1",
+                "localhost",
+                "kubernetes",
+                "kubernetes.default",
+                "kubernetes.default.svc",
+                "kubernetes.default.svc.cluster.local",
+                "10.96.0.1",
+            ),
         )
-        self.admin_cert = self.ca.issue("admin", "trainer-platform-e2e-admin",
-                                        organizations=("system:masters",), client=True)
+        self.admin_cert = self.ca.issue(
+            "admin", "trainer-platform-e2e-admin", organizations=("system:masters",), client=True
+        )
         self.sa_keys = service_account_keypair(pki)
         self.webhook_cert = self.ca.issue("webhook", "webhook", hosts=("127.0.0.1", "localhost"))
 
-    def _spawn(self, name: str, version: str, binary: str, args: list[str],
-               env: dict[str, str] | None = None) -> Process:
+    def _spawn(
+        self, name: str, version: str, binary: str, args: list[str], env: dict[str, str] | None = None
+    ) -> Process:
         """Start a binary in its own session, logging to logs/<name>.log."""
         path = self.bin_dir / binary
         log = self.workdir / "logs" / f"{name}.log"
@@ -241,8 +252,13 @@ class Sandbox:
         full_env.pop("GOFLAGS", None)
         with log.open("ab") as fh:
             popen = subprocess.Popen(
-                [str(path), *args], stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env=full_env, cwd=self.workdir, start_new_session=True,
+                [str(path), *args],
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=full_env,
+                cwd=self.workdir,
+                start_new_session=True,
             )
         proc = Process(name, version, path, log, popen, popen.pid)
         self.processes.append(proc)
@@ -265,17 +281,22 @@ class Sandbox:
 
     def _start_etcd(self) -> None:
         p = self.ports
-        proc = self._spawn("etcd", self.versions.etcd, "etcd", [
-            "--name=e2e",
-            f"--data-dir={self.workdir / 'etcd'}",
-            f"--listen-client-urls=http://127.0.0.1:{p.etcd_client}",
-            f"--advertise-client-urls=http://127.0.0.1:{p.etcd_client}",
-            f"--listen-peer-urls=http://127.0.0.1:{p.etcd_peer}",
-            f"--initial-advertise-peer-urls=http://127.0.0.1:{p.etcd_peer}",
-            f"--initial-cluster=e2e=http://127.0.0.1:{p.etcd_peer}",
-            "--unsafe-no-fsync=true",
-            "--log-level=warn",
-        ])
+        proc = self._spawn(
+            "etcd",
+            self.versions.etcd,
+            "etcd",
+            [
+                "--name=e2e",
+                f"--data-dir={self.workdir / 'etcd'}",
+                f"--listen-client-urls=http://127.0.0.1:{p.etcd_client}",
+                f"--advertise-client-urls=http://127.0.0.1:{p.etcd_client}",
+                f"--listen-peer-urls=http://127.0.0.1:{p.etcd_peer}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{p.etcd_peer}",
+                f"--initial-cluster=e2e=http://127.0.0.1:{p.etcd_peer}",
+                "--unsafe-no-fsync=true",
+                "--log-level=warn",
+            ],
+        )
 
         def healthy() -> bool:
             with urllib.request.urlopen(f"http://127.0.0.1:{p.etcd_client}/health", timeout=2) as r:
@@ -286,24 +307,29 @@ class Sandbox:
     def _start_apiserver(self) -> None:
         p = self.ports
         pki = self.workdir / "pki"
-        proc = self._spawn("kube-apiserver", self.versions.kubernetes, "kube-apiserver", [
-            f"--etcd-servers=http://127.0.0.1:{p.etcd_client}",
-            f"--cert-dir={pki}",
-            f"--tls-cert-file={self.apiserver_cert.cert}",
-            f"--tls-private-key-file={self.apiserver_cert.key}",
-            f"--client-ca-file={self.ca.cert_path}",
-            f"--secure-port={p.apiserver}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
-            "--authorization-mode=RBAC",
-            f"--service-cluster-ip-range={SERVICE_CIDR}",
-            "--allow-privileged=true",
-            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-            f"--service-account-key-file={self.sa_keys.cert}",
-            f"--service-account-signing-key-file={self.sa_keys.key}",
-            "--profiling=false",
-            "--v=1",
-        ])
+        proc = self._spawn(
+            "kube-apiserver",
+            self.versions.kubernetes,
+            "kube-apiserver",
+            [
+                f"--etcd-servers=http://127.0.0.1:{p.etcd_client}",
+                f"--cert-dir={pki}",
+                f"--tls-cert-file={self.apiserver_cert.cert}",
+                f"--tls-private-key-file={self.apiserver_cert.key}",
+                f"--client-ca-file={self.ca.cert_path}",
+                f"--secure-port={p.apiserver}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                "--authorization-mode=RBAC",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                "--allow-privileged=true",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                f"--service-account-key-file={self.sa_keys.cert}",
+                f"--service-account-signing-key-file={self.sa_keys.key}",
+                "--profiling=false",
+                "--v=1",
+            ],
+        )
         self._write_kubeconfig(self.kubeconfig, "admin", self.admin_cert)
         self._client = KubeClient(self.server, self.ca.cert_path, self.admin_cert.cert, self.admin_cert.key)
 
@@ -316,10 +342,10 @@ class Sandbox:
         config = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "e2e", "cluster": {"server": self.server,
-                                                     "certificate-authority": str(self.ca.cert_path)}}],
-            "users": [{"name": user, "user": {"client-certificate": str(cert.cert),
-                                              "client-key": str(cert.key)}}],
+            "clusters": [
+                {"name": "e2e", "cluster": {"server": self.server, "certificate-authority": str(self.ca.cert_path)}}
+            ],
+            "users": [{"name": user, "user": {"client-certificate": str(cert.cert), "client-key": str(cert.key)}}],
             "contexts": [{"name": f"{user}@e2e", "context": {"cluster": "e2e", "user": user}}],
             "current-context": f"{user}@e2e",
         }
@@ -350,42 +376,60 @@ class Sandbox:
     def _start_core_controllers(self) -> None:
         p = self.ports
         v = self.versions.kubernetes
-        kcm = self._spawn("kube-controller-manager", v, "kube-controller-manager", [
-            f"--kubeconfig={self.kubeconfig}",
-            f"--authentication-kubeconfig={self.kubeconfig}",
-            f"--authorization-kubeconfig={self.kubeconfig}",
-            "--leader-elect=false",
-            "--bind-address=127.0.0.1",
-            "--secure-port=0",
-            f"--service-account-private-key-file={self.sa_keys.key}",
-            f"--root-ca-file={self.ca.cert_path}",
-            f"--service-cluster-ip-range={SERVICE_CIDR}",
-            "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller",
-            "--v=1",
-        ])
-        sched = self._spawn("kube-scheduler", v, "kube-scheduler", [
-            f"--kubeconfig={self.kubeconfig}",
-            f"--authentication-kubeconfig={self.kubeconfig}",
-            f"--authorization-kubeconfig={self.kubeconfig}",
-            "--leader-elect=false",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={p.scheduler}",
-            "--v=1",
-        ])
+        kcm = self._spawn(
+            "kube-controller-manager",
+            v,
+            "kube-controller-manager",
+            [
+                f"--kubeconfig={self.kubeconfig}",
+                f"--authentication-kubeconfig={self.kubeconfig}",
+                f"--authorization-kubeconfig={self.kubeconfig}",
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+                "--secure-port=0",
+                f"--service-account-private-key-file={self.sa_keys.key}",
+                f"--root-ca-file={self.ca.cert_path}",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller",
+                "--v=1",
+            ],
+        )
+        sched = self._spawn(
+            "kube-scheduler",
+            v,
+            "kube-scheduler",
+            [
+                f"--kubeconfig={self.kubeconfig}",
+                f"--authentication-kubeconfig={self.kubeconfig}",
+                f"--authorization-kubeconfig={self.kubeconfig}",
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={p.scheduler}",
+                "--v=1",
+            ],
+        )
         kwok_config = self.workdir / "config" / "kwok.yaml"
         kwok_config.write_text(yaml.safe_dump_all(kwok_stages(self.versions.kwok), sort_keys=False))
-        kwok = self._spawn("kwok", self.versions.kwok, "kwok", [
-            f"--kubeconfig={self.kubeconfig}",
-            f"--config={kwok_config}",
-            "--manage-all-nodes=false",
-            f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION[0]}={KWOK_NODE_ANNOTATION[1]}",
-            f"--cidr={POD_CIDR}",
-            "--node-ip=10.250.0.1",
-            "--node-lease-duration-seconds=40",
-            f"--server-address=127.0.0.1:{p.kwok}",
-        ])
-        self._wait(kcm, "the default ServiceAccount (created by kube-controller-manager)",
-                   lambda: self.client.get("v1", "ServiceAccount", "default", "default"))
+        kwok = self._spawn(
+            "kwok",
+            self.versions.kwok,
+            "kwok",
+            [
+                f"--kubeconfig={self.kubeconfig}",
+                f"--config={kwok_config}",
+                "--manage-all-nodes=false",
+                f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION[0]}={KWOK_NODE_ANNOTATION[1]}",
+                f"--cidr={POD_CIDR}",
+                "--node-ip=10.250.0.1",
+                "--node-lease-duration-seconds=40",
+                f"--server-address=127.0.0.1:{p.kwok}",
+            ],
+        )
+        self._wait(
+            kcm,
+            "the default ServiceAccount (created by kube-controller-manager)",
+            lambda: self.client.get("v1", "ServiceAccount", "default", "default"),
+        )
         self._wait(sched, "kube-scheduler /healthz", lambda: _https_ok(f"https://127.0.0.1:{p.scheduler}/healthz"))
         self._wait(kwok, "kwok /healthz", lambda: _http_ok(f"http://127.0.0.1:{p.kwok}/healthz"))
 
@@ -415,8 +459,13 @@ class Sandbox:
                     names.append(doc["metadata"]["name"])
 
         def established() -> bool | list[str]:
-            pending = [n for n in names if not _condition(
-                self.client.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", n), "Established")]
+            pending = [
+                n
+                for n in names
+                if not _condition(
+                    self.client.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", n), "Established"
+                )
+            ]
             return not pending or False
 
         wait_for(f"CRDs {names} to be Established", established, TIMEOUT)
@@ -424,8 +473,9 @@ class Sandbox:
     # -- platform controllers ---------------------------------------------------
     def _start_platform_controllers(self) -> None:
         for ns in ("jobset-system", "kueue-system", "kubeflow-system"):
-            self.client.apply({"apiVersion": "v1", "kind": "Namespace",
-                               "metadata": {"name": ns, "labels": dict(MANAGED_BY)}})
+            self.client.apply(
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": dict(MANAGED_BY)}}
+            )
         cfg_dir = self.workdir / "config"
         p = self.ports
         v = self.versions
@@ -433,65 +483,111 @@ class Sandbox:
         jobset_certs = self.workdir / "certs" / "jobset"
         self._webhook_certs(jobset_certs)
         jobset_cfg = cfg_dir / "jobset.yaml"
-        jobset_cfg.write_text(yaml.safe_dump({
-            "apiVersion": "config.jobset.x-k8s.io/v1alpha1",
-            "kind": "Configuration",
-            "leaderElection": {"leaderElect": False},
-            "internalCertManagement": {"enable": False},
-            "webhook": {"port": p.jobset_webhook, "host": "127.0.0.1", "certDir": str(jobset_certs)},
-            "metrics": {"bindAddress": "0"},
-            "health": {"healthProbeBindAddress": f"127.0.0.1:{p.jobset_health}"},
-        }))
-        jobset = self._spawn("jobset-manager", v.jobset, "jobset-manager", [
-            f"--config={jobset_cfg}", f"--kubeconfig={self.kubeconfig}", "--zap-log-level=info",
-        ])
+        jobset_cfg.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "config.jobset.x-k8s.io/v1alpha1",
+                    "kind": "Configuration",
+                    "leaderElection": {"leaderElect": False},
+                    "internalCertManagement": {"enable": False},
+                    "webhook": {"port": p.jobset_webhook, "host": "127.0.0.1", "certDir": str(jobset_certs)},
+                    "metrics": {"bindAddress": "0"},
+                    "health": {"healthProbeBindAddress": f"127.0.0.1:{p.jobset_health}"},
+                }
+            )
+        )
+        jobset = self._spawn(
+            "jobset-manager",
+            v.jobset,
+            "jobset-manager",
+            [
+                f"--config={jobset_cfg}",
+                f"--kubeconfig={self.kubeconfig}",
+                "--zap-log-level=info",
+            ],
+        )
 
         kueue_certs = self.workdir / "certs" / "kueue"
         self._webhook_certs(kueue_certs)
         self._ensure_kueue_metrics_certs()
         kueue_cfg = cfg_dir / "kueue.yaml"
-        kueue_cfg.write_text(yaml.safe_dump({
-            "apiVersion": "config.kueue.x-k8s.io/v1beta2",
-            "kind": "Configuration",
-            "namespace": "kueue-system",
-            "leaderElection": {"leaderElect": False},
-            "internalCertManagement": {"enable": False},
-            "webhook": {"port": p.kueue_webhook, "host": "127.0.0.1", "certDir": str(kueue_certs)},
-            "metrics": {"bindAddress": "0"},
-            "health": {"healthProbeBindAddress": f"127.0.0.1:{p.kueue_health}"},
-            "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
-            # VisibilityOnDemand serves from a fixed /visibility cert dir: off in the sandbox.
-            "featureGates": {"VisibilityOnDemand": False},
-        }))
-        kueue = self._spawn("kueue-manager", v.kueue, "kueue-manager", [
-            f"--config={kueue_cfg}", f"--kubeconfig={self.kubeconfig}", "--zap-log-level=info",
-        ])
+        kueue_cfg.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+                    "kind": "Configuration",
+                    "namespace": "kueue-system",
+                    "leaderElection": {"leaderElect": False},
+                    "internalCertManagement": {"enable": False},
+                    "webhook": {"port": p.kueue_webhook, "host": "127.0.0.1", "certDir": str(kueue_certs)},
+                    "metrics": {"bindAddress": "0"},
+                    "health": {"healthProbeBindAddress": f"127.0.0.1:{p.kueue_health}"},
+                    "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
+                    # VisibilityOnDemand serves from a fixed /visibility cert dir: off in the sandbox.
+                    "featureGates": {"VisibilityOnDemand": False},
+                }
+            )
+        )
+        kueue = self._spawn(
+            "kueue-manager",
+            v.kueue,
+            "kueue-manager",
+            [
+                f"--config={kueue_cfg}",
+                f"--kubeconfig={self.kubeconfig}",
+                "--zap-log-level=info",
+            ],
+        )
 
         trainer_tmp = self.workdir / "trainer-tmp"
         self._webhook_certs(trainer_tmp / "k8s-webhook-server" / "serving-certs")
         trainer_cfg = cfg_dir / "trainer.yaml"
-        trainer_cfg.write_text(yaml.safe_dump({
-            "apiVersion": "config.trainer.kubeflow.org/v1alpha1",
-            "kind": "Configuration",
-            "leaderElection": {"leaderElect": False},
-            "certManagement": {"enable": False},
-            "webhook": {"port": p.trainer_webhook, "host": "127.0.0.1"},
-            "metrics": {"bindAddress": "0"},
-            "health": {"healthProbeBindAddress": f"127.0.0.1:{p.trainer_health}",
-                       "readinessEndpointName": "readyz", "livenessEndpointName": "healthz"},
-        }))
+        trainer_cfg.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "config.trainer.kubeflow.org/v1alpha1",
+                    "kind": "Configuration",
+                    "leaderElection": {"leaderElect": False},
+                    "certManagement": {"enable": False},
+                    "webhook": {"port": p.trainer_webhook, "host": "127.0.0.1"},
+                    "metrics": {"bindAddress": "0"},
+                    "health": {
+                        "healthProbeBindAddress": f"127.0.0.1:{p.trainer_health}",
+                        "readinessEndpointName": "readyz",
+                        "livenessEndpointName": "healthz",
+                    },
+                }
+            )
+        )
         # controller-runtime reads webhook certs from $TMPDIR/k8s-webhook-server/serving-certs.
-        trainer = self._spawn("trainer-controller-manager", v.trainer, "trainer-controller-manager", [
-            f"--config={trainer_cfg}", f"--kubeconfig={self.kubeconfig}", "--zap-log-level=info",
-        ], env={"TMPDIR": str(trainer_tmp)})
+        trainer = self._spawn(
+            "trainer-controller-manager",
+            v.trainer,
+            "trainer-controller-manager",
+            [
+                f"--config={trainer_cfg}",
+                f"--kubeconfig={self.kubeconfig}",
+                "--zap-log-level=info",
+            ],
+            env={"TMPDIR": str(trainer_tmp)},
+        )
 
         for proc, port in ((jobset, p.jobset_health), (kueue, p.kueue_health), (trainer, p.trainer_health)):
-            self._wait(proc, "controller /readyz (webhook server started)",
-                       lambda port=port: _http_ok(f"http://127.0.0.1:{port}/readyz"))
+            self._wait(
+                proc,
+                "controller /readyz (webhook server started)",
+                lambda port=port: _http_ok(f"http://127.0.0.1:{port}/readyz"),
+            )
 
     def _webhook_certs(self, directory: Path) -> None:
-        self.ca.issue("webhook", "webhook", hosts=("127.0.0.1", "localhost"), directory=directory,
-                      cert_file="tls.crt", key_file="tls.key")
+        self.ca.issue(
+            "webhook",
+            "webhook",
+            hosts=("127.0.0.1", "localhost"),
+            directory=directory,
+            cert_file="tls.crt",
+            key_file="tls.key",
+        )
 
     def _ensure_kueue_metrics_certs(self) -> None:
         """Kueue exits without /etc/kueue/metrics/certs/tls.{crt,key} when it does not manage certs."""
@@ -500,8 +596,14 @@ class Sandbox:
         if KUEUE_METRICS_CERT_DIR.parent.parent.exists():
             raise SandboxError(f"{KUEUE_METRICS_CERT_DIR.parent.parent} exists but lacks metrics certs")
         try:
-            self.ca.issue("kueue-metrics", "kueue-metrics", hosts=("127.0.0.1",), directory=KUEUE_METRICS_CERT_DIR,
-                          cert_file="tls.crt", key_file="tls.key")
+            self.ca.issue(
+                "kueue-metrics",
+                "kueue-metrics",
+                hosts=("127.0.0.1",),
+                directory=KUEUE_METRICS_CERT_DIR,
+                cert_file="tls.crt",
+                key_file="tls.key",
+            )
         except PermissionError as exc:
             raise SandboxError(
                 f"Kueue v{self.versions.kueue} needs {KUEUE_METRICS_CERT_DIR}/tls.{{crt,key}} "
@@ -515,12 +617,24 @@ class Sandbox:
         v = self.versions
         up = self.shared / "upstream"
         return [
-            *localize(load_upstream_webhooks(up / "jobset" / f"v{v.jobset}"), "jobset",
-                      self.ports.jobset_webhook, self.ca.cert_pem),
-            *localize(load_upstream_webhooks(up / "kueue" / f"v{v.kueue}"), "kueue",
-                      self.ports.kueue_webhook, self.ca.cert_pem),
-            *localize(load_upstream_webhooks(up / "trainer" / f"v{v.trainer}"), "trainer",
-                      self.ports.trainer_webhook, self.ca.cert_pem),
+            *localize(
+                load_upstream_webhooks(up / "jobset" / f"v{v.jobset}"),
+                "jobset",
+                self.ports.jobset_webhook,
+                self.ca.cert_pem,
+            ),
+            *localize(
+                load_upstream_webhooks(up / "kueue" / f"v{v.kueue}"),
+                "kueue",
+                self.ports.kueue_webhook,
+                self.ca.cert_pem,
+            ),
+            *localize(
+                load_upstream_webhooks(up / "trainer" / f"v{v.trainer}"),
+                "trainer",
+                self.ports.trainer_webhook,
+                self.ca.cert_pem,
+            ),
         ]
 
     def _register_webhooks(self) -> None:
@@ -530,11 +644,15 @@ class Sandbox:
         # failure says "failed calling webhook"; any other answer means the path works.
         probes = {
             "jobset": _probe_jobset(),
-            "kueue": {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
-                      "metadata": {"name": "e2e-webhook-probe"}},
+            "kueue": {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "ResourceFlavor",
+                "metadata": {"name": "e2e-webhook-probe"},
+            },
             "trainer": _probe_runtime(),
         }
         for component, obj in probes.items():
+
             def reachable(obj: Obj = obj) -> bool:
                 try:
                     self.client.create(obj, dry_run=True)
@@ -552,14 +670,22 @@ class Sandbox:
             "server": self.server,
             "kubeconfig": str(self.kubeconfig),
             "ports": self.ports.__dict__,
-            "processes": [{"name": p.name, "version": p.version, "pid": p.pid, "binary": str(p.binary),
-                           "log": str(p.log)} for p in self.processes],
+            "processes": [
+                {"name": p.name, "version": p.version, "pid": p.pid, "binary": str(p.binary), "log": str(p.log)}
+                for p in self.processes
+            ],
         }
         self.state_file.write_text(json.dumps(state, indent=2) + "\n")
 
     # -- objects --------------------------------------------------------------
-    def create_kwok_node(self, name: str, *, labels: dict[str, str] | None = None,
-                         capacity: dict[str, str] | None = None, taints: list[Obj] | None = None) -> Obj:
+    def create_kwok_node(
+        self,
+        name: str,
+        *,
+        labels: dict[str, str] | None = None,
+        capacity: dict[str, str] | None = None,
+        taints: list[Obj] | None = None,
+    ) -> Obj:
         """A fake node managed by kwok (same shape as kwok's docs)."""
         cap = {"cpu": "32", "memory": "256Gi", "pods": "110", **(capacity or {})}
         node = {
@@ -567,10 +693,14 @@ class Sandbox:
             "kind": "Node",
             "metadata": {
                 "name": name,
-                "annotations": {KWOK_NODE_ANNOTATION[0]: KWOK_NODE_ANNOTATION[1],
-                                "node.alpha.kubernetes.io/ttl": "0"},
-                "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
-                           "kubernetes.io/arch": "amd64", "type": "kwok", **(labels or {})},
+                "annotations": {KWOK_NODE_ANNOTATION[0]: KWOK_NODE_ANNOTATION[1], "node.alpha.kubernetes.io/ttl": "0"},
+                "labels": {
+                    "kubernetes.io/hostname": name,
+                    "kubernetes.io/os": "linux",
+                    "kubernetes.io/arch": "amd64",
+                    "type": "kwok",
+                    **(labels or {}),
+                },
             },
             "spec": {"taints": taints or []},
             "status": {"capacity": cap, "allocatable": cap},
@@ -586,8 +716,10 @@ def _exit_on_sigterm() -> None:
     """
     import threading
 
-    if threading.current_thread() is threading.main_thread() and \
-            signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) in (
+        signal.SIG_DFL,
+        None,
+    ):
         signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 
 
@@ -596,8 +728,9 @@ class _ProcessDiedError(FatalWaitError):
 
 
 def _condition(obj: Obj, cond_type: str) -> bool:
-    return any(c.get("type") == cond_type and c.get("status") == "True"
-               for c in obj.get("status", {}).get("conditions", []))
+    return any(
+        c.get("type") == cond_type and c.get("status") == "True" for c in obj.get("status", {}).get("conditions", [])
+    )
 
 
 def _http_ok(url: str) -> bool:
@@ -671,41 +804,54 @@ def kwok_complete_stage(*, initializers: bool = False) -> Obj:
     succeed too (they download and exit in real life; trainers run until stopped).
     """
     if initializers:
-        name, selector = "pod-complete-initializers", {
-            "key": '.metadata.labels["jobset.sigs.k8s.io/replicatedjob-name"]', "operator": "In",
-            "values": ["dataset-initializer", "model-initializer"]}
+        name, selector = (
+            "pod-complete-initializers",
+            {
+                "key": '.metadata.labels["jobset.sigs.k8s.io/replicatedjob-name"]',
+                "operator": "In",
+                "values": ["dataset-initializer", "model-initializer"],
+            },
+        )
     else:
-        name, selector = "pod-complete-on-request", {
-            "key": f'.metadata.labels["{COMPLETE_LABEL}"]', "operator": "In", "values": ["true"]}
+        name, selector = (
+            "pod-complete-on-request",
+            {"key": f'.metadata.labels["{COMPLETE_LABEL}"]', "operator": "In", "values": ["true"]},
+        )
     return {
         "apiVersion": "kwok.x-k8s.io/v1alpha1",
         "kind": "Stage",
         "metadata": {"name": name},
         "spec": {
             "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
-            "selector": {"matchExpressions": [
-                {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
-                {"key": ".status.phase", "operator": "In", "values": ["Running"]},
-                selector,
-            ]},
-            "next": {"statusTemplate": "\n".join([
-                "{{ $now := Now }}",
-                "containerStatuses:",
-                "{{ range .spec.containers }}",
-                "- name: {{ .name | Quote }}",
-                "  image: {{ .image | Quote }}",
-                "  ready: false",
-                "  restartCount: 0",
-                "  started: false",
-                "  state:",
-                "    terminated:",
-                "      exitCode: 0",
-                "      reason: Completed",
-                "      startedAt: {{ $now | Quote }}",
-                "      finishedAt: {{ $now | Quote }}",
-                "{{ end }}",
-                "phase: Succeeded",
-            ])},
+            "selector": {
+                "matchExpressions": [
+                    {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
+                    {"key": ".status.phase", "operator": "In", "values": ["Running"]},
+                    selector,
+                ]
+            },
+            "next": {
+                "statusTemplate": "\n".join(
+                    [
+                        "{{ $now := Now }}",
+                        "containerStatuses:",
+                        "{{ range .spec.containers }}",
+                        "- name: {{ .name | Quote }}",
+                        "  image: {{ .image | Quote }}",
+                        "  ready: false",
+                        "  restartCount: 0",
+                        "  started: false",
+                        "  state:",
+                        "    terminated:",
+                        "      exitCode: 0",
+                        "      reason: Completed",
+                        "      startedAt: {{ $now | Quote }}",
+                        "      finishedAt: {{ $now | Quote }}",
+                        "{{ end }}",
+                        "phase: Succeeded",
+                    ]
+                )
+            },
         },
     }
 
@@ -715,8 +861,21 @@ def _probe_jobset() -> Obj:
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",
         "metadata": {"name": "e2e-webhook-probe", "namespace": "default"},
-        "spec": {"replicatedJobs": [{"name": "w", "replicas": 1, "template": {"spec": {"template": {"spec": {
-            "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}]},
+        "spec": {
+            "replicatedJobs": [
+                {
+                    "name": "w",
+                    "replicas": 1,
+                    "template": {
+                        "spec": {
+                            "template": {
+                                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}
+                            }
+                        }
+                    },
+                }
+            ]
+        },
     }
 
 
@@ -728,18 +887,25 @@ def _probe_runtime() -> Obj:
         "metadata": {"name": "e2e-webhook-probe", "labels": {"trainer.kubeflow.org/framework": "torch"}},
         "spec": {
             "mlPolicy": {"numNodes": 1, "torch": {}},
-            "template": {"spec": {"replicatedJobs": [{
-                "name": "node",
-                "template": {
-                    "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
-                    "spec": {"template": {"spec": {"containers": [{"name": "node", "image": "busybox"}]}}},
-                },
-            }]}},
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": "node",
+                            "template": {
+                                "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+                                "spec": {"template": {"spec": {"containers": [{"name": "node", "image": "busybox"}]}}},
+                            },
+                        }
+                    ]
+                }
+            },
         },
     }
 
 
 # -- CLI ---------------------------------------------------------------------------
+
 
 def default_dir() -> Path:
     """Where ``up`` keeps the sandbox (logs, kubeconfig, state)."""
@@ -800,9 +966,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-build", action="store_true", help="fail instead of building missing binaries")
     parser.add_argument("--stack", help="render this stack with trainer-infra and apply it (e.g. local)")
     parser.add_argument("--render-dir", type=Path, help="apply an existing `trainer-infra render` output directory")
-    parser.add_argument("--with-stand-ins", action="store_true",
-                        help="also apply tests/e2e/platform_fixture.py objects the render lacks (teams, queues, "
-                             "kwok GPU nodes, runtimes) so there is something to try")
+    parser.add_argument(
+        "--with-stand-ins",
+        action="store_true",
+        help="also apply tests/e2e/platform_fixture.py objects the render lacks (teams, queues, "
+        "kwok GPU nodes, runtimes) so there is something to try",
+    )
     args = parser.parse_args(argv)
     workdir: Path = args.dir
     if args.command == "down":
@@ -834,8 +1003,10 @@ def main(argv: list[str] | None = None) -> int:
             present = {(o["kind"], o["metadata"]["name"]) for o in (render.objects if render_dir else [])}
             extra = [o for o in platform_fixture.objects() if (o["kind"], o["metadata"]["name"]) not in present]
             apply_objects(sandbox.client, extra, field_manager="trainer-platform-e2e-standin")
-            print(f"applied {len(extra)} stand-in objects (teams team-a/team-b, queues, kwok GPU nodes, runtimes); "
-                  f"team member kubeconfig: {sandbox.user_kubeconfig('alice', ('team-a',))}")
+            print(
+                f"applied {len(extra)} stand-in objects (teams team-a/team-b, queues, kwok GPU nodes, runtimes); "
+                f"team member kubeconfig: {sandbox.user_kubeconfig('alice', ('team-a',))}"
+            )
     except (SandboxError, BuildError, TimeoutError, ApiError, RuntimeError) as exc:
         sandbox.stop()
         print(f"sandbox failed: {exc}", file=sys.stderr)

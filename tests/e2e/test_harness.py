@@ -17,11 +17,14 @@ from tests.e2e.webhooks import apply_json_patch, load_upstream_webhooks, localiz
 
 def test_json_patch_add_replace_remove() -> None:
     doc: dict[str, Any] = {"metadata": {"name": "a"}, "webhooks": [{"name": "x"}, {"name": "y"}]}
-    out = apply_json_patch(doc, [
-        {"op": "replace", "path": "/metadata/name", "value": "b"},
-        {"op": "add", "path": "/webhooks/0/objectSelector", "value": {"matchLabels": {"k": "v"}}},
-        {"op": "remove", "path": "/webhooks/1"},
-    ])
+    out = apply_json_patch(
+        doc,
+        [
+            {"op": "replace", "path": "/metadata/name", "value": "b"},
+            {"op": "add", "path": "/webhooks/0/objectSelector", "value": {"matchLabels": {"k": "v"}}},
+            {"op": "remove", "path": "/webhooks/1"},
+        ],
+    )
     hook = {"name": "x", "objectSelector": {"matchLabels": {"k": "v"}}}
     assert out == {"metadata": {"name": "b"}, "webhooks": [hook]}
     assert doc["metadata"]["name"] == "a", "input must not be mutated"
@@ -29,9 +32,15 @@ def test_json_patch_add_replace_remove() -> None:
         apply_json_patch(doc, [{"op": "replace", "path": "/metadata/missing", "value": 1}])
 
 
-@pytest.mark.parametrize(("component", "version"), [
-    ("jobset", "v0.12.0"), ("kueue", "v0.19.2"), ("trainer", "v2.2.1"), ("trainer", "v2.3.0"),
-])
+@pytest.mark.parametrize(
+    ("component", "version"),
+    [
+        ("jobset", "v0.12.0"),
+        ("kueue", "v0.19.2"),
+        ("trainer", "v2.2.1"),
+        ("trainer", "v2.3.0"),
+    ],
+)
 def test_upstream_webhooks_localized(component: str, version: str) -> None:
     folder = shared_dir() / "upstream" / component / version
     configs = localize(load_upstream_webhooks(folder), component, 9443, b"CA")
@@ -55,8 +64,10 @@ def test_jobset_pod_webhooks_keep_upstream_object_selector() -> None:
 
 def test_trainer_webhook_names_from_patches() -> None:
     configs = load_upstream_webhooks(shared_dir() / "upstream" / "trainer" / "v2.2.1")
-    assert sorted(c["metadata"]["name"] for c in configs) == ["defaulter.trainer.kubeflow.org",
-                                                               "validator.trainer.kubeflow.org"]
+    assert sorted(c["metadata"]["name"] for c in configs) == [
+        "defaulter.trainer.kubeflow.org",
+        "validator.trainer.kubeflow.org",
+    ]
 
 
 def test_kube_go_mod_pins_every_staging_module() -> None:
@@ -99,10 +110,19 @@ def test_render_contract(tmp_path: Path) -> None:
     with pytest.raises(RenderError, match=r"manifests\.yaml"):
         load_render(tmp_path)
     (tmp_path / "manifests.yaml").write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\n")
-    (tmp_path / "helm-releases.yaml").write_text(yaml.safe_dump([
-        {"name": "kueue", "chart": "oci://registry.k8s.io/kueue/charts/kueue", "version": "0.19.2", "namespace": "k"},
-        {"name": "trainer", "chart": "kubeflow-trainer", "version": "2.2.1", "namespace": "t"},
-    ]))
+    (tmp_path / "helm-releases.yaml").write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "name": "kueue",
+                    "chart": "oci://registry.k8s.io/kueue/charts/kueue",
+                    "version": "0.19.2",
+                    "namespace": "k",
+                },
+                {"name": "trainer", "chart": "kubeflow-trainer", "version": "2.2.1", "namespace": "t"},
+            ]
+        )
+    )
     render = load_render(tmp_path)
     assert [o["kind"] for o in render.objects] == ["Namespace"]
     check_versions(render, VersionSet())

@@ -59,8 +59,10 @@ class Platform:
     def render_teams(self) -> list[Team]:
         """Teams found in the render: a RoleBinding to a User in a namespace with a LocalQueue."""
         teams: list[Team] = []
-        runtime = next((r for r in self.render.of_kind("ClusterTrainingRuntime")
-                        if r["metadata"]["name"] == "torch-distributed"), None)
+        runtime = next(
+            (r for r in self.render.of_kind("ClusterTrainingRuntime") if r["metadata"]["name"] == "torch-distributed"),
+            None,
+        )
         if runtime is None:
             return teams
         node_job = next(j for j in runtime["spec"]["template"]["spec"]["replicatedJobs"] if j["name"] == "node")
@@ -68,19 +70,39 @@ class Platform:
         topology = annotations.get("kueue.x-k8s.io/podset-required-topology")
         for lq in self.render.of_kind("LocalQueue"):
             ns = lq["metadata"]["namespace"]
-            users = [s["name"] for rb in self.render.of_kind("RoleBinding") if rb["metadata"].get("namespace") == ns
-                     and rb["roleRef"]["name"].endswith("team-member") for s in rb["subjects"] if s["kind"] == "User"]
-            groups = tuple(s["name"] for rb in self.render.of_kind("RoleBinding")
-                           if rb["metadata"].get("namespace") == ns and rb["roleRef"]["name"].endswith("team-member")
-                           for s in rb["subjects"] if s["kind"] == "Group")
-            cq = next(c for c in self.render.of_kind("ClusterQueue")
-                      if c["metadata"]["name"] == lq["spec"]["clusterQueue"])
+            users = [
+                s["name"]
+                for rb in self.render.of_kind("RoleBinding")
+                if rb["metadata"].get("namespace") == ns and rb["roleRef"]["name"].endswith("team-member")
+                for s in rb["subjects"]
+                if s["kind"] == "User"
+            ]
+            groups = tuple(
+                s["name"]
+                for rb in self.render.of_kind("RoleBinding")
+                if rb["metadata"].get("namespace") == ns and rb["roleRef"]["name"].endswith("team-member")
+                for s in rb["subjects"]
+                if s["kind"] == "Group"
+            )
+            cq = next(
+                c for c in self.render.of_kind("ClusterQueue") if c["metadata"]["name"] == lq["spec"]["clusterQueue"]
+            )
             flavor_name = cq["spec"]["resourceGroups"][0]["flavors"][0]["name"]
             flavor = next(f for f in self.render.of_kind("ResourceFlavor") if f["metadata"]["name"] == flavor_name)
             pool = next(iter(flavor["spec"]["nodeLabels"].items()))
             if users:
-                teams.append(Team(ns, users[0], groups, lq["metadata"]["name"], "torch-distributed", pool, topology,
-                                  "render of stack local"))
+                teams.append(
+                    Team(
+                        ns,
+                        users[0],
+                        groups,
+                        lq["metadata"]["name"],
+                        "torch-distributed",
+                        pool,
+                        topology,
+                        "render of stack local",
+                    )
+                )
         return teams
 
     def teams(self) -> list[Team]:
@@ -88,16 +110,25 @@ class Platform:
         found = self.render_teams()
         if len(found) >= 2:
             return found
-        warnings.warn("render of stack local has fewer than two teams with a member and a LocalQueue: "
-                      "using the stand-in teams of platform_fixture.py", StandInWarning, stacklevel=2)
-        return [Team(t, f"{t}-member", (t,), t, pf.TORCH_RUNTIME, (pf.POOL_LABEL, pf.GPU_POOL), pf.BLOCK_LABEL,
-                     "stand-ins") for t in pf.TEAMS]
+        warnings.warn(
+            "render of stack local has fewer than two teams with a member and a LocalQueue: "
+            "using the stand-in teams of platform_fixture.py",
+            StandInWarning,
+            stacklevel=2,
+        )
+        return [
+            Team(t, f"{t}-member", (t,), t, pf.TORCH_RUNTIME, (pf.POOL_LABEL, pf.GPU_POOL), pf.BLOCK_LABEL, "stand-ins")
+            for t in pf.TEAMS
+        ]
 
 
 def stand_in_only(test: str) -> None:
     """Say plainly that a scenario runs on stand-in objects (quota numbers and names are ours)."""
-    warnings.warn(f"{test} runs on the stand-in teams/queues of platform_fixture.py (team-a, team-b, cohort org)",
-                  StandInWarning, stacklevel=2)
+    warnings.warn(
+        f"{test} runs on the stand-in teams/queues of platform_fixture.py (team-a, team-b, cohort org)",
+        StandInWarning,
+        stacklevel=2,
+    )
 
 
 @pytest.fixture(scope="session")
@@ -139,8 +170,9 @@ def admitted(client: KubeClient, ns: str, trainjob: str) -> Obj | None:
 def wait_admitted(client: KubeClient, ns: str, trainjob: str, timeout: float, why: str = "") -> Obj:
     """Wait for admission; on timeout show the Workload's conditions (Kueue says why it waits)."""
     try:
-        wl: Obj = wait_for(f"Kueue to admit TrainJob {ns}/{trainjob}{why}", lambda: admitted(client, ns, trainjob),
-                           timeout)
+        wl: Obj = wait_for(
+            f"Kueue to admit TrainJob {ns}/{trainjob}{why}", lambda: admitted(client, ns, trainjob), timeout
+        )
     except TimeoutError as exc:
         current = workload_of(client, ns, trainjob)
         conds = current.get("status", {}).get("conditions") if current else "no Workload"
@@ -153,16 +185,20 @@ def describe_namespace(client: KubeClient, ns: str) -> str:
     lines = []
     for pod in client.list("v1", "Pod", ns):
         conds = [(c["type"], c["status"], c.get("message", "")[:200]) for c in pod["status"].get("conditions", [])]
-        lines.append(f"pod {pod['metadata']['name']}: {pod['status'].get('phase')} node={pod['spec'].get('nodeName')} "
-                     f"gates={pod['spec'].get('schedulingGates')} {conds}")
+        lines.append(
+            f"pod {pod['metadata']['name']}: {pod['status'].get('phase')} node={pod['spec'].get('nodeName')} "
+            f"gates={pod['spec'].get('schedulingGates')} {conds}"
+        )
     for pvc in client.list("v1", "PersistentVolumeClaim", ns):
         lines.append(f"pvc {pvc['metadata']['name']}: {pvc['status'].get('phase')}")
     for job in client.list("batch/v1", "Job", ns):
         lines.append(f"job {job['metadata']['name']}: {job.get('status', {}).get('conditions')}")
     for ev in client.list("v1", "Event", ns)[-15:]:
         if ev.get("type") == "Warning":
-            lines.append(f"event {ev['involvedObject']['kind']}/{ev['involvedObject']['name']}: {ev['reason']}: "
-                         f"{ev.get('message', '')[:300]}")
+            lines.append(
+                f"event {ev['involvedObject']['kind']}/{ev['involvedObject']['name']}: {ev['reason']}: "
+                f"{ev.get('message', '')[:300]}"
+            )
     return "\n".join(lines)
 
 
@@ -173,8 +209,10 @@ def delete_trainjobs(client: KubeClient, namespaces: tuple[str, ...] | list[str]
             client.delete(*TJ, tj["metadata"]["name"], ns)
 
     def gone() -> bool:
-        return all(not client.list(*TJ, ns) and not client.list(*WL, ns)
-                   and not client.list("v1", "Pod", ns) for ns in namespaces)
+        return all(
+            not client.list(*TJ, ns) and not client.list(*WL, ns) and not client.list("v1", "Pod", ns)
+            for ns in namespaces
+        )
 
     wait_for(f"TrainJobs, Workloads and pods in {namespaces} to be deleted", gone, 90)
 
@@ -185,18 +223,29 @@ def clean_teams(sandbox: Sandbox, platform: Platform) -> Iterator[None]:
     delete_trainjobs(sandbox.client, sorted({*pf.TEAMS, *(t.namespace for t in platform.render_teams())}))
 
 
-def trainjob(name: str, ns: str, *, gpus: int, nodes: int, priority: str | None = None,
-             runtime: str = pf.TORCH_RUNTIME, queue: str | None = None) -> Obj:
+def trainjob(
+    name: str,
+    ns: str,
+    *,
+    gpus: int,
+    nodes: int,
+    priority: str | None = None,
+    runtime: str = pf.TORCH_RUNTIME,
+    queue: str | None = None,
+) -> Obj:
     labels = {"kueue.x-k8s.io/queue-name": queue or ns}
     if priority:
         labels["kueue.x-k8s.io/priority-class"] = priority
     return {
-        "apiVersion": TJ[0], "kind": TJ[1],
+        "apiVersion": TJ[0],
+        "kind": TJ[1],
         "metadata": {"name": name, "namespace": ns, "labels": labels},
         "spec": {
             "runtimeRef": {"name": runtime, "apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime"},
-            "trainer": {"numNodes": nodes, "resourcesPerNode": {"limits": {pf.GPU: str(gpus)},
-                                                                "requests": {pf.GPU: str(gpus), "cpu": "4"}}},
+            "trainer": {
+                "numNodes": nodes,
+                "resourcesPerNode": {"limits": {pf.GPU: str(gpus)}, "requests": {pf.GPU: str(gpus), "cpu": "4"}},
+            },
         },
     }
 
@@ -206,6 +255,7 @@ def _name(prefix: str) -> str:
 
 
 # -- 1. every catalog runtime is accepted by the Trainer webhook ---------------------------------
+
 
 def test_every_runtime_accepted_by_trainer_webhook(sandbox: Sandbox, platform: Platform) -> None:
     """Each runtime was applied through the validating webhook; re-validate each as an update (dry run)."""
@@ -219,6 +269,7 @@ def test_every_runtime_accepted_by_trainer_webhook(sandbox: Sandbox, platform: P
 
 # -- 2. a data scientist's flow with the real kubeflow SDK ---------------------------------------
 
+
 def train_fn() -> None:  # the SDK ships this function's source to the trainer container
     print("hello from the sandbox")
 
@@ -230,8 +281,9 @@ def test_data_scientist_flow_with_sdk(sandbox: Sandbox, platform: Platform, clea
 
     team = platform.teams()[0]
     kubeconfig = sandbox.user_kubeconfig(team.user, team.groups)
-    client = TrainerClient(backend_config=KubernetesBackendConfig(namespace=team.namespace,
-                                                                  config_file=str(kubeconfig)))
+    client = TrainerClient(
+        backend_config=KubernetesBackendConfig(namespace=team.namespace, config_file=str(kubeconfig))
+    )
     names = [r.name for r in client.list_runtimes()]
     assert team.runtime in names
     runtime = client.get_runtime(team.runtime)
@@ -271,6 +323,7 @@ def test_data_scientist_flow_with_sdk(sandbox: Sandbox, platform: Platform, clea
 
 
 # -- 3. quota, borrowing, priorities ---------------------------------------------------------------
+
 
 def _pending_for(client: KubeClient, ns: str, name: str, seconds: float) -> Obj:
     """Assert a TrainJob's Workload exists and stays not admitted for ``seconds``."""
@@ -315,8 +368,11 @@ def test_quota_borrowing_and_reclaim(sandbox: Sandbox, platform: Platform, clean
 
     wait_for(f"team-b/{big} to be preempted", evicted, 60)
     # restore team-b's configured borrowing limit for later tests
-    apply_objects(admin, [o for o in platform.objects if o["kind"] == "ClusterQueue"
-                          and o["metadata"]["name"] == "team-b"], field_manager="trainer-platform-e2e-standin")
+    apply_objects(
+        admin,
+        [o for o in platform.objects if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == "team-b"],
+        field_manager="trainer-platform-e2e-standin",
+    )
 
 
 def test_priority_preempts_within_queue(sandbox: Sandbox, platform: Platform, clean_teams: None) -> None:
@@ -335,27 +391,42 @@ def test_priority_preempts_within_queue(sandbox: Sandbox, platform: Platform, cl
 
 # -- 4. RBAC ---------------------------------------------------------------------------------------
 
+
 def test_team_cannot_create_in_other_team_namespace(sandbox: Sandbox, platform: Platform) -> None:
     mine, other = platform.teams()[:2]
     member = sandbox.user_client(mine.user, mine.groups)
 
     def allowed(ns: str) -> bool:
-        review = member.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {
-            "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-            "spec": {"resourceAttributes": {"group": "trainer.kubeflow.org", "resource": "trainjobs",
-                                            "verb": "create", "namespace": ns}},
-        })
+        review = member.request(
+            "POST",
+            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+            {
+                "apiVersion": "authorization.k8s.io/v1",
+                "kind": "SelfSubjectAccessReview",
+                "spec": {
+                    "resourceAttributes": {
+                        "group": "trainer.kubeflow.org",
+                        "resource": "trainjobs",
+                        "verb": "create",
+                        "namespace": ns,
+                    }
+                },
+            },
+        )
         return bool(review["status"]["allowed"])
 
     assert allowed(mine.namespace), f"{mine.user} cannot create TrainJobs in their own namespace ({mine.source})"
     assert not allowed(other.namespace)
     with pytest.raises(ApiError) as err:
-        member.create(trainjob(_name("intruder"), other.namespace, gpus=1, nodes=1, runtime=other.runtime,
-                               queue=other.queue), dry_run=True)
+        member.create(
+            trainjob(_name("intruder"), other.namespace, gpus=1, nodes=1, runtime=other.runtime, queue=other.queue),
+            dry_run=True,
+        )
     assert err.value.status == 403
 
 
 # -- 5. MPI and initializers produce the expected replicated jobs in order ------------------------
+
 
 def _jobs_by_name(client: KubeClient, ns: str, jobset: str) -> dict[str, Obj]:
     jobs = client.list("batch/v1", "Job", ns, label_selector=f"jobset.sigs.k8s.io/jobset-name={jobset}")
@@ -385,27 +456,34 @@ def test_mpi_and_initializer_runtimes(sandbox: Sandbox, platform: Platform, clea
     js = wait_for(f"JobSet {ns}/{mpi}", lambda: admin.get("jobset.x-k8s.io/v1alpha2", "JobSet", mpi, ns), 60)
     assert [r["name"] for r in js["spec"]["replicatedJobs"]] == ["launcher", "node"]
     wait_admitted(admin, ns, mpi, 60)
-    wait_for(f"launcher and node Jobs of {mpi}", lambda: sorted(_jobs_by_name(admin, ns, mpi)) == ["launcher", "node"],
-             60)
+    wait_for(
+        f"launcher and node Jobs of {mpi}", lambda: sorted(_jobs_by_name(admin, ns, mpi)) == ["launcher", "node"], 60
+    )
 
     tt = _name("tune")
     job = trainjob(tt, ns, gpus=1, nodes=1, runtime=tt_rt, queue=queue)
-    job["spec"]["initializer"] = {"dataset": {"storageUri": "hf://tatsu-lab/alpaca"},
-                                  "model": {"storageUri": "hf://meta-llama/Llama-3.2-1B-Instruct"}}
+    job["spec"]["initializer"] = {
+        "dataset": {"storageUri": "hf://tatsu-lab/alpaca"},
+        "model": {"storageUri": "hf://meta-llama/Llama-3.2-1B-Instruct"},
+    }
     admin.create(job)
     js = wait_for(f"JobSet {ns}/{tt}", lambda: admin.get("jobset.x-k8s.io/v1alpha2", "JobSet", tt, ns), 60)
     order = [r["name"] for r in js["spec"]["replicatedJobs"]]
     assert order == ["dataset-initializer", "model-initializer", "node"]
-    expected_deps = {j["name"]: [d["name"] for d in j.get("dependsOn", [])]
-                     for j in runtimes[tt_rt]["spec"]["template"]["spec"]["replicatedJobs"]}
+    expected_deps = {
+        j["name"]: [d["name"] for d in j.get("dependsOn", [])]
+        for j in runtimes[tt_rt]["spec"]["template"]["spec"]["replicatedJobs"]
+    }
     deps = {r["name"]: [d["name"] for d in r.get("dependsOn", [])] for r in js["spec"]["replicatedJobs"]}
     assert deps == expected_deps and deps["node"], deps
     wait_admitted(admin, ns, tt, 60)
     # Initializer pods complete (kwok stage); JobSet creates a Job only once its dependencies are Complete.
     try:
-        wait_for(f"{ns}/{tt}: all three Jobs created",
-                 lambda: sorted(_jobs_by_name(admin, ns, tt)) == ["dataset-initializer", "model-initializer", "node"],
-                 90)
+        wait_for(
+            f"{ns}/{tt}: all three Jobs created",
+            lambda: sorted(_jobs_by_name(admin, ns, tt)) == ["dataset-initializer", "model-initializer", "node"],
+            90,
+        )
     except TimeoutError as exc:
         raise TimeoutError(f"{exc}\n{describe_namespace(admin, ns)}") from None
     jobs = _jobs_by_name(admin, ns, tt)

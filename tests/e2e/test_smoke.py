@@ -37,16 +37,41 @@ def running_pods(sandbox: Sandbox, selector: str, expected: int, nodes: list[str
 def test_hand_made_jobset_runs_on_kwok_nodes(sandbox: Sandbox, kwok_nodes: list[str]) -> None:
     """JobSet controller creates Jobs, the Job controller pods, the scheduler binds them, kwok runs them."""
     name = _unique("smoke-js")
-    sandbox.client.create({
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {"replicatedJobs": [{"name": "workers", "replicas": 2, "template": {"spec": {
-            "parallelism": 1, "completions": 1, "backoffLimit": 0,
-            "template": {"spec": {"restartPolicy": "Never", "nodeSelector": SMOKE_SELECTOR, "containers": [
-                {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}},
-        }}}]},
-    })
+    sandbox.client.create(
+        {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {
+                "replicatedJobs": [
+                    {
+                        "name": "workers",
+                        "replicas": 2,
+                        "template": {
+                            "spec": {
+                                "parallelism": 1,
+                                "completions": 1,
+                                "backoffLimit": 0,
+                                "template": {
+                                    "spec": {
+                                        "restartPolicy": "Never",
+                                        "nodeSelector": SMOKE_SELECTOR,
+                                        "containers": [
+                                            {
+                                                "name": "main",
+                                                "image": "busybox",
+                                                "resources": {"requests": {"cpu": "1"}},
+                                            }
+                                        ],
+                                    }
+                                },
+                            }
+                        },
+                    }
+                ]
+            },
+        }
+    )
     pods = running_pods(sandbox, f"jobset.sigs.k8s.io/jobset-name={name}", 2, kwok_nodes)
     # The JobSet pod webhook (mutating) ran: it stamps the pod with JobSet labels and annotations.
     assert all(p["metadata"]["labels"].get("jobset.sigs.k8s.io/replicatedjob-name") == "workers" for p in pods)
@@ -62,13 +87,20 @@ def test_kueue_webhook_rejects_invalid_clusterqueue(sandbox: Sandbox) -> None:
         "metadata": {"name": _unique("smoke-bad-cq")},
         "spec": {
             "namespaceSelector": {},
-            "resourceGroups": [{
-                "coveredResources": ["cpu", "memory"],
-                "flavors": [{"name": "default", "resources": [
-                    {"name": "memory", "nominalQuota": "10Gi"},
-                    {"name": "cpu", "nominalQuota": "10"},
-                ]}],
-            }],
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu", "memory"],
+                    "flavors": [
+                        {
+                            "name": "default",
+                            "resources": [
+                                {"name": "memory", "nominalQuota": "10Gi"},
+                                {"name": "cpu", "nominalQuota": "10"},
+                            ],
+                        }
+                    ],
+                }
+            ],
         },
     }
     with pytest.raises(ApiError) as err:
@@ -87,17 +119,34 @@ def _runtime(name: str, replicas: int = 1) -> Obj:
         "metadata": {"name": name, "labels": {"trainer.kubeflow.org/framework": "torch"}},
         "spec": {
             "mlPolicy": {"numNodes": 1, "torch": {}},
-            "template": {"spec": {"replicatedJobs": [{
-                "name": "node",
-                "replicas": replicas,
-                "template": {
-                    "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
-                    "spec": {"template": {"spec": {"nodeSelector": SMOKE_SELECTOR, "containers": [{
-                        "name": "node", "image": "pytorch/pytorch:2.7.1-cuda12.8-cudnn9-runtime",
-                        "command": ["torchrun", "train.py"], "resources": {"requests": {"cpu": "1"}},
-                    }]}}},
-                },
-            }]}},
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": "node",
+                            "replicas": replicas,
+                            "template": {
+                                "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+                                "spec": {
+                                    "template": {
+                                        "spec": {
+                                            "nodeSelector": SMOKE_SELECTOR,
+                                            "containers": [
+                                                {
+                                                    "name": "node",
+                                                    "image": "pytorch/pytorch:2.7.1-cuda12.8-cudnn9-runtime",
+                                                    "command": ["torchrun", "train.py"],
+                                                    "resources": {"requests": {"cpu": "1"}},
+                                                }
+                                            ],
+                                        }
+                                    }
+                                },
+                            },
+                        }
+                    ]
+                }
+            },
         },
     }
 
@@ -112,16 +161,21 @@ def test_trainer_webhook_and_trainjob_becomes_jobset(sandbox: Sandbox, kwok_node
     runtime = _runtime(_unique("smoke-rt"))
     sandbox.client.create(runtime)
     job_name = _unique("smoke-tj")
-    sandbox.client.create({
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": job_name, "namespace": NS},
-        "spec": {
-            "runtimeRef": {"name": runtime["metadata"]["name"], "apiGroup": "trainer.kubeflow.org",
-                           "kind": "ClusterTrainingRuntime"},
-            "trainer": {"numNodes": 2},
-        },
-    })
+    sandbox.client.create(
+        {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "TrainJob",
+            "metadata": {"name": job_name, "namespace": NS},
+            "spec": {
+                "runtimeRef": {
+                    "name": runtime["metadata"]["name"],
+                    "apiGroup": "trainer.kubeflow.org",
+                    "kind": "ClusterTrainingRuntime",
+                },
+                "trainer": {"numNodes": 2},
+            },
+        }
+    )
     jobset = wait_for(
         f"Trainer to create JobSet {job_name}",
         lambda: sandbox.client.get("jobset.x-k8s.io/v1alpha2", "JobSet", job_name, NS),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from trainer_infra.config.stack import StackConfig
 from trainer_infra.errors import ConfigIssue
+from trainer_infra.teams import TeamConfig
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
@@ -34,4 +35,29 @@ def tenancy_issues(cfg: StackConfig) -> list[ConfigIssue]:
         elif ns in reserved:
             issues.append(ConfigIssue(path, f"namespace {ns} is {reserved[ns]}", ns, "set teams[].namespace"))
         namespaces.setdefault(ns, i)
+        issues += _quota_needs_defaults(i, team)
     return issues
+
+
+def _quota_needs_defaults(i: int, team: TeamConfig) -> list[ConfigIssue]:
+    """A ResourceQuota on requests.X makes the API server refuse every pod without an X request, and
+    Kueue has already admitted the job by then: it sits admitted with no pods (found in the e2e sandbox
+    with an SDK job that set no memory). A LimitRange default request closes the gap."""
+    if team.resource_quota is None:
+        return []
+    defaults = team.limit_range.default_request if team.limit_range else {}
+    missing = []
+    for key in sorted(team.resource_quota.hard):
+        resource = key.removeprefix("requests.")  # a bare `cpu` quota means requests.cpu too
+        if resource in ("cpu", "memory") and resource not in defaults:
+            missing.append(resource)
+    if not missing:
+        return []
+    return [
+        ConfigIssue(
+            f"teams[{i}].resourceQuota.hard",
+            f"a quota on {', '.join(missing)} refuses every pod that does not request it",
+            None,
+            "add teams[].limitRange.defaultRequest for " + " and ".join(missing),
+        )
+    ]
