@@ -4,7 +4,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 STACK  ?= local
 
-.PHONY: render validate test lint typecheck unit bench docs clean
+.PHONY: render validate test lint typecheck unit bench docs clean e2e sandbox-up sandbox-down
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -33,6 +33,15 @@ test: lint typecheck unit  ## what CI runs
 bench: $(STAMP)  ## render synthetic stacks of growing size; prints resources/s
 	$(PY) -m tests.bench
 	$(PY) -m tests.bench_queues
+
+e2e: $(STAMP)  ## real etcd/kube-apiserver/kwok/JobSet/Kueue/Trainer on loopback (builds once into ~/.cache)
+	$(PY) -m tests.e2e.run
+
+sandbox-up: $(STAMP)  ## try the platform without a cluster: the local stack on the e2e control plane
+	$(PY) -m tests.e2e.sandbox up --stack $(STACK)
+
+sandbox-down: $(STAMP)
+	$(PY) -m tests.e2e.sandbox down
 
 docs: $(STAMP)  ## regenerate the README's configuration reference
 	$(PY) -m tests.update_readme

@@ -82,7 +82,8 @@ def test_platform_policy_replaces_the_runtime_files_tas_mode_and_stays_conforman
 
 def test_without_pools_or_tas_runtimes_are_left_alone() -> None:
     rt = runtime("torch-distributed")
-    assert apply_injections(validate_config(stack([])).config, copy.deepcopy(rt)) == rt
-    no_tas = stack([kwok_pool()], components={"kueue": {"tas": {"enabled": False}}})
+    only = {"runtimes": {"defaultResources": None}}  # isolate placement from the default-resources concern
+    assert apply_injections(validate_config(stack([], **only)).config, copy.deepcopy(rt)) == rt
+    no_tas = stack([kwok_pool()], components={"kueue": {"tas": {"enabled": False}}}, **only)
     pod = _jobs(apply_injections(validate_config(no_tas).config, rt))["node"]
     assert "annotations" not in pod.get("metadata", {}) and pod["spec"]["tolerations"]

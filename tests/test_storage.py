@@ -176,7 +176,7 @@ def test_injection_mounts_the_team_claim_at_workspace_in_initializer_and_trainer
 
 
 def test_without_storage_runtimes_are_left_alone() -> None:
-    cfg = validate_config({**MINIMAL, "teams": TEAMS}).config
+    cfg = validate_config({**MINIMAL, "teams": TEAMS, "runtimes": {"defaultResources": None}}).config
     assert apply_injections(cfg, TORCHTUNE) == TORCHTUNE
 
 

@@ -60,7 +60,12 @@ class RuntimesConfig(StrictModel):
     )
     overrides: dict[RuntimeName, RuntimeOverride] = Field(default_factory=dict, description="Per-runtime changes.")
     default_resources: Resources | None = Field(
-        default=None, description="Resources for every runtime container that sets none (injection `resources`)."
+        default_factory=lambda: Resources(requests={"cpu": "1", "memory": "2Gi"}),
+        description=(
+            "Resources for every runtime container that sets none (injection `resources`). Without requests "
+            "a pod is BestEffort, and Kueue's topology-aware admission never places it (found in the e2e "
+            "sandbox with initializers); null turns the injection off."
+        ),
     )
     retiring: list[RuntimeName] = Field(
         default_factory=list,
