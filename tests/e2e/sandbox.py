@@ -966,12 +966,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-build", action="store_true", help="fail instead of building missing binaries")
     parser.add_argument("--stack", help="render this stack with trainer-infra and apply it (e.g. local)")
     parser.add_argument("--render-dir", type=Path, help="apply an existing `trainer-infra render` output directory")
-    parser.add_argument(
-        "--with-stand-ins",
-        action="store_true",
-        help="also apply tests/e2e/platform_fixture.py objects the render lacks (teams, queues, "
-        "kwok GPU nodes, runtimes) so there is something to try",
-    )
     args = parser.parse_args(argv)
     workdir: Path = args.dir
     if args.command == "down":
@@ -996,17 +990,6 @@ def main(argv: list[str] | None = None) -> int:
 
             render = apply_render(sandbox, render_dir)
             print(f"applied {render_dir}/manifests.yaml ({len(render.objects)} objects)")
-        if args.with_stand_ins:
-            from tests.e2e import platform_fixture
-            from tests.e2e.render import apply_objects
-
-            present = {(o["kind"], o["metadata"]["name"]) for o in (render.objects if render_dir else [])}
-            extra = [o for o in platform_fixture.objects() if (o["kind"], o["metadata"]["name"]) not in present]
-            apply_objects(sandbox.client, extra, field_manager="trainer-platform-e2e-standin")
-            print(
-                f"applied {len(extra)} stand-in objects (teams team-a/team-b, queues, kwok GPU nodes, runtimes); "
-                f"team member kubeconfig: {sandbox.user_kubeconfig('alice', ('team-a',))}"
-            )
     except (SandboxError, BuildError, TimeoutError, ApiError, RuntimeError) as exc:
         sandbox.stop()
         print(f"sandbox failed: {exc}", file=sys.stderr)

@@ -1,24 +1,22 @@
-"""The issue's scenarios against the real controllers, with the `local` stack's render applied.
+"""The issue's scenarios against the real controllers, on the `local` stack's render only.
 
-Where the render does not yet contain what a scenario needs (runtimes, queues, teams, kwok
-nodes: other issues), the stand-ins of ``platform_fixture`` are applied and the session
-header says so. Tests run in file order and each cleans up its TrainJobs (quota is shared).
+Teams, queues, cohort, priority classes, runtimes and kwok nodes all come from
+``trainer-infra render --stack local``; quota numbers are read from the render, not assumed.
+Tests run in file order and each cleans up its TrainJobs (quota is shared).
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from tests.e2e import platform_fixture as pf
 from tests.e2e.kube import ApiError, KubeClient, wait_for
-from tests.e2e.render import RenderOutput, apply_objects, apply_render, render_stack
+from tests.e2e.render import RenderOutput, apply_render, render_stack
 from tests.e2e.sandbox import Sandbox
 
 pytestmark = pytest.mark.e2e
@@ -26,10 +24,8 @@ pytestmark = pytest.mark.e2e
 Obj = dict[str, Any]
 TJ = ("trainer.kubeflow.org/v1alpha1", "TrainJob")
 WL = ("kueue.x-k8s.io/v1beta2", "Workload")
-
-
-class StandInWarning(UserWarning):
-    """The scenarios ran on stand-in objects, not (only) on the stack's render."""
+CQ = ("kueue.x-k8s.io/v1beta2", "ClusterQueue")
+GPU = "nvidia.com/gpu"
 
 
 @dataclass(frozen=True)
@@ -48,7 +44,7 @@ class Team:
 
 @dataclass
 class Platform:
-    """The render of the `local` stack, applied, plus the stand-ins (team-a/team-b) some scenarios use."""
+    """The render of the `local` stack, applied."""
 
     render: RenderOutput
     objects: list[Obj]
@@ -106,40 +102,54 @@ class Platform:
         return teams
 
     def teams(self) -> list[Team]:
-        """Render teams when there are two; the stand-in teams otherwise (with a warning)."""
+        """The render's teams; the scenarios need two (one to act, one to be kept out or lend)."""
         found = self.render_teams()
-        if len(found) >= 2:
-            return found
-        warnings.warn(
-            "render of stack local has fewer than two teams with a member and a LocalQueue: "
-            "using the stand-in teams of platform_fixture.py",
-            StandInWarning,
-            stacklevel=2,
+        assert len(found) >= 2, "render of stack local has fewer than two teams with a member and a LocalQueue"
+        return found
+
+    def cluster_queue(self, team: Team) -> Obj:
+        """The rendered ClusterQueue behind a team's LocalQueue."""
+        lq = next(
+            q
+            for q in self.render.of_kind("LocalQueue")
+            if q["metadata"]["namespace"] == team.namespace and q["metadata"]["name"] == team.queue
         )
-        return [
-            Team(t, f"{t}-member", (t,), t, pf.TORCH_RUNTIME, (pf.POOL_LABEL, pf.GPU_POOL), pf.BLOCK_LABEL, "stand-ins")
-            for t in pf.TEAMS
-        ]
+        return next(
+            c for c in self.render.of_kind("ClusterQueue") if c["metadata"]["name"] == lq["spec"]["clusterQueue"]
+        )
+
+    def gpus_per_node(self) -> int:
+        """GPUs of one rendered kwok node (a pod asking for all of them takes a whole node)."""
+        counts = {
+            int(n["status"]["allocatable"][GPU])
+            for n in self.render.of_kind("Node")
+            if GPU in n["status"]["allocatable"]
+        }
+        assert len(counts) == 1, f"the scenarios assume one GPU node shape, render has {counts}"
+        return counts.pop()
+
+    def nodes_per_domain(self, label: str) -> int:
+        """Nodes in the smallest topology domain ``label`` (the most pods a required-topology podset may have)."""
+        domains: dict[str, int] = {}
+        for n in self.render.of_kind("Node"):
+            domain = n["metadata"]["labels"][label]
+            domains[domain] = domains.get(domain, 0) + 1
+        return min(domains.values())
 
 
-def stand_in_only(test: str) -> None:
-    """Say plainly that a scenario runs on stand-in objects (quota numbers and names are ours)."""
-    warnings.warn(
-        f"{test} runs on the stand-in teams/queues of platform_fixture.py (team-a, team-b, cohort org)",
-        StandInWarning,
-        stacklevel=2,
-    )
+def gpu_quota(cq: Obj) -> Obj:
+    """The GPU resource entry (nominalQuota, lendingLimit, borrowingLimit) of a ClusterQueue's only flavor."""
+    (flavor,) = [f for g in cq["spec"]["resourceGroups"] for f in g["flavors"]]
+    return next(r for r in flavor["resources"] if r["name"] == GPU)
 
 
 @pytest.fixture(scope="session")
 def platform(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Platform:
-    """Render the `local` stack and apply it strictly (fake PVs for its claims); add the stand-ins."""
+    """Render the `local` stack and apply it strictly (fake PVs for its claims)."""
     out = tmp_path_factory.mktemp("render")
     render_stack("local", out)
     render = apply_render(sandbox, out)
-    extra = pf.objects()
-    apply_objects(sandbox.client, extra, field_manager="trainer-platform-e2e-standin")
-    objects = [*render.objects, *extra]
+    objects = list(render.objects)
     nodes = [o["metadata"]["name"] for o in objects if o["kind"] == "Node"]
     wait_for(f"kwok nodes {nodes} Ready", lambda: all(_ready(sandbox.client.get("v1", "Node", n)) for n in nodes), 90)
     return Platform(render, objects)
@@ -220,7 +230,7 @@ def delete_trainjobs(client: KubeClient, namespaces: tuple[str, ...] | list[str]
 @pytest.fixture
 def clean_teams(sandbox: Sandbox, platform: Platform) -> Iterator[None]:
     yield
-    delete_trainjobs(sandbox.client, sorted({*pf.TEAMS, *(t.namespace for t in platform.render_teams())}))
+    delete_trainjobs(sandbox.client, sorted(t.namespace for t in platform.render_teams()))
 
 
 def trainjob(
@@ -230,8 +240,9 @@ def trainjob(
     gpus: int,
     nodes: int,
     priority: str | None = None,
-    runtime: str = pf.TORCH_RUNTIME,
+    runtime: str = "torch-distributed",
     queue: str | None = None,
+    cpu: str = "4",
 ) -> Obj:
     labels = {"kueue.x-k8s.io/queue-name": queue or ns}
     if priority:
@@ -244,7 +255,7 @@ def trainjob(
             "runtimeRef": {"name": runtime, "apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime"},
             "trainer": {
                 "numNodes": nodes,
-                "resourcesPerNode": {"limits": {pf.GPU: str(gpus)}, "requests": {pf.GPU: str(gpus), "cpu": "4"}},
+                "resourcesPerNode": {"limits": {GPU: str(gpus)}, "requests": {GPU: str(gpus), "cpu": cpu}},
             },
         },
     }
@@ -260,7 +271,7 @@ def _name(prefix: str) -> str:
 def test_every_runtime_accepted_by_trainer_webhook(sandbox: Sandbox, platform: Platform) -> None:
     """Each runtime was applied through the validating webhook; re-validate each as an update (dry run)."""
     runtimes = platform.runtimes()
-    assert runtimes, "no ClusterTrainingRuntime in the render or the stand-ins"
+    assert runtimes, "no ClusterTrainingRuntime in the render"
     for rt in runtimes:
         stored = sandbox.client.get("trainer.kubeflow.org/v1alpha1", "ClusterTrainingRuntime", rt["metadata"]["name"])
         assert stored["metadata"]["uid"]
@@ -337,56 +348,152 @@ def _pending_for(client: KubeClient, ns: str, name: str, seconds: float) -> Obj:
     return wl
 
 
+def _condition(wl: Obj | None, kind: str) -> Obj | None:
+    """A True condition of a Workload, or None."""
+    for c in (wl or {}).get("status", {}).get("conditions", []):
+        if c.get("type") == kind and c.get("status") == "True":
+            return dict(c)
+    return None
+
+
+def wait_preempted(client: KubeClient, ns: str, trainjob: str, timeout: float, why: str) -> Obj:
+    """Wait for Kueue's ``Preempted`` condition on a TrainJob's Workload; return that condition."""
+    try:
+        cond: Obj = wait_for(
+            f"Kueue to preempt TrainJob {ns}/{trainjob} ({why})",
+            lambda: _condition(workload_of(client, ns, trainjob), "Preempted"),
+            timeout,
+        )
+    except TimeoutError as exc:
+        current = workload_of(client, ns, trainjob)
+        conds = current.get("status", {}).get("conditions") if current else "no Workload"
+        raise TimeoutError(f"{exc}; Workload conditions: {conds}") from None
+    return cond
+
+
+def gpu_usage(client: KubeClient, cluster_queue: str) -> tuple[int, int]:
+    """(total, borrowed) GPUs a ClusterQueue has reserved, from Kueue's status."""
+    cq = client.get(*CQ, cluster_queue)
+    for flavor in cq.get("status", {}).get("flavorsReservation", []):
+        for res in flavor["resources"]:
+            if res["name"] == GPU:
+                return int(res.get("total", 0)), int(res.get("borrowed", 0))
+    return 0, 0
+
+
+def wait_gpu_usage(client: KubeClient, cluster_queue: str, total: int, borrowed: int) -> None:
+    """Kueue updates a ClusterQueue's status after admitting: wait for the reserved/borrowed GPUs."""
+    try:
+        wait_for(
+            f"ClusterQueue {cluster_queue} status to show {total} GPUs reserved, {borrowed} borrowed",
+            lambda: gpu_usage(client, cluster_queue) == (total, borrowed),
+            30,
+        )
+    except TimeoutError as exc:
+        raise TimeoutError(f"{exc}; (reserved, borrowed) is {gpu_usage(client, cluster_queue)}") from None
+
+
+def _lender_and_borrower(platform: Platform) -> tuple[Team, Team]:
+    """The team whose GPU quota has a lendingLimit lends; another team in its cohort borrows."""
+    teams = platform.teams()
+    lender = next((t for t in teams if "lendingLimit" in gpu_quota(platform.cluster_queue(t))), None)
+    assert lender is not None, "no rendered ClusterQueue has a GPU lendingLimit: nothing to borrow up to"
+    cohort = platform.cluster_queue(lender)["spec"]["cohortName"]
+    borrower = next(t for t in teams if t != lender and platform.cluster_queue(t)["spec"].get("cohortName") == cohort)
+    return lender, borrower
+
+
 def test_quota_borrowing_and_reclaim(sandbox: Sandbox, platform: Platform, clean_teams: None) -> None:
-    stand_in_only("quota/borrowing/reclaim")
+    """Borrowing up to the lender's lendingLimit, Kueue's reason beyond it, reclaim by the lender.
+
+    On the rendered queues of stack local: nlp (quota 128) borrows from an idle vision
+    (quota 128, lendingLimit 64); the numbers are read from the render.
+    """
+    lender, borrower = _lender_and_borrower(platform)
+    lcq, bcq = platform.cluster_queue(lender), platform.cluster_queue(borrower)
+    policy = bcq["spec"]["preemption"]
+    # The flow below is what these rendered policies promise; another policy needs another scenario.
+    assert lcq["spec"]["preemption"]["reclaimWithinCohort"] == "Any", lcq["spec"]["preemption"]
+    assert "borrowingLimit" not in gpu_quota(bcq), "scenario assumes the borrower may borrow all that is lent"
+    per_node = platform.gpus_per_node()
+    nominal = int(gpu_quota(bcq)["nominalQuota"])
+    lent = int(gpu_quota(lcq)["lendingLimit"])
+    lender_nominal = int(gpu_quota(lcq)["nominalQuota"])
+    block = platform.nodes_per_domain(borrower.topology_label or "kubernetes.io/hostname")
+    assert nominal // per_node <= block and lender_nominal // per_node <= block, "a job must fit one block"
+    ns, lns = borrower.namespace, lender.namespace
+    me = sandbox.user_client(borrower.user, borrower.groups)
+    them = sandbox.user_client(lender.user, lender.groups)
     admin = sandbox.client
-    bob = sandbox.user_client("bob", ("team-b",))
-    alice = sandbox.user_client("alice", ("team-a",))
-    big = _name("big")
-    bob.create(trainjob(big, "team-b", gpus=8, nodes=2))  # 16 GPUs > team-b's 8, borrowing limit 0
-    wl = _pending_for(admin, "team-b", big, 8)
-    messages = " ".join(c.get("message", "") for c in wl.get("status", {}).get("conditions", []))
-    assert "insufficient" in messages.lower() or "exceed" in messages.lower(), messages
 
-    # Allow borrowing: team-a's unused quota in cohort "org" is lent, the job is admitted.
-    cq = admin.get("kueue.x-k8s.io/v1beta2", "ClusterQueue", "team-b")
-    for group in cq["spec"]["resourceGroups"]:
-        for flavor in group["flavors"]:
-            for res in flavor["resources"]:
-                res.pop("borrowingLimit", None)
-    admin.request("PUT", admin.path("kueue.x-k8s.io/v1beta2", "ClusterQueue", name="team-b"), cq)
-    wait_admitted(admin, "team-b", big, 60, " by borrowing")
+    # 1. The borrower fills its nominal quota: admitted without borrowing.
+    own = _name("own")
+    me.create(trainjob(own, ns, gpus=per_node, nodes=nominal // per_node, queue=borrower.queue, cpu="1"))
+    wait_admitted(admin, ns, own, 90, f" within {ns}'s nominal quota of {nominal} GPUs")
+    wait_gpu_usage(admin, bcq["metadata"]["name"], nominal, 0)
 
-    # team-a reclaims its quota with a high-priority job: the borrower is preempted.
-    urgent = _name("urgent")
-    alice.create(trainjob(urgent, "team-a", gpus=8, nodes=2, priority="high"))
-    wait_admitted(admin, "team-a", urgent, 90, " (reclaiming lent quota)")
+    # 2. With the lender idle, the next job borrows exactly what the lender may lend.
+    borrowed = _name("borrow")
+    me.create(trainjob(borrowed, ns, gpus=per_node, nodes=lent // per_node, queue=borrower.queue, cpu="1"))
+    wait_admitted(admin, ns, borrowed, 90, f" by borrowing {lent} GPUs lent by idle {lns}")
+    wait_gpu_usage(admin, bcq["metadata"]["name"], nominal + lent, lent)
 
-    def evicted() -> bool:
-        w = workload_of(admin, "team-b", big)
-        return w is not None and (_cond(w, "Evicted") or _cond(w, "Preempted") or not _cond(w, "Admitted"))
+    # 3. Beyond the lendingLimit: pending, and Kueue says why (the lender's other GPUs are not lendable).
+    extra = _name("extra")
+    me.create(trainjob(extra, ns, gpus=per_node, nodes=1, queue=borrower.queue, cpu="1"))
+    wl = _pending_for(admin, ns, extra, 5)
+    reserved = next(c for c in wl["status"]["conditions"] if c["type"] == "QuotaReserved")
+    assert reserved["status"] == "False" and reserved["reason"] == "Pending", reserved
+    assert f"insufficient unused quota for {GPU}" in reserved["message"], reserved["message"]
 
-    wait_for(f"team-b/{big} to be preempted", evicted, 60)
-    # restore team-b's configured borrowing limit for later tests
-    apply_objects(
-        admin,
-        [o for o in platform.objects if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == "team-b"],
-        field_manager="trainer-platform-e2e-standin",
-    )
+    # 4. The lender takes its whole nominal quota back: Kueue reclaims by preempting the borrowing job
+    #    (reclaimWithinCohort: Any, priorities equal); the job within nominal quota is untouched.
+    back = _name("reclaim")
+    them.create(trainjob(back, lns, gpus=per_node, nodes=lender_nominal // per_node, queue=lender.queue, cpu="1"))
+    cond = wait_preempted(admin, ns, borrowed, 90, f"{lns} reclaims its lent quota")
+    assert cond["reason"] == "InCohortReclamation", cond
+    wait_admitted(admin, lns, back, 90, f" after reclaiming {lent} lent GPUs")
+    assert admitted(admin, ns, own) is not None, f"{ns}/{own} (within nominal quota) lost its admission"
+    for name in (borrowed, extra):
+        assert admitted(admin, ns, name) is None, f"{ns}/{name} admitted while {lns} uses its whole quota"
+    wait_gpu_usage(admin, lcq["metadata"]["name"], lender_nominal, 0)
+    assert policy["borrowWithinCohort"]["policy"] == "Never"
 
 
 def test_priority_preempts_within_queue(sandbox: Sandbox, platform: Platform, clean_teams: None) -> None:
-    stand_in_only("priority preemption")
+    """Within one rendered ClusterQueue (withinClusterQueue: LowerPriority) `high` preempts `low`.
+
+    The other team uses its whole quota first, so nothing can be borrowed and the queue's own
+    nominal quota is what the two jobs compete for.
+    """
+    lender, team = _lender_and_borrower(platform)
+    cq = platform.cluster_queue(team)
+    assert cq["spec"]["preemption"]["withinClusterQueue"] == "LowerPriority", cq["spec"]["preemption"]
+    priorities = {p["metadata"]["name"]: p["value"] for p in platform.render.of_kind("WorkloadPriorityClass")}
+    assert priorities["high"] > priorities["low"], priorities
+    per_node = platform.gpus_per_node()
+    nominal = int(gpu_quota(cq)["nominalQuota"])
+    lender_nominal = int(gpu_quota(platform.cluster_queue(lender))["nominalQuota"])
     admin = sandbox.client
-    bob = sandbox.user_client("bob", ("team-b",))
+    ns, lns = team.namespace, lender.namespace
+
+    other = _name("full")
+    sandbox.user_client(lender.user, lender.groups).create(
+        trainjob(other, lns, gpus=per_node, nodes=lender_nominal // per_node, queue=lender.queue, cpu="1")
+    )
+    wait_admitted(admin, lns, other, 90, f" ({lns} using its whole quota)")
+    me = sandbox.user_client(team.user, team.groups)
     low = _name("low")
-    bob.create(trainjob(low, "team-b", gpus=8, nodes=1, priority="low"))
-    wait_admitted(admin, "team-b", low, 60)
+    me.create(trainjob(low, ns, gpus=per_node, nodes=nominal // per_node, priority="low", queue=team.queue, cpu="1"))
+    wait_admitted(admin, ns, low, 90, f" (low priority, {nominal} GPUs)")
     high = _name("high")
-    bob.create(trainjob(high, "team-b", gpus=8, nodes=1, priority="high"))
-    wait_admitted(admin, "team-b", high, 90, f" after preempting {low}")
-    wl = workload_of(admin, "team-b", low)
-    assert wl is not None and not _cond(wl, "Admitted")
+    me.create(trainjob(high, ns, gpus=per_node, nodes=1, priority="high", queue=team.queue, cpu="1"))
+    cond = wait_preempted(admin, ns, low, 90, f"high-priority {high} in the same ClusterQueue")
+    assert cond["reason"] == "InClusterQueue", cond
+    wl = wait_admitted(admin, ns, high, 90, f" after preempting {low}")
+    assert wl["spec"]["priority"] == priorities["high"]
+    assert admitted(admin, ns, low) is None
+    assert admitted(admin, lns, other) is not None, f"{lns}/{other} within its nominal quota was preempted"
 
 
 # -- 4. RBAC ---------------------------------------------------------------------------------------
@@ -434,22 +541,17 @@ def _jobs_by_name(client: KubeClient, ns: str, jobset: str) -> dict[str, Obj]:
 
 
 def test_mpi_and_initializer_runtimes(sandbox: Sandbox, platform: Platform, clean_teams: None) -> None:
-    """Catalog runtimes when the render has them (in a team namespace), stand-ins otherwise."""
+    """The catalog's deepspeed and torchtune runtimes, in a render team whose namespace has a LimitRange."""
     admin = sandbox.client
     catalog = {r["metadata"]["name"]: r for r in platform.render.of_kind("ClusterTrainingRuntime")}
     tune_name = next((n for n in sorted(catalog) if n.startswith("torchtune-")), None)
     # Kueue admits initializer podsets only if they request something: a LimitRange default supplies it.
     limited = {lr["metadata"]["namespace"] for lr in platform.render.of_kind("LimitRange")}
     team = next((t for t in platform.render_teams() if t.namespace in limited), None)
-    if "deepspeed-distributed" in catalog and tune_name and team is not None:
-        ns, queue, ds_rt, tt_rt = team.namespace, team.queue, "deepspeed-distributed", tune_name
-    else:
-        stand_in_only("MPI and initializer ordering")
-        for rt in (pf.deepspeed_runtime(), pf.torchtune_runtime()):
-            admin.apply(rt, field_manager="trainer-platform-e2e-standin")
-        ns, queue, ds_rt, tt_rt = "team-a", "team-a", pf.DEEPSPEED_RUNTIME, pf.TORCHTUNE_RUNTIME
-    runtimes = {r["metadata"]["name"]: r for r in platform.runtimes()}
-    runtimes.update({r["metadata"]["name"]: r for r in (pf.deepspeed_runtime(), pf.torchtune_runtime())})
+    assert "deepspeed-distributed" in catalog and tune_name, f"catalog lacks deepspeed/torchtune: {sorted(catalog)}"
+    assert team is not None, "no render team namespace has a LimitRange"
+    ns, queue, ds_rt, tt_rt = team.namespace, team.queue, "deepspeed-distributed", tune_name
+    runtimes = catalog
 
     mpi = _name("ds")
     admin.create(trainjob(mpi, ns, gpus=1, nodes=2, runtime=ds_rt, queue=queue))
