@@ -9,6 +9,7 @@ import pytest
 
 from tests.e2e.build import Builder
 from tests.e2e.kube import wait_for
+from tests.e2e.render import RenderOutput, kueue_settings, render_stack
 from tests.e2e.sandbox import Sandbox
 
 
@@ -32,9 +33,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
-    """A running sandbox; builds missing binaries first unless E2E_NO_BUILD=1."""
-    sb = Sandbox(tmp_path_factory.mktemp("sandbox"))
+def local_render(tmp_path_factory: pytest.TempPathFactory) -> RenderOutput:
+    """``trainer-infra render --stack local``: the scenarios apply it, the sandbox's Kueue takes its settings."""
+    return render_stack("local", tmp_path_factory.mktemp("render"))
+
+
+@pytest.fixture(scope="session")
+def sandbox(tmp_path_factory: pytest.TempPathFactory, local_render: RenderOutput) -> Iterator[Sandbox]:
+    """A running sandbox whose Kueue schedules as the local stack configures it (fair sharing, gates).
+
+    Builds missing binaries first unless E2E_NO_BUILD=1.
+    """
+    sb = Sandbox(tmp_path_factory.mktemp("sandbox"), kueue_settings=kueue_settings(local_render))
     if os.environ.get("E2E_NO_BUILD") != "1":
         Builder(sb.versions).build()
     with sb:

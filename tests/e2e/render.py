@@ -100,6 +100,29 @@ def load_render(directory: Path) -> RenderOutput:
     return RenderOutput(directory, objects, releases)
 
 
+#: Keys of the render's Kueue manager config that change scheduling; process settings (ports, leader
+#: election, certificates) stay the sandbox's own.
+KUEUE_BEHAVIOUR_KEYS = ("fairSharing", "admissionFairSharing", "waitForPodsReady", "resources", "integrations")
+
+
+def kueue_settings(render: RenderOutput) -> Obj:
+    """The render's Kueue behaviour (manager config keys above + feature gates) for the sandbox's Kueue.
+
+    Without this the sandbox would schedule with Kueue's defaults, e.g. without the fair sharing
+    the stack turns on, and preemption would differ from the cluster's.
+    """
+    release = next((r for r in render.helm_releases if "kueue" in str(r.get("chart", "")).lower()), None)
+    if release is None:
+        return {}
+    values = release.get("values") or {}
+    manager = yaml.safe_load(values.get("managerConfig", {}).get("controllerManagerConfigYaml") or "{}") or {}
+    settings: Obj = {k: manager[k] for k in KUEUE_BEHAVIOUR_KEYS if k in manager}
+    gates = values.get("controllerManager", {}).get("featureGates") or []
+    if gates:
+        settings["featureGates"] = {g["name"]: bool(g["enabled"]) for g in gates}
+    return settings
+
+
 def check_versions(render: RenderOutput, versions: VersionSet) -> None:
     """Refuse to test a stack against controllers of other versions than it pins."""
     mismatches = {

@@ -131,8 +131,11 @@ class Sandbox:
         *,
         bin_dir: Path | None = None,
         shared: Path | None = None,
+        kueue_settings: dict[str, Any] | None = None,
     ) -> None:
         self.workdir = workdir.resolve()
+        #: Scheduling settings of the stack's Kueue (``render.kueue_settings``) laid over the sandbox's config.
+        self.kueue_settings = dict(kueue_settings or {})
         self.versions = versions or VersionSet.from_env()
         self.builder = Builder(self.versions)
         self.bin_dir = bin_dir or self.builder.bin_dir
@@ -523,8 +526,9 @@ class Sandbox:
                     "metrics": {"bindAddress": "0"},
                     "health": {"healthProbeBindAddress": f"127.0.0.1:{p.kueue_health}"},
                     "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
+                    **self.kueue_settings,
                     # VisibilityOnDemand serves from a fixed /visibility cert dir: off in the sandbox.
-                    "featureGates": {"VisibilityOnDemand": False},
+                    "featureGates": {**self.kueue_settings.get("featureGates", {}), "VisibilityOnDemand": False},
                 }
             )
         )
@@ -974,20 +978,27 @@ def main(argv: list[str] | None = None) -> int:
         return _status(workdir)
     if (workdir / "state.json").exists():
         _stop_from_state(workdir)
-    sandbox = Sandbox(workdir)
+    from tests.e2e.render import apply_render, kueue_settings, load_render, render_stack
+
+    # Render first: the sandbox's Kueue takes the stack's scheduling settings. Not inside the
+    # workdir, which start() wipes.
+    render_dir: Path | None = args.render_dir
+    settings: dict[str, Any] = {}
+    try:
+        if args.stack:
+            render_dir = workdir.with_name(workdir.name + "-render")
+            render_stack(args.stack, render_dir)
+        if render_dir:
+            settings = kueue_settings(load_render(render_dir))
+    except RuntimeError as exc:
+        print(f"sandbox failed: {exc}", file=sys.stderr)
+        return 1
+    sandbox = Sandbox(workdir, kueue_settings=settings)
     try:
         if not args.no_build:
             sandbox.builder.build()
         sandbox.start()
-        render_dir: Path | None = args.render_dir
-        if args.stack:
-            from tests.e2e.render import render_stack
-
-            render_dir = workdir / "render"
-            render_stack(args.stack, render_dir)
         if render_dir:
-            from tests.e2e.render import apply_render
-
             render = apply_render(sandbox, render_dir)
             print(f"applied {render_dir}/manifests.yaml ({len(render.objects)} objects)")
     except (SandboxError, BuildError, TimeoutError, ApiError, RuntimeError) as exc:

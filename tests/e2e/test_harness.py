@@ -9,10 +9,11 @@ import pytest
 import yaml
 
 from tests.e2e.build import kube_go_mod, kube_version_ldflags, parse_staging_replaces
-from tests.e2e.render import RenderError, check_versions, load_render
+from tests.e2e.render import RenderError, RenderOutput, check_versions, kueue_settings, load_render
 from tests.e2e.sandbox import kwok_complete_stage
 from tests.e2e.versions import VersionSet, shared_dir
 from tests.e2e.webhooks import apply_json_patch, load_upstream_webhooks, localize
+from trainer_infra.controllers.kueue import KueueConfig, kueue_values
 
 
 def test_json_patch_add_replace_remove() -> None:
@@ -128,3 +129,15 @@ def test_render_contract(tmp_path: Path) -> None:
     check_versions(render, VersionSet())
     with pytest.raises(RenderError, match=r"trainer: stack pins 2\.2\.1, sandbox runs 2\.3\.0"):
         check_versions(render, VersionSet(trainer="2.3.0"))
+
+
+def test_kueue_settings_take_the_stacks_scheduling_not_its_process_config() -> None:
+    """The sandbox's Kueue must schedule like the cluster's (fair sharing, TAS gate) but keep its own ports."""
+    values = kueue_values(KueueConfig(), "0.19.2", None, fair_sharing=True)
+    release = {"name": "kueue", "chart": "oci://registry.k8s.io/kueue/charts/kueue", "values": values}
+    settings = kueue_settings(RenderOutput(Path("."), [], [release]))
+    assert "preemptionStrategies" in settings["fairSharing"]
+    assert settings["featureGates"]["TopologyAwareScheduling"] is True
+    assert "trainer.kubeflow.org/trainjob" in settings["integrations"]["frameworks"]
+    assert not {"webhook", "metrics", "health", "leaderElection"} & settings.keys()
+    assert kueue_settings(RenderOutput(Path("."), [], [])) == {}

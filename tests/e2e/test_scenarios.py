@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.kube import ApiError, KubeClient, wait_for
-from tests.e2e.render import RenderOutput, apply_render, render_stack
+from tests.e2e.render import RenderOutput, apply_render
 from tests.e2e.sandbox import Sandbox
 
 pytestmark = pytest.mark.e2e
@@ -144,11 +144,9 @@ def gpu_quota(cq: Obj) -> Obj:
 
 
 @pytest.fixture(scope="session")
-def platform(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Platform:
-    """Render the `local` stack and apply it strictly (fake PVs for its claims)."""
-    out = tmp_path_factory.mktemp("render")
-    render_stack("local", out)
-    render = apply_render(sandbox, out)
+def platform(sandbox: Sandbox, local_render: RenderOutput) -> Platform:
+    """Apply the `local` stack's render strictly (fake PVs for its claims)."""
+    render = apply_render(sandbox, local_render.directory)
     objects = list(render.objects)
     nodes = [o["metadata"]["name"] for o in objects if o["kind"] == "Node"]
     wait_for(f"kwok nodes {nodes} Ready", lambda: all(_ready(sandbox.client.get("v1", "Node", n)) for n in nodes), 90)
@@ -411,7 +409,6 @@ def test_quota_borrowing_and_reclaim(sandbox: Sandbox, platform: Platform, clean
     """
     lender, borrower = _lender_and_borrower(platform)
     lcq, bcq = platform.cluster_queue(lender), platform.cluster_queue(borrower)
-    policy = bcq["spec"]["preemption"]
     # The flow below is what these rendered policies promise; another policy needs another scenario.
     assert lcq["spec"]["preemption"]["reclaimWithinCohort"] == "Any", lcq["spec"]["preemption"]
     assert "borrowingLimit" not in gpu_quota(bcq), "scenario assumes the borrower may borrow all that is lent"
@@ -425,6 +422,7 @@ def test_quota_borrowing_and_reclaim(sandbox: Sandbox, platform: Platform, clean
     me = sandbox.user_client(borrower.user, borrower.groups)
     them = sandbox.user_client(lender.user, lender.groups)
     admin = sandbox.client
+    # Jobs ask for cpu 1 per pod: nlp's ResourceQuota allows 32 requested CPUs and 24 pods run here at once.
 
     # 1. The borrower fills its nominal quota: admitted without borrowing.
     own = _name("own")
@@ -457,7 +455,6 @@ def test_quota_borrowing_and_reclaim(sandbox: Sandbox, platform: Platform, clean
     for name in (borrowed, extra):
         assert admitted(admin, ns, name) is None, f"{ns}/{name} admitted while {lns} uses its whole quota"
     wait_gpu_usage(admin, lcq["metadata"]["name"], lender_nominal, 0)
-    assert policy["borrowWithinCohort"]["policy"] == "Never"
 
 
 def test_priority_preempts_within_queue(sandbox: Sandbox, platform: Platform, clean_teams: None) -> None:
@@ -468,7 +465,8 @@ def test_priority_preempts_within_queue(sandbox: Sandbox, platform: Platform, cl
     """
     lender, team = _lender_and_borrower(platform)
     cq = platform.cluster_queue(team)
-    assert cq["spec"]["preemption"]["withinClusterQueue"] == "LowerPriority", cq["spec"]["preemption"]
+    policy = cq["spec"]["preemption"]
+    assert policy["withinClusterQueue"] == "LowerPriority" and policy["borrowWithinCohort"]["policy"] == "Never", policy
     priorities = {p["metadata"]["name"]: p["value"] for p in platform.render.of_kind("WorkloadPriorityClass")}
     assert priorities["high"] > priorities["low"], priorities
     per_node = platform.gpus_per_node()
