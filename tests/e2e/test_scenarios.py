@@ -298,8 +298,7 @@ def test_data_scientist_flow_with_sdk(sandbox: Sandbox, platform: Platform, clea
     runtime = client.get_runtime(team.runtime)
     job_name = client.train(
         runtime=runtime,
-        # memory is given explicitly: the local stack's nlp namespace has a ResourceQuota on
-        # requests.memory but no LimitRange default, so pods without it are forbidden (see README).
+        # a data scientist's usual request: GPUs, cpu and memory per node.
         trainer=CustomTrainer(func=train_fn, num_nodes=2, resources_per_node={"gpu": 8, "cpu": 4, "memory": "64Gi"}),
         options=[Labels(labels={"kueue.x-k8s.io/queue-name": team.queue})],
     )
