@@ -95,19 +95,7 @@ class Builder:
         ``go install mod@version`` is not used: it looks up ``@v/list`` for deprecations, which the
         module proxy here answers 403 for JobSet and Kueue, and it refuses modules with replaces.
         """
-        proc = subprocess.run(
-            ["go", "mod", "download", "-json", f"{module}@v{target.version}"],
-            cwd=self.set_dir,
-            env=self.go_env(mod_mod=False),
-            capture_output=True,
-            text=True,
-        )
-        if proc.returncode != 0:
-            raise BuildError(
-                f"cannot download {module} v{target.version} for {target.name}: "
-                f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
-            )
-        source = Path(json.loads(proc.stdout)["Dir"])
+        source = Path(self.download(module, target)["Dir"])
         work = self.src_dir / target.name
         shutil.rmtree(work, ignore_errors=True)
         shutil.copytree(source, work)
@@ -153,8 +141,13 @@ class Builder:
 
     def staging_modules(self, target: Target) -> list[str]:
         """Staging modules that k8s.io/kubernetes replaces locally at this tag."""
+        info = self.download("k8s.io/kubernetes", target)
+        return parse_staging_replaces(Path(info["GoMod"]).read_text())
+
+    def download(self, module: str, target: Target) -> dict[str, str]:
+        """`go mod download -json` of `module` at the target's version: where its source and go.mod are."""
         proc = subprocess.run(
-            ["go", "mod", "download", "-json", f"k8s.io/kubernetes@v{target.version}"],
+            ["go", "mod", "download", "-json", f"{module}@v{target.version}"],
             cwd=self.set_dir,
             env=self.go_env(mod_mod=False),
             capture_output=True,
@@ -162,11 +155,11 @@ class Builder:
         )
         if proc.returncode != 0:
             raise BuildError(
-                f"cannot download k8s.io/kubernetes v{target.version} for {target.name}: "
+                f"cannot download {module} v{target.version} for {target.name}: "
                 f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
             )
-        info = json.loads(proc.stdout)
-        return parse_staging_replaces(Path(info["GoMod"]).read_text())
+        info: dict[str, str] = json.loads(proc.stdout)
+        return info
 
     # -- helpers -----------------------------------------------------------
     def _wrapper_dir(self, name: str) -> Path:

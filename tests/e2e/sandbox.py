@@ -35,6 +35,7 @@ from tests.e2e.kube import ApiError, FatalWaitError, KubeClient, wait_for
 from tests.e2e.pki import CertificateAuthority, CertPair, service_account_keypair
 from tests.e2e.versions import VersionSet, cache_root, shared_dir
 from tests.e2e.webhooks import MANAGED_BY, load_upstream_webhooks, localize
+from trainer_infra.manifests.runtime import minimal_runtime
 
 Obj = dict[str, Any]
 
@@ -885,30 +886,7 @@ def _probe_jobset() -> Obj:
 
 def _probe_runtime() -> Obj:
     """Schema-valid, so the API server gets as far as the validating webhook."""
-    return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "ClusterTrainingRuntime",
-        "metadata": {"name": "e2e-webhook-probe", "labels": {"trainer.kubeflow.org/framework": "torch"}},
-        "spec": {
-            "mlPolicy": {"numNodes": 1, "torch": {}},
-            "template": {
-                "spec": {
-                    "replicatedJobs": [
-                        {
-                            "name": "node",
-                            "template": {
-                                "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
-                                "spec": {"template": {"spec": {"containers": [{"name": "node", "image": "busybox"}]}}},
-                            },
-                        }
-                    ]
-                }
-            },
-        },
-    }
-
-
-# -- CLI ---------------------------------------------------------------------------
+    return minimal_runtime("e2e-webhook-probe", {"image": "busybox"})
 
 
 def default_dir() -> Path:

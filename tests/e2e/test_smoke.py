@@ -9,6 +9,7 @@ import pytest
 
 from tests.e2e.kube import ApiError, wait_for
 from tests.e2e.sandbox import Sandbox
+from trainer_infra.manifests.runtime import minimal_runtime
 
 pytestmark = pytest.mark.e2e
 
@@ -113,42 +114,12 @@ def test_kueue_webhook_rejects_invalid_clusterqueue(sandbox: Sandbox) -> None:
 
 
 def _runtime(name: str, replicas: int = 1) -> Obj:
-    return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "ClusterTrainingRuntime",
-        "metadata": {"name": name, "labels": {"trainer.kubeflow.org/framework": "torch"}},
-        "spec": {
-            "mlPolicy": {"numNodes": 1, "torch": {}},
-            "template": {
-                "spec": {
-                    "replicatedJobs": [
-                        {
-                            "name": "node",
-                            "replicas": replicas,
-                            "template": {
-                                "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
-                                "spec": {
-                                    "template": {
-                                        "spec": {
-                                            "nodeSelector": SMOKE_SELECTOR,
-                                            "containers": [
-                                                {
-                                                    "name": "node",
-                                                    "image": "pytorch/pytorch:2.7.1-cuda12.8-cudnn9-runtime",
-                                                    "command": ["torchrun", "train.py"],
-                                                    "resources": {"requests": {"cpu": "1"}},
-                                                }
-                                            ],
-                                        }
-                                    }
-                                },
-                            },
-                        }
-                    ]
-                }
-            },
-        },
+    container = {
+        "image": "pytorch/pytorch:2.7.1-cuda12.8-cudnn9-runtime",
+        "command": ["torchrun", "train.py"],
+        "resources": {"requests": {"cpu": "1"}},
     }
+    return minimal_runtime(name, container, replicas, pod={"nodeSelector": SMOKE_SELECTOR})
 
 
 def test_trainer_webhook_and_trainjob_becomes_jobset(sandbox: Sandbox, kwok_nodes: list[str]) -> None:

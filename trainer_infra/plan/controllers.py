@@ -16,6 +16,7 @@ from trainer_infra.controllers.jobset import jobset_values
 from trainer_infra.controllers.kueue import kueue_values
 from trainer_infra.controllers.trainer import trainer_values
 from trainer_infra.manifests import meta
+from trainer_infra.manifests.runtime import minimal_runtime
 from trainer_infra.plan.model import Component, HelmRelease, ManagedObject, PlanPart, ReadinessGate
 from trainer_infra.storage.data_cache import data_cache_values
 from trainer_infra.versions import MATRIX
@@ -66,33 +67,7 @@ def _probes(component: Component, namespace: str, mirror: str | None) -> tuple[d
             },
         )
     if component == "trainer":
-        node = {"containers": [{"name": "node", "image": image}]}
-        return (
-            {
-                "apiVersion": "trainer.kubeflow.org/v1alpha1",
-                "kind": "ClusterTrainingRuntime",
-                "metadata": meta.metadata(PROBE_NAME, labels={"trainer.kubeflow.org/framework": "torch"}),
-                "spec": {
-                    "mlPolicy": {"numNodes": 1, "torch": {}},
-                    "template": {
-                        "spec": {
-                            "replicatedJobs": [
-                                {
-                                    "name": "node",
-                                    "replicas": 1,
-                                    "template": {
-                                        "metadata": {
-                                            "labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
-                                        },
-                                        "spec": {"template": {"spec": node}},
-                                    },
-                                }
-                            ]
-                        }
-                    },
-                },
-            },
-        )
+        return (minimal_runtime(PROBE_NAME, {"image": image}),)
     return (
         {
             "apiVersion": "kueue.x-k8s.io/v1beta2",
