@@ -429,7 +429,10 @@ def test_quota_borrowing_and_reclaim(sandbox: Sandbox, platform: Platform, clean
     wait_admitted(admin, ns, own, 90, f" within {ns}'s nominal quota of {nominal} GPUs")
     wait_gpu_usage(admin, bcq["metadata"]["name"], nominal, 0)
 
-    # 2. With the lender idle, the next job borrows exactly what the lender may lend.
+    # 2. With the lender idle, the next job borrows exactly what the lender may lend. Kueue picks
+    #    preemption victims newest-admitted first, by timestamps of one-second resolution: without a gap,
+    #    `own` and `borrowed` can tie and the reclaim below may take `own` instead (seen in 2 of 4 runs).
+    time.sleep(1.5)
     borrowed = _name("borrow")
     me.create(trainjob(borrowed, ns, gpus=per_node, nodes=lent // per_node, queue=borrower.queue, cpu="1"))
     wait_admitted(admin, ns, borrowed, 90, f" by borrowing {lent} GPUs lent by idle {lns}")
@@ -447,7 +450,12 @@ def test_quota_borrowing_and_reclaim(sandbox: Sandbox, platform: Platform, clean
     #    (reclaimWithinCohort: Any, priorities equal); the job within nominal quota is untouched.
     back = _name("reclaim")
     them.create(trainjob(back, lns, gpus=per_node, nodes=lender_nominal // per_node, queue=lender.queue, cpu="1"))
-    cond = wait_preempted(admin, ns, borrowed, 90, f"{lns} reclaims its lent quota")
+    try:
+        cond = wait_preempted(admin, ns, borrowed, 90, f"{lns} reclaims its lent quota")
+    except TimeoutError as exc:
+        lender_wl = workload_of(admin, lns, back)
+        lender_conds = lender_wl.get("status", {}).get("conditions") if lender_wl else "no Workload"
+        raise TimeoutError(f"{exc}; the lender's Workload {lns}/{back}: {lender_conds}") from None
     assert cond["reason"] == "InCohortReclamation", cond
     wait_admitted(admin, lns, back, 90, f" after reclaiming {lent} lent GPUs")
     assert admitted(admin, ns, own) is not None, f"{ns}/{own} (within nominal quota) lost its admission"
