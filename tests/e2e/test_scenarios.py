@@ -66,20 +66,14 @@ class Platform:
         topology = annotations.get("kueue.x-k8s.io/podset-required-topology")
         for lq in self.render.of_kind("LocalQueue"):
             ns = lq["metadata"]["namespace"]
-            users = [
-                s["name"]
+            members = [
+                s
                 for rb in self.render.of_kind("RoleBinding")
                 if rb["metadata"].get("namespace") == ns and rb["roleRef"]["name"].endswith("team-member")
                 for s in rb["subjects"]
-                if s["kind"] == "User"
             ]
-            groups = tuple(
-                s["name"]
-                for rb in self.render.of_kind("RoleBinding")
-                if rb["metadata"].get("namespace") == ns and rb["roleRef"]["name"].endswith("team-member")
-                for s in rb["subjects"]
-                if s["kind"] == "Group"
-            )
+            users = [s["name"] for s in members if s["kind"] == "User"]
+            groups = tuple(s["name"] for s in members if s["kind"] == "Group")
             cq = next(
                 c for c in self.render.of_kind("ClusterQueue") if c["metadata"]["name"] == lq["spec"]["clusterQueue"]
             )
