@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.helpers import ROOT
-from trainer_infra.config.docs import BEGIN, END, reference_markdown
+from trainer_infra.stack.docs import BEGIN, END, reference_markdown
 
 
 def updated(text: str) -> str:
