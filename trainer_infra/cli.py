@@ -128,7 +128,7 @@ def cmd_config_schema(_: argparse.Namespace) -> int:
 
 
 def cmd_config_docs(_: argparse.Namespace) -> int:
-    from trainer_infra.config.docs import reference_markdown
+    from trainer_infra.stack.docs import reference_markdown
 
     print(reference_markdown(), end="")
     return 0
