@@ -172,7 +172,7 @@ def parser() -> argparse.ArgumentParser:
     df.set_defaults(fn=cmd_diff)
     s = sub.add_parser("config-schema", help="print the JSON Schema of the stack config")
     s.set_defaults(fn=cmd_config_schema)
-    d = sub.add_parser("config-docs", help="print the configuration reference (README section) as Markdown")
+    d = sub.add_parser("config-docs", help="print docs/configuration.md (generated from the models)")
     d.set_defaults(fn=cmd_config_docs)
     c = sub.add_parser("catalog", help="the runtime catalog (runtimes/)")
     catalog_sub = c.add_subparsers(dest="catalog_command", required=True)
