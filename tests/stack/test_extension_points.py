@@ -25,7 +25,7 @@ from typing import Any
 from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.objects import ManagedObject
-from trainer_infra.nodepools.backend import NodePoolBackend
+from trainer_infra.nodepools.backend import BackendDefaults, NodePoolBackend
 from trainer_infra.nodepools.labels import HOSTNAME, Taint
 from trainer_infra.nodepools.model import NodePool, ResolvedPool
 
@@ -34,7 +34,7 @@ class FakePool(StrictModel):
     nodes: int
 
 
-class FakeBackend:
+class FakeBackend(BackendDefaults):
     name = "fake"
     settings_model = FakePool
     settings_hint = "fake: {nodes: 2}"
@@ -42,31 +42,19 @@ class FakeBackend:
     def default_topology(self) -> tuple[str, ...]:
         return (HOSTNAME,)
 
-    def provided_levels(self) -> frozenset[str] | None:
-        return frozenset({HOSTNAME})
-
     def extra_taints(self) -> tuple[Taint, ...]:
         return (Taint(key="example.com/fake", effect="NoSchedule"),)
 
     def node_count(self, pool: NodePool, settings: Any) -> int:
         return settings.nodes if isinstance(settings, FakePool) else 0
 
-    def selector(self, settings: Any) -> dict[str, str]:
-        return {}
-
     def checks(self, pool: ResolvedPool) -> list[ConfigIssue]:
         return [] if pool.node_count <= 8 else [ConfigIssue(f"{pool.at}.fake.nodes", "at most 8 fake nodes")]
-
-    def shared_checks(self, pools: list[ResolvedPool]) -> list[ConfigIssue]:
-        return []
 
     def objects(self, pool: ResolvedPool) -> list[ManagedObject]:
         data = {"nodes": str(pool.node_count)}
         metadata = {"name": f"fake-{pool.name}", "namespace": "default"}
         return [ManagedObject({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data})]
-
-    def shared_objects(self, pools: list[ResolvedPool], mirror: str | None) -> list[ManagedObject]:
-        return []
 
 
 BACKEND: NodePoolBackend = FakeBackend()
@@ -78,43 +66,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.model import StrictModel
-from trainer_infra.core.objects import ManagedObject
-from trainer_infra.storage.backend import StorageBackend
+from trainer_infra.storage.backend import StorageBackend, StorageDefaults
 
 
 class FakeFs(StrictModel):
     tier: str
 
 
-class FakeFsBackend:
+class FakeFsBackend(StorageDefaults):
     name = "fakefs"
     settings_model = FakeFs
 
     def provisioner(self, settings: Any) -> str | None:
         return "fake.csi.example.com"
 
-    def class_name(self, settings: Any) -> str | None:
-        return None
-
     def parameters(self, settings: Any) -> dict[str, str]:
         return {"tier": settings.tier}
-
-    def mount_options(self, settings: Any) -> list[str]:
-        return []
-
-    def minimum_bytes(self, settings: Any) -> tuple[int, str] | None:
-        return None
-
-    def checks(self, settings: Any) -> list[ConfigIssue]:
-        return []
-
-    def objects(self, settings: Any, mirror: str | None) -> list[ManagedObject]:
-        return []
-
-    def after(self, settings: Any, objects: list[ManagedObject]) -> tuple[str, ...]:
-        return ()
 
 
 BACKEND: StorageBackend = FakeFsBackend()
@@ -126,7 +94,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainer_infra.components.component import ChartComponent, ComponentSettings, ResolvedRelease, StackView
+from trainer_infra.components.component import ChartComponent, Controller, ResolvedRelease, StackView
 from trainer_infra.components.settings import ControllerConfig
 
 
@@ -134,16 +102,10 @@ class FakeChartConfig(ControllerConfig):
     """A controller installed from a test chart."""
 
 
-class FakeChart:
+class FakeChart(Controller):
     name = "fakechart"
     settings_model = FakeChartConfig
-    version_path = "components.fakechart.version"
     after = ("kueue",)
-    owns_namespace = True
-
-    def settings(self, stack: StackView) -> ComponentSettings | None:
-        settings: FakeChartConfig = stack.components.fakechart
-        return settings
 
     def values(self, stack: StackView, release: ResolvedRelease) -> dict[str, Any]:
         return {"image": release.image("manager")}

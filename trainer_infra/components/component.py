@@ -100,3 +100,18 @@ class ChartComponent(Protocol):
 
 def mirrored(images: dict[str, str], mirror: str | None) -> dict[str, str]:
     return {role: mirror_image(image, mirror) for role, image in images.items()}
+
+
+class Controller:
+    """A controller configured under `components.<name>` (its settings model); installed in every stack."""
+
+    name: str
+    owns_namespace = True
+
+    @property
+    def version_path(self) -> str:
+        return f"components.{self.name}.version"
+
+    def settings(self, stack: StackView) -> ComponentSettings | None:
+        settings: ComponentSettings = getattr(stack.components, self.name)
+        return settings

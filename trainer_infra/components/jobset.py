@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import field_validator
 
-from trainer_infra.components.component import ComponentSettings, ResolvedRelease, StackView
+from trainer_infra.components.component import Controller, ResolvedRelease, StackView
 from trainer_infra.components.settings import PROBE_NAME, ControllerConfig, deep_merge, probe_pod
 from trainer_infra.core.images import split_image
 from trainer_infra.manifests import meta
@@ -35,16 +35,10 @@ def jobset_values(cfg: JobSetConfig, release: ResolvedRelease) -> dict[str, Any]
     return deep_merge(values, cfg.values)
 
 
-class JobSet:
+class JobSet(Controller):
     name = "jobset"
     settings_model = JobSetConfig
-    version_path = "components.jobset.version"
     after: tuple[str, ...] = ()
-    owns_namespace = True
-
-    def settings(self, stack: StackView) -> ComponentSettings | None:
-        settings: JobSetConfig = stack.components.jobset
-        return settings
 
     def values(self, stack: StackView, release: ResolvedRelease) -> dict[str, Any]:
         return jobset_values(stack.components.jobset, release)

@@ -7,7 +7,7 @@ from typing import Any
 import yaml
 from pydantic import Field
 
-from trainer_infra.components.component import ComponentSettings, ResolvedRelease, StackView
+from trainer_infra.components.component import Controller, ResolvedRelease, StackView
 from trainer_infra.components.settings import PROBE_NAME, ControllerConfig, deep_merge
 from trainer_infra.core.images import split_image
 from trainer_infra.core.model import StrictModel
@@ -83,18 +83,12 @@ def kueue_values(cfg: KueueConfig, release: ResolvedRelease, fair_sharing: bool 
     return deep_merge(values, cfg.values)
 
 
-class Kueue:
+class Kueue(Controller):
     """Installed last: it only enables integrations whose CRDs (TrainJob, JobSet) already exist."""
 
     name = "kueue"
     settings_model = KueueConfig
-    version_path = "components.kueue.version"
     after = ("trainer",)
-    owns_namespace = True
-
-    def settings(self, stack: StackView) -> ComponentSettings | None:
-        settings: KueueConfig = stack.components.kueue
-        return settings
 
     def values(self, stack: StackView, release: ResolvedRelease) -> dict[str, Any]:
         # Fair sharing weights on teams only work with fair sharing on in Kueue's configuration.

@@ -6,7 +6,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from trainer_infra.components.component import ComponentSettings, ResolvedRelease, StackView
+from trainer_infra.components.component import Controller, ResolvedRelease, StackView
 from trainer_infra.components.settings import PROBE_NAME, ControllerConfig, deep_merge, probe_pod
 from trainer_infra.core.images import split_image
 from trainer_infra.manifests.runtime import minimal_runtime
@@ -44,16 +44,10 @@ def trainer_values(cfg: TrainerConfig, release: ResolvedRelease) -> dict[str, An
     return deep_merge(values, cfg.values)
 
 
-class Trainer:
+class Trainer(Controller):
     name = "trainer"
     settings_model = TrainerConfig
-    version_path = "components.trainer.version"
     after = ("jobset",)
-    owns_namespace = True
-
-    def settings(self, stack: StackView) -> ComponentSettings | None:
-        settings: TrainerConfig = stack.components.trainer
-        return settings
 
     def values(self, stack: StackView, release: ResolvedRelease) -> dict[str, Any]:
         # Data cache values first, so the component's escape hatch still wins.

@@ -52,3 +52,22 @@ class NodePoolBackend(Protocol):
     def shared_objects(self, pools: list[ResolvedPool], mirror: str | None) -> list[ManagedObject]:
         """Objects the backend owns once for all its pools (e.g. a controller)."""
 
+
+class BackendDefaults:
+    """What most backends do: nodes carry whatever levels the pool declares, no taints or selectors of the
+    backend's own, nothing checked or owned across pools. A backend overrides what differs."""
+
+    def provided_levels(self) -> frozenset[str] | None:
+        return None
+
+    def extra_taints(self) -> tuple[Taint, ...]:
+        return ()
+
+    def selector(self, settings: Any) -> dict[str, str]:
+        return {}
+
+    def shared_checks(self, pools: list[ResolvedPool]) -> list[ConfigIssue]:
+        return []
+
+    def shared_objects(self, pools: list[ResolvedPool], mirror: str | None) -> list[ManagedObject]:
+        return []

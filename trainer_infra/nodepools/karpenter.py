@@ -19,7 +19,8 @@ from trainer_infra.core.objects import ManagedObject
 from trainer_infra.core.quantity import format_quantity
 from trainer_infra.core.types import DnsSubdomain
 from trainer_infra.manifests import meta
-from trainer_infra.nodepools.labels import HOSTNAME, Taint
+from trainer_infra.nodepools.backend import BackendDefaults
+from trainer_infra.nodepools.labels import HOSTNAME
 from trainer_infra.nodepools.model import NodePool, ResolvedPool
 
 EKS_LAYERS = tuple(f"topology.k8s.aws/network-node-layer-{i}" for i in range(1, 5))
@@ -98,7 +99,7 @@ def karpenter_objects(pool: ResolvedPool) -> list[ManagedObject]:
     return objects
 
 
-class KarpenterBackend:
+class KarpenterBackend(BackendDefaults):
     """Karpenter launches the nodes from EC2 instance types; the pool scales from zero to `size.max`."""
 
     name = "karpenter"
@@ -111,14 +112,8 @@ class KarpenterBackend:
     def provided_levels(self) -> frozenset[str] | None:
         return PROVIDED_LEVELS
 
-    def extra_taints(self) -> tuple[Taint, ...]:
-        return ()
-
     def node_count(self, pool: NodePool, settings: Any) -> int:
         return pool.size.max or 0
-
-    def selector(self, settings: Any) -> dict[str, str]:
-        return {}
 
     def checks(self, pool: ResolvedPool) -> list[ConfigIssue]:
         kp: KarpenterPool = pool.settings
@@ -138,14 +133,8 @@ class KarpenterBackend:
             issues.append(ConfigIssue(f"{at}.karpenter", "set exactly one of nodeClass, nodeClassName"))
         return issues
 
-    def shared_checks(self, pools: list[ResolvedPool]) -> list[ConfigIssue]:
-        return []
-
     def objects(self, pool: ResolvedPool) -> list[ManagedObject]:
         return karpenter_objects(pool)
-
-    def shared_objects(self, pools: list[ResolvedPool], mirror: str | None) -> list[ManagedObject]:
-        return []
 
 
 BACKEND = KarpenterBackend()

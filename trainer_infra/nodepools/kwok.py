@@ -25,6 +25,7 @@ from trainer_infra.core.images import mirror_image
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.objects import ManagedObject
 from trainer_infra.manifests import meta
+from trainer_infra.nodepools.backend import BackendDefaults
 from trainer_infra.nodepools.labels import DEFAULT_TOPOLOGY, HOSTNAME, Taint, level_name
 from trainer_infra.nodepools.model import NodePool, ResolvedPool
 
@@ -177,7 +178,7 @@ def kwok_controller(mirror: str | None) -> list[ManagedObject]:
     ]
 
 
-class KwokBackend:
+class KwokBackend(BackendDefaults):
     """Simulated nodes laid out over the topology."""
 
     name = "kwok"
@@ -187,17 +188,11 @@ class KwokBackend:
     def default_topology(self) -> tuple[str, ...]:
         return DEFAULT_TOPOLOGY
 
-    def provided_levels(self) -> frozenset[str] | None:
-        return None
-
     def extra_taints(self) -> tuple[Taint, ...]:
         return (KWOK_TAINT,)
 
     def node_count(self, pool: NodePool, settings: Any) -> int:
         return math.prod(settings.layout) if isinstance(settings, KwokPool) else pool.size.count or 0
-
-    def selector(self, settings: Any) -> dict[str, str]:
-        return {}
 
     def checks(self, pool: ResolvedPool) -> list[ConfigIssue]:
         settings: KwokPool = pool.settings
@@ -216,9 +211,6 @@ class KwokBackend:
                 ConfigIssue(f"{at}.name", "generated node names/labels exceed 63 characters", longest, "shorten it")
             )
         return issues
-
-    def shared_checks(self, pools: list[ResolvedPool]) -> list[ConfigIssue]:
-        return []
 
     def objects(self, pool: ResolvedPool) -> list[ManagedObject]:
         return kwok_nodes(pool)

@@ -23,7 +23,8 @@ from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.objects import ManagedObject
 from trainer_infra.core.types import DnsSubdomain, LabelKey, LabelValue
-from trainer_infra.nodepools.labels import DEFAULT_TOPOLOGY, HOSTNAME, Taint
+from trainer_infra.nodepools.backend import BackendDefaults
+from trainer_infra.nodepools.labels import DEFAULT_TOPOLOGY, HOSTNAME
 from trainer_infra.nodepools.model import NodePool, ResolvedPool
 
 FIELD_MANAGER_NOTE = "trainer-platform applies only the labels and taints of its node pool"
@@ -61,7 +62,7 @@ def static_node_patches(pool: ResolvedPool) -> list[ManagedObject]:
     return objects
 
 
-class StaticBackend:
+class StaticBackend(BackendDefaults):
     """Existing nodes: named ones we label, or adopted ones selected by labels."""
 
     name = "static"
@@ -70,12 +71,6 @@ class StaticBackend:
 
     def default_topology(self) -> tuple[str, ...]:
         return DEFAULT_TOPOLOGY
-
-    def provided_levels(self) -> frozenset[str] | None:
-        return None
-
-    def extra_taints(self) -> tuple[Taint, ...]:
-        return ()
 
     def node_count(self, pool: NodePool, settings: Any) -> int:
         if isinstance(settings, StaticPool) and settings.nodes:
@@ -128,9 +123,6 @@ class StaticBackend:
 
     def objects(self, pool: ResolvedPool) -> list[ManagedObject]:
         return static_node_patches(pool)
-
-    def shared_objects(self, pools: list[ResolvedPool], mirror: str | None) -> list[ManagedObject]:
-        return []
 
 
 BACKEND = StaticBackend()

@@ -8,8 +8,7 @@ from pydantic import Field
 
 from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.model import StrictModel
-from trainer_infra.core.objects import ManagedObject
-from trainer_infra.storage.backend import GI
+from trainer_infra.storage.backend import GI, StorageDefaults
 
 
 class AzureFileBackend(StrictModel):
@@ -21,15 +20,12 @@ class AzureFileBackend(StrictModel):
     )
 
 
-class AzureFileStorage:
+class AzureFileStorage(StorageDefaults):
     name = "azurefile"
     settings_model = AzureFileBackend
 
     def provisioner(self, settings: Any) -> str | None:
         return "file.csi.azure.com"
-
-    def class_name(self, settings: Any) -> str | None:
-        return None
 
     def parameters(self, settings: Any) -> dict[str, str]:
         s: AzureFileBackend = settings
@@ -53,12 +49,6 @@ class AzureFileStorage:
             hint = "use skuName Premium_LRS or Premium_ZRS, or protocol smb"
             return [ConfigIssue("storage.azurefile.protocol", message, "nfs", hint)]
         return []
-
-    def objects(self, settings: Any, mirror: str | None) -> list[ManagedObject]:
-        return []
-
-    def after(self, settings: Any, objects: list[ManagedObject]) -> tuple[str, ...]:
-        return ()
 
 
 BACKEND = AzureFileStorage()

@@ -53,3 +53,26 @@ class StorageBackend(Protocol):
 
     def after(self, settings: Any, objects: list[ManagedObject]) -> tuple[str, ...]:
         """Releases or objects (by key) the StorageClass and claims must wait for."""
+
+
+class StorageDefaults:
+    """What most backends do: a StorageClass of ours, no extra mount options, no minimum size, no checks beyond
+    the settings model, nothing running in the cluster. A backend overrides what differs."""
+
+    def class_name(self, settings: Any) -> str | None:
+        return None
+
+    def mount_options(self, settings: Any) -> list[str]:
+        return []
+
+    def minimum_bytes(self, settings: Any) -> tuple[int, str] | None:
+        return None
+
+    def checks(self, settings: Any) -> list[ConfigIssue]:
+        return []
+
+    def objects(self, settings: Any, mirror: str | None) -> list[ManagedObject]:
+        return []
+
+    def after(self, settings: Any, objects: list[ManagedObject]) -> tuple[str, ...]:
+        return ()

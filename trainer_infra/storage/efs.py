@@ -6,10 +6,8 @@ from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints
 
-from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.model import StrictModel
-from trainer_infra.core.objects import ManagedObject
-from trainer_infra.storage.backend import AbsolutePath
+from trainer_infra.storage.backend import AbsolutePath, StorageDefaults
 
 
 class EfsBackend(StrictModel):
@@ -25,15 +23,12 @@ class EfsBackend(StrictModel):
     base_path: AbsolutePath | None = Field(default=None, description="Directory under which access points are made.")
 
 
-class EfsStorage:
+class EfsStorage(StorageDefaults):
     name = "efs"
     settings_model = EfsBackend
 
     def provisioner(self, settings: Any) -> str | None:
         return "efs.csi.aws.com"
-
-    def class_name(self, settings: Any) -> str | None:
-        return None
 
     def parameters(self, settings: Any) -> dict[str, str]:
         s: EfsBackend = settings
@@ -41,21 +36,6 @@ class EfsStorage:
         if s.base_path:
             out["basePath"] = s.base_path
         return dict(sorted(out.items()))
-
-    def mount_options(self, settings: Any) -> list[str]:
-        return []
-
-    def minimum_bytes(self, settings: Any) -> tuple[int, str] | None:
-        return None
-
-    def checks(self, settings: Any) -> list[ConfigIssue]:
-        return []
-
-    def objects(self, settings: Any, mirror: str | None) -> list[ManagedObject]:
-        return []
-
-    def after(self, settings: Any, objects: list[ManagedObject]) -> tuple[str, ...]:
-        return ()
 
 
 BACKEND = EfsStorage()

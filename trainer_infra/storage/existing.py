@@ -6,10 +6,9 @@ from typing import Any
 
 from pydantic import Field
 
-from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.model import StrictModel
-from trainer_infra.core.objects import ManagedObject
 from trainer_infra.core.types import DnsSubdomain
+from trainer_infra.storage.backend import StorageDefaults
 
 
 class ExistingBackend(StrictModel):
@@ -18,7 +17,7 @@ class ExistingBackend(StrictModel):
     class_name: DnsSubdomain = Field(description="Name of the existing ReadWriteMany StorageClass.")
 
 
-class ExistingStorage:
+class ExistingStorage(StorageDefaults):
     name = "existing"
     settings_model = ExistingBackend
 
@@ -31,21 +30,6 @@ class ExistingStorage:
 
     def parameters(self, settings: Any) -> dict[str, str]:
         return {}
-
-    def mount_options(self, settings: Any) -> list[str]:
-        return []
-
-    def minimum_bytes(self, settings: Any) -> tuple[int, str] | None:
-        return None
-
-    def checks(self, settings: Any) -> list[ConfigIssue]:
-        return []
-
-    def objects(self, settings: Any, mirror: str | None) -> list[ManagedObject]:
-        return []
-
-    def after(self, settings: Any, objects: list[ManagedObject]) -> tuple[str, ...]:
-        return ()
 
 
 BACKEND = ExistingStorage()

@@ -6,10 +6,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.model import StrictModel
-from trainer_infra.core.objects import ManagedObject
-from trainer_infra.storage.backend import GI
+from trainer_infra.storage.backend import GI, StorageDefaults
 
 
 class FilestoreBackend(StrictModel):
@@ -20,15 +18,12 @@ class FilestoreBackend(StrictModel):
     connect_mode: Literal["DIRECT_PEERING", "PRIVATE_SERVICE_ACCESS"] | None = None
 
 
-class FilestoreStorage:
+class FilestoreStorage(StorageDefaults):
     name = "filestore"
     settings_model = FilestoreBackend
 
     def provisioner(self, settings: Any) -> str | None:
         return "filestore.csi.storage.gke.io"
-
-    def class_name(self, settings: Any) -> str | None:
-        return None
 
     def parameters(self, settings: Any) -> dict[str, str]:
         s: FilestoreBackend = settings
@@ -37,22 +32,10 @@ class FilestoreStorage:
             out["connect-mode"] = s.connect_mode
         return dict(sorted(out.items()))
 
-    def mount_options(self, settings: Any) -> list[str]:
-        return []
-
     def minimum_bytes(self, settings: Any) -> tuple[int, str] | None:
         s: FilestoreBackend = settings
         size = {"standard": 1024, "premium": 2560, "enterprise": 1024, "zonal": 1024}[s.tier]
         return size * GI, f"Filestore {s.tier} instances start at {size}Gi"
-
-    def checks(self, settings: Any) -> list[ConfigIssue]:
-        return []
-
-    def objects(self, settings: Any, mirror: str | None) -> list[ManagedObject]:
-        return []
-
-    def after(self, settings: Any, objects: list[ManagedObject]) -> tuple[str, ...]:
-        return ()
 
 
 BACKEND = FilestoreStorage()

@@ -8,8 +8,7 @@ from pydantic import Field
 
 from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.model import StrictModel
-from trainer_infra.core.objects import ManagedObject
-from trainer_infra.storage.backend import GI
+from trainer_infra.storage.backend import GI, StorageDefaults
 
 
 class LustreBackend(StrictModel):
@@ -28,16 +27,13 @@ class LustreBackend(StrictModel):
     network: str | None = Field(default=None, description="gke: VPC network of the cluster.")
 
 
-class LustreStorage:
+class LustreStorage(StorageDefaults):
     name = "lustre"
     settings_model = LustreBackend
 
     def provisioner(self, settings: Any) -> str | None:
         s: LustreBackend = settings
         return "fsx.csi.aws.com" if s.provider == "fsx" else "lustre.csi.storage.gke.io"
-
-    def class_name(self, settings: Any) -> str | None:
-        return None
 
     def parameters(self, settings: Any) -> dict[str, str]:
         s: LustreBackend = settings
@@ -53,9 +49,6 @@ class LustreStorage:
         if s.per_unit_storage_throughput is not None:
             out["perUnitStorageThroughput"] = str(s.per_unit_storage_throughput)
         return dict(sorted(out.items()))
-
-    def mount_options(self, settings: Any) -> list[str]:
-        return []
 
     def minimum_bytes(self, settings: Any) -> tuple[int, str] | None:
         s: LustreBackend = settings
@@ -74,12 +67,6 @@ class LustreStorage:
             hint = "MB/s per TiB: 125, 250, 500 or 1000 for PERSISTENT_2 (50, 100 or 200 for PERSISTENT_1)"
             issues.append(ConfigIssue("storage.lustre.perUnitStorageThroughput", message, None, hint))
         return issues
-
-    def objects(self, settings: Any, mirror: str | None) -> list[ManagedObject]:
-        return []
-
-    def after(self, settings: Any, objects: list[ManagedObject]) -> tuple[str, ...]:
-        return ()
 
 
 BACKEND = LustreStorage()

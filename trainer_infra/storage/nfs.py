@@ -14,7 +14,7 @@ from trainer_infra.core.model import StrictModel
 from trainer_infra.core.objects import ManagedObject
 from trainer_infra.core.types import DnsLabel, SemVer
 from trainer_infra.manifests import meta
-from trainer_infra.storage.backend import AbsolutePath
+from trainer_infra.storage.backend import AbsolutePath, StorageDefaults
 
 DRIVER_RELEASE = "csi-driver-nfs"
 SERVER_NAME = "nfs-server"
@@ -110,15 +110,12 @@ def in_cluster_server(backend: NfsBackend, image_mirror: str | None) -> list[Man
     ]
 
 
-class NfsStorage:
+class NfsStorage(StorageDefaults):
     name = "nfs"
     settings_model = NfsBackend
 
     def provisioner(self, settings: Any) -> str | None:
         return "nfs.csi.k8s.io"
-
-    def class_name(self, settings: Any) -> str | None:
-        return None
 
     def parameters(self, settings: Any) -> dict[str, str]:
         s: NfsBackend = settings
@@ -130,9 +127,6 @@ class NfsStorage:
 
     def mount_options(self, settings: Any) -> list[str]:
         return ["hard", "nfsvers=4.1"]
-
-    def minimum_bytes(self, settings: Any) -> tuple[int, str] | None:
-        return None
 
     def checks(self, settings: Any) -> list[ConfigIssue]:
         s: NfsBackend = settings
