@@ -1,0 +1,140 @@
+"""What a team member may not run, checked on a pod template (plain dict) before a job is migrated.
+
+The Pod Security `baseline` checks use the API server's own wording (k8s.io/pod-security-admission
+`policy/check_*.go`), so a refused migration reads exactly like the refusal the member would see at
+admission: `violates PodSecurity "baseline:v1.34": hostPath volumes (volume "data")`. They apply whatever
+the namespace's level, because the platform refuses these fields in team namespaces outright. Two
+platform rules add to them: inline network/CSI volumes (any team's data is one export away) and claims
+of another namespace (a claim cannot follow a job into a new namespace).
+One function per rule; RULES lists them in the order they are reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+# Volume sources a team pod may use: its own namespace's claims and the in-pod kinds.
+SAFE_VOLUMES = frozenset(
+    {"name", "configMap", "secret", "emptyDir", "projected", "downwardAPI", "persistentVolumeClaim", "ephemeral"}
+)
+# Pod Security baseline: capabilities a container may add (check_capabilities_baseline.go).
+BASELINE_CAPABILITIES = frozenset(
+    {"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE", "SETFCAP",
+     "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"}
+)
+
+
+@dataclass(frozen=True)
+class Context:
+    source_namespace: str
+    namespace: str  # where the TrainJob goes
+    pod_security: str  # e.g. baseline:v1.34
+
+
+@dataclass(frozen=True)
+class Refusal:
+    path: str  # inside the pod spec, e.g. volumes[0].hostPath
+    reason: str  # Pod Security's forbidden reason or the platform rule
+    detail: str
+    pod_security: bool  # worded as a Pod Security violation
+
+
+Rule = Callable[[dict[str, Any], Context], Iterator[Refusal]]
+
+
+def _containers(pod: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    for key in ("initContainers", "containers"):
+        for i, c in enumerate(pod.get(key) or []):
+            if isinstance(c, dict):
+                yield f"{key}[{i}]", c
+
+
+def _host_namespaces(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
+    for key in ("hostNetwork", "hostPID", "hostIPC"):
+        if pod.get(key) is True:
+            yield Refusal(key, "host namespaces", f"{key}=true", True)
+
+
+def _privileged(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
+    for path, c in _containers(pod):
+        if ((c.get("securityContext") or {}).get("privileged")) is True:
+            detail = f"container {c.get('name')!r} must not set securityContext.privileged=true".replace("'", '"')
+            yield Refusal(f"{path}.securityContext.privileged", "privileged", detail, True)
+
+
+def _capabilities(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
+    for path, c in _containers(pod):
+        added = ((c.get("securityContext") or {}).get("capabilities") or {}).get("add") or []
+        bad = sorted(str(a) for a in added if str(a) not in BASELINE_CAPABILITIES)
+        if bad:
+            caps = ", ".join(f'"{a}"' for a in bad)
+            detail = f'container "{c.get("name")}" must not include {caps} in securityContext.capabilities.add'
+            yield Refusal(f"{path}.securityContext.capabilities.add", "non-default capabilities", detail, True)
+
+
+def _host_ports(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
+    for path, c in _containers(pod):
+        for p, port in enumerate(c.get("ports") or []):
+            if isinstance(port, dict) and port.get("hostPort"):
+                detail = f'container "{c.get("name")}" uses hostPort {port["hostPort"]}'
+                yield Refusal(f"{path}.ports[{p}].hostPort", "hostPort", detail, True)
+
+
+def _host_path(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
+    for v, vol in enumerate(pod.get("volumes") or []):
+        if isinstance(vol, dict) and "hostPath" in vol:
+            yield Refusal(f"volumes[{v}].hostPath", "hostPath volumes", f'volume "{vol.get("name")}"', True)
+
+
+def _inline_volumes(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
+    for v, vol in enumerate(pod.get("volumes") or []):
+        if not isinstance(vol, dict):
+            continue
+        for kind in sorted(set(vol) - SAFE_VOLUMES - {"hostPath"}):
+            yield Refusal(
+                f"volumes[{v}].{kind}",
+                "inline volume",
+                f'volume "{vol.get("name")}": inline {kind} volumes are refused in team namespaces '
+                "(they reach storage past the team's claims); mount a claim of the team namespace",
+                False,
+            )
+
+
+def _foreign_claims(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
+    if ctx.source_namespace == ctx.namespace:
+        return
+    for v, vol in enumerate(pod.get("volumes") or []):
+        claim = (vol.get("persistentVolumeClaim") or {}).get("claimName") if isinstance(vol, dict) else None
+        if claim:
+            yield Refusal(
+                f"volumes[{v}].persistentVolumeClaim.claimName",
+                "claim of another namespace",
+                f'volume "{vol.get("name")}": claim {claim!r} lives in namespace {ctx.source_namespace!r}; '
+                f"a pod in {ctx.namespace!r} can only mount claims of its own namespace (copy the data first)",
+                False,
+            )
+
+
+RULES: tuple[Rule, ...] = (
+    _host_namespaces, _privileged, _capabilities, _host_ports, _host_path, _inline_volumes, _foreign_claims,
+)
+
+
+def refusals(pod: dict[str, Any], ctx: Context) -> list[Refusal]:
+    return [r for rule in RULES for r in rule(pod, ctx)]
+
+
+def admission_message(pod_name: str, found: list[Refusal], ctx: Context) -> str:
+    """The message the API server gives for these refusals (Pod Security ones grouped by reason, as it does)."""
+    parts: list[str] = []
+    by_reason: dict[str, list[str]] = {}
+    for r in found:
+        if r.pod_security:
+            by_reason.setdefault(r.reason, []).append(r.detail)
+    if by_reason:
+        reasons = ", ".join(f"{reason} ({', '.join(details)})" for reason, details in by_reason.items())
+        parts.append(f'pods "{pod_name}" is forbidden: violates PodSecurity "{ctx.pod_security}": {reasons}')
+    parts.extend(r.detail for r in found if not r.pod_security)
+    return "; ".join(parts)
