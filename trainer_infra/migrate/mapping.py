@@ -169,6 +169,7 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(f"{POD}.schedulerName", L, keeps=("default-scheduler",),
           why="Kueue and the default scheduler place the pods (TAS)"),
     Entry(f"{POD}.schedulingGroup", L, why="not expressible through runtimePatches"),
+    Entry(f"{POD}.workloadRef", L, why="Kueue admits the TrainJob's pods as one Workload"),
     Entry(f"{POD}.shareProcessNamespace", L, why="not expressible through runtimePatches"),
     Entry(f"{POD}.topologySpreadConstraints", L, why="placement comes from the stack's TAS policy"),
     # --- the training container (other containers are reported whole) -----------------------------

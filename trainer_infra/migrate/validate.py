@@ -44,7 +44,9 @@ def api_findings(trainjob: dict[str, Any]) -> list[Finding]:
     try:
         model = TrainerV1alpha1TrainJob.from_dict(trainjob)
     except ValidationError as exc:
-        return [(format_path(e["loc"]), e["msg"]) for e in exc.errors()]
+        # The generated models validate nested objects separately, so `loc` is relative to `exc.title`.
+        model = str(exc.title).removeprefix("IoK8sApiCoreV1").removeprefix("TrainerV1alpha1")
+        return [("spec", f"{model}.{format_path(e['loc'])}: {e['msg']}") for e in exc.errors()]
     return _roundtrip(trainjob, model.to_dict(), ())
 
 
