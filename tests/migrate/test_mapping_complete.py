@@ -48,7 +48,7 @@ def test_every_entry_names_an_upstream_field() -> None:
     if ("kubeflow.org/v2beta1", "MPIJob") not in schemas():
         pytest.skip(f"no Go toolchain to download {MPI_OPERATOR[0]} {MPI_OPERATOR[1]}")
     known: dict[str, set[str]] = {}
-    for (api_version, kind_name), schema in schemas().items():
+    for (_api_version, kind_name), schema in schemas().items():
         for pattern, _ in fields(schema):
             known.setdefault(pattern, set()).add(kind_name)
     stale = [e.pattern for e in ENTRIES if e.pattern not in known]

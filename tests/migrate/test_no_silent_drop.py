@@ -5,6 +5,7 @@ from the schema itself) converts with that value in the TrainJob, or is reported
 from __future__ import annotations
 
 import copy
+import itertools
 from functools import cache
 from typing import Any
 
@@ -80,7 +81,7 @@ def concrete(pattern: str, kind: Kind, replica: str) -> list[str | int]:
 
 def put(obj: dict[str, Any], path: list[str | int], value: Any) -> None:
     node: Any = obj
-    for key, nxt in zip(path, path[1:], strict=False):
+    for key, nxt in itertools.pairwise(path):
         if isinstance(node, list):
             node = node[key]  # type: ignore[index]
             continue

@@ -276,7 +276,7 @@ class _Converter:
             if not isinstance(containers, list) or not containers or not all(isinstance(c, dict) for c in containers):
                 r.error(cpath, "required: at least one container")
                 continue
-            index = self.main_container(kind, containers, cpath)
+            index = self.main_container(kind, containers, cpath, report=role is not Role.SAME)
             if index is None:
                 continue
             out.append(_Replica(str(rtype), role, path, spec, index))
@@ -287,7 +287,11 @@ class _Converter:
             r.error(base, f"no replica type runs the training (expected {order[0]})")
         return [] if r.errors else out
 
-    def main_container(self, kind: Kind, containers: list[dict[str, Any]], path: Path) -> int | None:
+    def main_container(
+        self, kind: Kind, containers: list[dict[str, Any]], path: Path, report: bool
+    ) -> int | None:
+        """The training container; the others are reported (not for SAME replicas: their template is
+        compared with the trainer's as a whole)."""
         names = [c.get("name") for c in containers]
         wanted = _get(self.obj, "spec", "mainContainer") or kind.container
         if wanted in names:
@@ -302,7 +306,7 @@ class _Converter:
             self.result.error((*path, index, "image"), "required: the training container's image")
             return None
         for i, c in enumerate(containers):
-            if i != index:
+            if i != index and report:
                 self.lossy((*path, i), f"container {c.get('name')!r}: runtimePatches cannot add a container "
                            "to the runtime's pods (sidecars are not expressible)")
                 self.skip.add((*path, i))

@@ -133,6 +133,9 @@ def admission_message(pod_name: str, found: list[Refusal], ctx: Context) -> str:
     for r in found:
         if r.pod_security:
             by_reason.setdefault(r.reason, []).append(r.detail)
+    if len(by_reason.get("hostPath volumes", [])) > 1:  # check_hostPathVolumes.go: `volumes "a", "b"`
+        names = ", ".join(d.removeprefix("volume ") for d in by_reason["hostPath volumes"])
+        by_reason["hostPath volumes"] = [f"volumes {names}"]
     if by_reason:
         reasons = ", ".join(f"{reason} ({', '.join(details)})" for reason, details in by_reason.items())
         parts.append(f'pods "{pod_name}" is forbidden: violates PodSecurity "{ctx.pod_security}": {reasons}')
