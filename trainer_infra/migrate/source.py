@@ -1,8 +1,9 @@
 """Read v1 job manifests from files, a directory or stdin: multi-document YAML or JSON, `List` objects.
 
-Input is hostile until proven otherwise: a file larger than MAX_BYTES, a document nested deeper than
-MAX_DEPTH or using YAML aliases (which expand without bound) is refused before it is built into objects.
-The depth check runs on the parser's event stream, which is iterative, so no input can exhaust the stack.
+Input is hostile until proven otherwise: a file larger than MAX_BYTES or a document nested deeper than
+MAX_DEPTH is refused before it is built into objects (the check runs on the parser's event stream, which is
+iterative, so no input can exhaust the stack); a document whose YAML aliases expand to more than MAX_VALUES
+values or deeper than MAX_DEPTH (a "billion laughs") is refused before anything walks it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import yaml
 MAX_BYTES = 16 * 1024 * 1024
 MAX_DEPTH = 64
 MAX_DOCUMENTS = 10_000
+MAX_VALUES = 1_000_000
 SUFFIXES = (".yaml", ".yml", ".json")
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -67,10 +69,6 @@ def _check_events(text: str, name: str) -> None:
                 document += 1
                 if document >= MAX_DOCUMENTS:
                     raise SourceError([InputError(name, None, "", f"more than {MAX_DOCUMENTS} documents")])
-            elif isinstance(event, yaml.AliasEvent):
-                raise SourceError(
-                    [InputError(name, document, "", "YAML aliases are not accepted", "write the values out")]
-                )
             elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 depth += 1
                 if depth > MAX_DEPTH:
@@ -81,6 +79,24 @@ def _check_events(text: str, name: str) -> None:
         mark = getattr(exc, "problem_mark", None)
         at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
         raise SourceError([InputError(name, max(document, 0), "", f"not YAML or JSON{at}: {_problem(exc)}")]) from None
+
+
+def _expanded_problem(obj: Any) -> str | None:
+    """Walk the object as the converter will (aliases expanded), iteratively, with a budget."""
+    stack: list[tuple[Any, int]] = [(obj, 0)]
+    count = 0
+    while stack:
+        value, depth = stack.pop()
+        count += 1
+        if count > MAX_VALUES:
+            return f"expands to more than {MAX_VALUES} values (YAML aliases)"
+        if depth > MAX_DEPTH:
+            return f"nested deeper than {MAX_DEPTH} levels (YAML aliases)"
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
+    return None
 
 
 def _problem(exc: yaml.YAMLError) -> str:
@@ -103,6 +119,10 @@ def parse(text: str, name: str) -> list[Document]:
             continue
         if not isinstance(obj, dict):
             errors.append(InputError(name, index, "", f"expected an object, found {type(obj).__name__}"))
+            continue
+        problem = _expanded_problem(obj)
+        if problem:
+            errors.append(InputError(name, index, "", problem))
             continue
         kind = str(obj.get("kind", ""))
         if kind == "List" or (kind.endswith("List") and "items" in obj):
