@@ -41,6 +41,12 @@ def main(**fields: Any) -> dict[str, Any]:
         ({"containers": [main(securityContext={"capabilities": {"add": ["SYS_ADMIN", "CHOWN"]}})]},
          'non-default capabilities (container "pytorch" must not include "SYS_ADMIN" in '
          "securityContext.capabilities.add)"),
+        ({"containers": [main(securityContext={"capabilities": {"add": ["CHOWN"]}})]},
+         'container "pytorch": capabilities.add is refused in team namespaces'),
+        ({"containers": [main(securityContext={"allowPrivilegeEscalation": True})]},
+         "allowPrivilegeEscalation=true is refused"),
+        ({"volumes": [{"name": "e", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]},
+         'volume "e": inline ephemeral volumes are refused'),
         ({"containers": [main(ports=[{"containerPort": 80, "hostPort": 80}])]},
          'hostPort (container "pytorch" uses hostPort 80)'),
         ({"volumes": [{"name": "export", "nfs": {"server": "nfs.storage", "path": "/"}}]},
@@ -55,13 +61,18 @@ def test_refused_with_the_admission_message(pod: dict[str, Any], message: str) -
                for f in r.findings if f.disposition is Disposition.TENANCY)
 
 
-def test_claims_do_not_follow_a_job_into_another_namespace() -> None:
-    obj = with_pod(volumes=[{"name": "ws", "persistentVolumeClaim": {"claimName": "data"}}])
+def test_only_the_teams_claims_and_service_accounts() -> None:
+    obj = with_pod(volumes=[{"name": "ws", "persistentVolumeClaim": {"claimName": "workspace"}}])
     assert run(obj).status == Status.CLEAN
     obj["metadata"]["namespace"] = "ml-legacy"
     r = run(obj, options=Options(namespace_map={"ml-legacy": "nlp"}))
     assert r.status == Status.REFUSED
-    assert "claim 'data' lives in namespace 'ml-legacy'" in r.refusal
+    assert "claim 'workspace' lives in namespace 'ml-legacy'" in r.refusal
+    other = with_pod(volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "scratch"}}])
+    assert "claim 'scratch' is not one of the team's claims (workspace)" in run(other).refusal
+    sa = with_pod(serviceAccountName="kubeflow-trainer-cache-initializer")
+    assert "not one of the team's service accounts (default)" in run(sa).refusal
+    assert run(with_pod(serviceAccountName="default")).status == Status.CLEAN
 
 
 def test_safe_pods_pass() -> None:
@@ -69,6 +80,7 @@ def test_safe_pods_pass() -> None:
         hostNetwork=False,
         volumes=[{"name": "ws", "persistentVolumeClaim": {"claimName": "workspace"}}, {"name": "t", "emptyDir": {}},
                  {"name": "c", "configMap": {"name": "cfg"}}, {"name": "s", "secret": {"secretName": "hf-token"}}],
-        containers=[main(securityContext={"capabilities": {"add": ["CHOWN"]}, "privileged": False})],
+        containers=[main(securityContext={"capabilities": {"drop": ["ALL"]}, "privileged": False,
+                                          "allowPrivilegeEscalation": False})],
     )
     assert run(obj).status == Status.CLEAN

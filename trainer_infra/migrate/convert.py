@@ -376,7 +376,8 @@ class _Converter:
 
     def check_tenancy(self, team: Team, replicas: list[_Replica]) -> None:
         level = team.pod_security if team.pod_security != "privileged" else "baseline"
-        ctx = tenancy.Context(self.source_namespace, team.namespace, f"{level}:{team.pod_security_version}")
+        ctx = tenancy.Context(self.source_namespace, team.namespace, f"{level}:{team.pod_security_version}",
+                              team.claims, team.service_accounts)
         messages = []
         for x in replicas:
             found = tenancy.refusals(x.pod, ctx)

@@ -21,6 +21,7 @@ class Team:
     claims: tuple[str, ...]
     pod_security: str  # the namespace's enforced Pod Security level
     pod_security_version: str  # e.g. v1.34
+    service_accounts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class Target:
                 claims=tuple(sorted(name(c) for c in of("PersistentVolumeClaim") if ns(c) == namespace)),
                 pod_security=str(labels.get(f"{PSA}/enforce", "privileged")),
                 pod_security_version=str(labels.get(f"{PSA}/enforce-version", "latest")),
+                service_accounts=tuple(sorted(name(s) for s in of("ServiceAccount") if ns(s) == namespace)),
             )
         return cls(
             stack=stack,

@@ -3,9 +3,10 @@
 The Pod Security `baseline` checks use the API server's own wording (k8s.io/pod-security-admission
 `policy/check_*.go`), so a refused migration reads exactly like the refusal the member would see at
 admission: `violates PodSecurity "baseline:v1.34": hostPath volumes (volume "data")`. They apply whatever
-the namespace's level, because the platform refuses these fields in team namespaces outright. Two
-platform rules add to them: inline network/CSI volumes (any team's data is one export away) and claims
-of another namespace (a claim cannot follow a job into a new namespace).
+the namespace's level, because the platform refuses these fields in team namespaces outright. The platform's
+own rules (issue #12's admission policies) add to them: only the in-pod volume kinds and the team's claims
+(inline nfs/csi/… reach any team's data; a claim cannot follow a job into a new namespace), no added
+capabilities or privilege escalation, only the team's service accounts.
 One function per rule; RULES lists them in the order they are reported.
 """
 
@@ -15,9 +16,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-# Volume sources a team pod may use: its own namespace's claims and the in-pod kinds.
+# Volume sources a team pod may use: the team's claims and the in-pod kinds (issue #12's admission policy).
 SAFE_VOLUMES = frozenset(
-    {"name", "configMap", "secret", "emptyDir", "projected", "downwardAPI", "persistentVolumeClaim", "ephemeral"}
+    {"name", "configMap", "secret", "emptyDir", "projected", "downwardAPI", "persistentVolumeClaim"}
 )
 # Pod Security baseline: capabilities a container may add (check_capabilities_baseline.go).
 BASELINE_CAPABILITIES = frozenset(
@@ -31,6 +32,8 @@ class Context:
     source_namespace: str
     namespace: str  # where the TrainJob goes
     pod_security: str  # e.g. baseline:v1.34
+    claims: tuple[str, ...] = ()  # the team's claims
+    service_accounts: tuple[str, ...] = ()  # the team's service accounts besides `default`
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,22 @@ def _capabilities(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
             caps = ", ".join(f'"{a}"' for a in bad)
             detail = f'container "{c.get("name")}" must not include {caps} in securityContext.capabilities.add'
             yield Refusal(f"{path}.securityContext.capabilities.add", "non-default capabilities", detail, True)
+        elif added:  # the platform refuses any added capability, baseline ones too
+            yield Refusal(f"{path}.securityContext.capabilities.add", "added capabilities",
+                          f'container "{c.get("name")}": capabilities.add is refused in team namespaces', False)
+
+
+def _escalation(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
+    for path, c in _containers(pod):
+        sc = c.get("securityContext") or {}
+        if sc.get("allowPrivilegeEscalation") is True:
+            yield Refusal(f"{path}.securityContext.allowPrivilegeEscalation", "privilege escalation",
+                          f'container "{c.get("name")}": allowPrivilegeEscalation=true is refused in team namespaces',
+                          False)
+        if (sc.get("windowsOptions") or {}).get("hostProcess") is True:
+            yield Refusal(f"{path}.securityContext.windowsOptions.hostProcess", "hostProcess",
+                          f'container "{c.get("name")}" must not set securityContext.windowsOptions.hostProcess=true',
+                          True)
 
 
 def _host_ports(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
@@ -103,22 +122,40 @@ def _inline_volumes(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
 
 
 def _foreign_claims(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
-    if ctx.source_namespace == ctx.namespace:
-        return
+    """Only the team's claims: a claim of the v1 job's old namespace cannot follow it, and a claim the
+    platform did not create for the team is not the team's."""
     for v, vol in enumerate(pod.get("volumes") or []):
         claim = (vol.get("persistentVolumeClaim") or {}).get("claimName") if isinstance(vol, dict) else None
-        if claim:
+        if not claim:
+            continue
+        path = f"volumes[{v}].persistentVolumeClaim.claimName"
+        if ctx.source_namespace != ctx.namespace:
             yield Refusal(
-                f"volumes[{v}].persistentVolumeClaim.claimName",
-                "claim of another namespace",
+                path, "claim of another namespace",
                 f'volume "{vol.get("name")}": claim {claim!r} lives in namespace {ctx.source_namespace!r}; '
                 f"a pod in {ctx.namespace!r} can only mount claims of its own namespace (copy the data first)",
                 False,
             )
+        elif claim not in ctx.claims:
+            yield Refusal(
+                path, "not a team claim",
+                f'volume "{vol.get("name")}": claim {claim!r} is not one of the team\'s claims '
+                f"({', '.join(ctx.claims) or 'none'})",
+                False,
+            )
+
+
+def _service_account(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
+    name = pod.get("serviceAccountName")
+    if name and name != "default" and name not in ctx.service_accounts:
+        yield Refusal("serviceAccountName", "service account",
+                      f"serviceAccountName {name!r} is not one of the team's service accounts "
+                      f"(default{''.join(', ' + s for s in ctx.service_accounts)})", False)
 
 
 RULES: tuple[Rule, ...] = (
-    _host_namespaces, _privileged, _capabilities, _host_ports, _host_path, _inline_volumes, _foreign_claims,
+    _host_namespaces, _privileged, _capabilities, _escalation, _host_ports, _host_path, _inline_volumes,
+    _foreign_claims, _service_account,
 )
 
 
