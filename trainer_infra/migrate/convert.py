@@ -41,6 +41,27 @@ CONTAINER_PATCH_FIELDS = ("volumeMounts", "securityContext")
 TORCHRUN = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
 
 Path = tuple[str | int, ...]
+POD = "spec.{replicas}.*.template"
+# The types of the fields the converter reads (checked before it reads them: input is hostile). Keys are
+# patterns, or the last segment of a pattern inside a replica's pod template.
+EXPECTED: dict[str, type] = {
+    "metadata": dict, "metadata.labels": dict, "metadata.annotations": dict, "spec": dict,
+    "spec.runPolicy.activeDeadlineSeconds": int, "spec.runPolicy.suspend": bool, "spec.runPolicy.managedBy": str,
+    "spec.runPolicy.schedulingPolicy.queue": str, "spec.runPolicy.schedulingPolicy.priorityClass": str,
+    "spec.mainContainer": str, "spec.{replicas}.*.replicas": int,
+    "containers": list, "containers[]": dict, "initContainers": list, "volumes": list, "volumes[]": dict,
+    "image": str, "name": str, "command": list, "args": list, "env": list, "resources": dict, "ports": list,
+    "ports[]": dict, "volumeMounts": list, "securityContext": dict, "nodeSelector": dict, "tolerations": list,
+    "serviceAccountName": str, "labels": dict, "annotations": dict, "replicas": int,
+    "hostNetwork": bool, "hostPID": bool, "hostIPC": bool,
+}
+TYPE_NAMES = {dict: "an object", list: "a list", str: "a string", int: "an integer", bool: "true or false"}
+
+
+def _is(value: Any, expected: type) -> bool:
+    if expected is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, expected)
 
 
 class Status:
@@ -213,6 +234,9 @@ class _Converter:
             x for x in replicas if x.role is Role.SAME
         )
         nodes = next((x for x in replicas if x.role is Role.NODES), None)
+        self.classify(kind, replicas, primary)
+        if r.errors:
+            return r
         try:
             launcher = primary.main if kind.framework == "mpi" else None
             choice = choose(self.target, team.namespace, kind, launcher, self.opts.runtime)
@@ -221,7 +245,6 @@ class _Converter:
             return r
         r.runtime, r.reason = choice.name, choice.reason
         self.check_tenancy(team, replicas)
-        self.classify(kind, replicas, primary)
         trainjob = self.build(kind, team, choice, replicas, primary, nodes)
         if not r.errors and not r.refusal:
             for where, message in validate.findings(trainjob, choice.runtime):
@@ -328,11 +351,17 @@ class _Converter:
             return
         if path:
             pattern = pattern_of(path)
+            expected = EXPECTED.get(pattern.rsplit(".", 1)[-1] if pattern.startswith(POD) else pattern)
+            if pattern in PREFIXES or pattern.startswith(POD):
+                expected = expected or (dict if pattern in PREFIXES and not pattern.endswith("[]") else None)
+            if expected is not None and value is not None and not _is(value, expected):
+                self.result.error(path, f"expected {TYPE_NAMES[expected]}, found {type(value).__name__} {value!r:.60}")
+                return
             entry = entry_at(pattern, kind.kind)
             if entry is not None:
                 self.decide(entry, path, value, kind)
                 return
-            if pattern not in PREFIXES or not isinstance(value, (dict, list)):
+            if pattern not in PREFIXES:
                 parent = format_path(path[:-1]) or "the object"
                 hint = did_you_mean(str(path[-1]), [e.pattern.rsplit(".", 1)[-1] for e in ENTRIES
                                                     if e.pattern.startswith(pattern_of(path[:-1]) + ".")])
@@ -600,4 +629,11 @@ def _pod(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def convert(doc: Document, target: Target, options: Options) -> Result:
-    return _Converter(doc, target, options).run()
+    """Never raises on input: a malformed value the type checks above do not foresee is reported as bad input."""
+    converter = _Converter(doc, target, options)
+    try:
+        return converter.run()
+    except (TypeError, AttributeError, KeyError, ValueError, IndexError) as exc:
+        result = Result(doc)
+        result.error("", f"malformed job: a field has an unexpected type or value ({type(exc).__name__}: {exc})")
+        return result

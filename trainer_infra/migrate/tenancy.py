@@ -47,9 +47,18 @@ class Refusal:
 Rule = Callable[[dict[str, Any], Context], Iterator[Refusal]]
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    """Input is hostile: a field of the wrong type is judged as absent here (the converter reports its type)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _containers(pod: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     for key in ("initContainers", "containers"):
-        for i, c in enumerate(pod.get(key) or []):
+        for i, c in enumerate(_list(pod.get(key))):
             if isinstance(c, dict):
                 yield f"{key}[{i}]", c
 
@@ -62,14 +71,14 @@ def _host_namespaces(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
 
 def _privileged(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
     for path, c in _containers(pod):
-        if ((c.get("securityContext") or {}).get("privileged")) is True:
+        if _dict(c.get("securityContext")).get("privileged") is True:
             detail = f"container {c.get('name')!r} must not set securityContext.privileged=true".replace("'", '"')
             yield Refusal(f"{path}.securityContext.privileged", "privileged", detail, True)
 
 
 def _capabilities(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
     for path, c in _containers(pod):
-        added = ((c.get("securityContext") or {}).get("capabilities") or {}).get("add") or []
+        added = _list(_dict(_dict(c.get("securityContext")).get("capabilities")).get("add"))
         bad = sorted(str(a) for a in added if str(a) not in BASELINE_CAPABILITIES)
         if bad:
             caps = ", ".join(f'"{a}"' for a in bad)
@@ -82,12 +91,12 @@ def _capabilities(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
 
 def _escalation(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
     for path, c in _containers(pod):
-        sc = c.get("securityContext") or {}
+        sc = _dict(c.get("securityContext"))
         if sc.get("allowPrivilegeEscalation") is True:
             yield Refusal(f"{path}.securityContext.allowPrivilegeEscalation", "privilege escalation",
                           f'container "{c.get("name")}": allowPrivilegeEscalation=true is refused in team namespaces',
                           False)
-        if (sc.get("windowsOptions") or {}).get("hostProcess") is True:
+        if _dict(sc.get("windowsOptions")).get("hostProcess") is True:
             yield Refusal(f"{path}.securityContext.windowsOptions.hostProcess", "hostProcess",
                           f'container "{c.get("name")}" must not set securityContext.windowsOptions.hostProcess=true',
                           True)
@@ -95,20 +104,20 @@ def _escalation(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
 
 def _host_ports(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
     for path, c in _containers(pod):
-        for p, port in enumerate(c.get("ports") or []):
+        for p, port in enumerate(_list(c.get("ports"))):
             if isinstance(port, dict) and port.get("hostPort"):
                 detail = f'container "{c.get("name")}" uses hostPort {port["hostPort"]}'
                 yield Refusal(f"{path}.ports[{p}].hostPort", "hostPort", detail, True)
 
 
 def _host_path(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
-    for v, vol in enumerate(pod.get("volumes") or []):
+    for v, vol in enumerate(_list(pod.get("volumes"))):
         if isinstance(vol, dict) and "hostPath" in vol:
             yield Refusal(f"volumes[{v}].hostPath", "hostPath volumes", f'volume "{vol.get("name")}"', True)
 
 
 def _inline_volumes(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
-    for v, vol in enumerate(pod.get("volumes") or []):
+    for v, vol in enumerate(_list(pod.get("volumes"))):
         if not isinstance(vol, dict):
             continue
         for kind in sorted(set(vol) - SAFE_VOLUMES - {"hostPath"}):
@@ -124,8 +133,8 @@ def _inline_volumes(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
 def _foreign_claims(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
     """Only the team's claims: a claim of the v1 job's old namespace cannot follow it, and a claim the
     platform did not create for the team is not the team's."""
-    for v, vol in enumerate(pod.get("volumes") or []):
-        claim = (vol.get("persistentVolumeClaim") or {}).get("claimName") if isinstance(vol, dict) else None
+    for v, vol in enumerate(_list(pod.get("volumes"))):
+        claim = _dict(_dict(vol).get("persistentVolumeClaim")).get("claimName")
         if not claim:
             continue
         path = f"volumes[{v}].persistentVolumeClaim.claimName"

@@ -47,6 +47,8 @@ def api_findings(trainjob: dict[str, Any]) -> list[Finding]:
         # The generated models validate nested objects separately, so `loc` is relative to `exc.title`.
         model = str(exc.title).removeprefix("IoK8sApiCoreV1").removeprefix("TrainerV1alpha1")
         return [("spec", f"{model}.{format_path(e['loc'])}: {e['msg']}") for e in exc.errors()]
+    except (TypeError, AttributeError, ValueError) as exc:  # the generated from_dict assumes its nested types
+        return [("spec", f"a value has the wrong type ({exc})")]
     return _roundtrip(trainjob, model.to_dict(), ())
 
 
@@ -85,4 +87,5 @@ def patch_findings(trainjob: dict[str, Any], runtime: dict[str, Any]) -> list[Fi
 
 
 def findings(trainjob: dict[str, Any], runtime: dict[str, Any]) -> list[Finding]:
-    return [*api_findings(trainjob), *trainjob_findings(trainjob, runtime), *patch_findings(trainjob, runtime)]
+    """The API's findings first; the webhook's rules read a well-typed object only."""
+    return api_findings(trainjob) or [*trainjob_findings(trainjob, runtime), *patch_findings(trainjob, runtime)]
