@@ -94,3 +94,33 @@ def test_an_object_served_at_two_versions_is_counted_once(capsys: pytest.Capture
     code, out, _ = call(["--from-cluster"], api, capsys)
     assert code == 0
     assert "kubeflow.org/v2beta1" in out and "kubeflow.org/v1 MPIJob" not in out
+
+
+def test_a_refused_list_call_stops_the_inventory(capsys: pytest.CaptureFixture[str]) -> None:
+    class Forbidden(FakeCluster):
+        def _items(self, group: str, version: str, plural: str, namespace: str | None) -> dict[str, Any]:
+            raise ApiException(status=403, reason="Forbidden")
+
+    code, out, err = call(["--from-cluster", "-n", "nlp"], Forbidden([], set()), capsys)
+    assert code == 2 and out == ""
+    assert "403 Forbidden (the kubeconfig's user needs list on it)" in err
+
+
+def test_an_unreachable_cluster_is_an_error_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+    }))
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    p = argparse.ArgumentParser()
+    command.add_arguments(p)
+    code = command.run(p.parse_args(["--from-cluster"]), lambda _: local_target(), command.cluster_api)
+    err = capsys.readouterr().err
+    assert code == 2 and "cannot read the cluster" in err and "Traceback" not in err
+    assert command.run(p.parse_args(["--from-cluster", "--context", "nope"]), lambda _: local_target(),
+                       command.cluster_api) == 2

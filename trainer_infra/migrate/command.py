@@ -12,9 +12,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import urllib3
+from kubernetes import client, config
+from kubernetes.config.config_exception import ConfigException
+
 from trainer_infra.migrate import report
 from trainer_infra.migrate.convert import Options, Result, Status, convert
-from trainer_infra.migrate.inventory import Lister, read_cluster
+from trainer_infra.migrate.inventory import ClusterReadError, Lister, read_cluster
 from trainer_infra.migrate.source import Document, SourceError, read
 from trainer_infra.migrate.target import Target
 
@@ -27,6 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("inputs", nargs="*", metavar="FILE|DIR|-", help="v1 job manifests (YAML or JSON); - is stdin")
     p.add_argument("--from-cluster", action="store_true",
                    help="read the v1 jobs of the current kubeconfig context (read-only) and print an inventory")
+    p.add_argument("--context", help="--from-cluster: the kubeconfig context (default: the current one)")
     p.add_argument("--namespace", "-n", action="append", default=[], metavar="N",
                    help="--from-cluster: only these namespaces; files: the namespace of documents without one")
     p.add_argument("--namespace-map", action="append", default=[], metavar="OLD=NEW",
@@ -76,7 +81,11 @@ def run(args: argparse.Namespace, load_target: TargetLoader, load_api: ApiLoader
         return BAD_INPUT
     target = load_target(args)
     if args.from_cluster:
-        docs, skipped = read_cluster(load_api(args), args.namespace)
+        try:
+            docs, skipped = read_cluster(load_api(args), args.namespace)
+        except (ClusterReadError, ConfigException, urllib3.exceptions.HTTPError) as exc:
+            print(f"error: cannot read the cluster: {exc}", file=sys.stderr)
+            return BAD_INPUT
         for s in skipped:
             print(f"note: {s.what}: {s.why}", file=sys.stderr)
     else:
@@ -110,6 +119,13 @@ def run(args: argparse.Namespace, load_target: TargetLoader, load_api: ApiLoader
     elif not args.from_cluster:
         sys.stdout.write(report.dump(converted))
     return code
+
+
+def cluster_api(args: argparse.Namespace) -> Lister:
+    """The user's kubeconfig (KUBECONFIG or ~/.kube/config), current or named context; list calls only."""
+    config.load_kube_config(context=args.context)
+    api: Lister = client.CustomObjectsApi()
+    return api
 
 
 def migrate(docs: list[Document], target: Target, options: Options) -> list[Result]:

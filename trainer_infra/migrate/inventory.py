@@ -26,6 +26,10 @@ class Lister(Protocol):
     ) -> dict[str, Any]: ...
 
 
+class ClusterReadError(Exception):
+    """A list call the inventory needs was refused or failed: an inventory with holes would mislead."""
+
+
 @dataclass(frozen=True)
 class Skipped:
     what: str
@@ -56,8 +60,8 @@ def read_cluster(api: Lister, namespaces: list[str]) -> tuple[list[Document], li
                 if exc.status == 404:
                     skipped.append(Skipped(where, "not served by this cluster (CRD or version not installed)"))
                     break
-                skipped.append(Skipped(where, f"{exc.status} {exc.reason}"))
-                continue
+                hint = " (the kubeconfig's user needs list on it)" if exc.status in (401, 403) else ""
+                raise ClusterReadError(f"{where}: {exc.status} {exc.reason}{hint}") from None
             for i, item in enumerate(listed.get("items") or []):
                 uid = str((item.get("metadata") or {}).get("uid", ""))
                 if uid and uid in seen:
