@@ -286,3 +286,10 @@ def test_migrated_jobs_pass_the_pinned_trainjob_crd(api_version: str, kind: str,
     assert r.trainjob is not None, (r.errors, r.findings)
     checker = Conformance("1.34", {"trainer": trainer})
     assert checker.check(r.trainjob) == []
+
+
+def test_a_launcher_that_was_a_worker_stays_a_training_host() -> None:
+    obj = job(*MPI)
+    obj["spec"]["runLauncherAsWorker"] = True
+    r = run(obj)
+    assert r.trainjob is not None and r.trainjob["spec"]["trainer"]["numNodes"] == 3

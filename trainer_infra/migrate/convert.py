@@ -196,6 +196,7 @@ class _Converter:
         self.doc, self.obj, self.target, self.opts = doc, doc.obj, target, options
         self.result = Result(doc)
         self.skip: set[Path] = set()
+        self.source_namespace = ""
 
     # --- findings ---------------------------------------------------------------------------------
 
@@ -521,8 +522,10 @@ class _Converter:
                 continue
             total += n
         if nodes:
+            if _get(self.obj, "spec", "runLauncherAsWorker") is True:
+                total += 1  # the v1 launcher already was a worker: it stays one of the training hosts
             self.note((*nodes[0].path, "replicas"), Disposition.MAPPED,
-                      "numNodes = workers: the launcher runs as node 0 (runLauncherAsNode)")
+                      "numNodes = training hosts: the launcher runs as node 0 (runLauncherAsNode)")
         return max(total, 1)
 
     def num_procs(self, kind: Kind) -> int | None:

@@ -104,7 +104,7 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("spec.mainContainer", S, "the training container", kinds=("MPIJob",),
           why="names the launcher container that becomes the runtime's node container"),
     Entry("spec.runLauncherAsWorker", S, "mlPolicy.mpi.runLauncherAsNode", kinds=("MPIJob",),
-          why="the runtime's setting applies; numNodes counts the launcher"),
+          why="the runtime runs the launcher as node 0; true adds the launcher to numNodes (it was a worker)"),
     Entry("spec.sshAuthMountPath", S, "mlPolicy.mpi.sshAuthMountPath", kinds=("MPIJob",),
           why="the runtime's SSH mount path applies"),
     Entry("spec.launcherCreationPolicy", L, keeps=("AtStartup",), kinds=("MPIJob",),
