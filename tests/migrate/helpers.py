@@ -3,32 +3,34 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from trainer_infra.config.loader import load_file
+from tests.helpers import stack_raw
 from trainer_infra.migrate.convert import Options, Result, convert
 from trainer_infra.migrate.source import Document
-from trainer_infra.migrate.target import Target
-from trainer_infra.plan.build import build_plan
+from trainer_infra.migrate.target import Target, stack_target
+from trainer_infra.stack.build import build_plan
+from trainer_infra.stack.validate import validate
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGE = "docker.io/example/train:1.0"
 
 
 @cache
-def _local_objects() -> tuple[str, tuple[dict[str, Any], ...]]:
-    plan = build_plan(load_file(ROOT / "stacks" / "Pulumi.local.yaml").config)
-    return plan.outputs["versions"]["trainer"], tuple(o.manifest for o in plan.objects)
+def _local() -> Target:
+    validated = validate(stack_raw("local"))
+    return stack_target("local", validated, build_plan(validated))
 
 
 @cache
 def local_target(trainer_version: str | None = None) -> Target:
-    """The local stack (teams nlp and vision, queues `default`, priorities low/normal/high, the catalog).
-    Shared between tests: the converter never changes its target."""
-    version, objects = _local_objects()
-    return Target.from_manifests("local", trainer_version or version, copy.deepcopy(list(objects)))
+    """The local stack (teams nlp and vision, queues `default`, priorities low/normal/high, the catalog),
+    optionally as if it ran another Trainer version. Shared between tests: the converter never changes it."""
+    target = _local()
+    return dataclasses.replace(target, trainer_version=trainer_version) if trainer_version else target
 
 
 def node_image(target: Target, runtime: str) -> str:

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.migrate.helpers import job, local_target
+from tests.migrate.helpers import ROOT, job, local_target
 from trainer_infra.migrate import command
 from trainer_infra.migrate.source import MAX_DEPTH
 
@@ -125,7 +127,7 @@ def test_lossy_jobs_exit_1_and_write_nothing_until_allowed(tmp_path: Path, capsy
     code, _, err = call([str(src), "--out", str(out_dir)], capsys)
     assert code == 1 and not out_dir.exists()
     assert "reported spec.runPolicy.backoffLimit: restarts are the runtime's JobSet failurePolicy" in err
-    assert "--allow-lossy spec.runPolicy.backoffLimit spec.runPolicy.cleanPodPolicy" in err
+    assert "--allow-lossy spec.runPolicy.backoffLimit,spec.runPolicy.cleanPodPolicy" in err
     code, _, err = call([str(src), "--out", str(out_dir), "--allow-lossy",
                          "spec.runPolicy.backoffLimit,spec.runPolicy.cleanPodPolicy"], capsys)
     assert code == 0, err
@@ -160,3 +162,14 @@ def test_a_huge_file_is_refused_unread(tmp_path: Path, capsys: pytest.CaptureFix
         f.write("# " + "x" * (17 * 1024 * 1024) + "\n")
     code, _, err = call([str(src)], capsys)
     assert code == 2 and f"{src}: larger than 16 MiB" in err
+
+
+def test_the_real_command_line(tmp_path: Path) -> None:
+    """`trainer-infra migrate --stack local` as users run it: the stack file, the catalog, the exit code."""
+    src = write(tmp_path / "j.yaml", job(*PT))
+    proc = subprocess.run([sys.executable, "-m", "trainer_infra", "migrate", "--stack", "local", str(src)],
+                          capture_output=True, text=True, cwd=ROOT, check=False)
+    assert proc.returncode == 0, proc.stderr
+    (trainjob,) = yaml.safe_load_all(proc.stdout)
+    assert trainjob["spec"]["runtimeRef"]["name"] == "torch-distributed"
+    assert "→ clean (runtime torch-distributed" in proc.stderr

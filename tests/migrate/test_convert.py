@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from tests.conformance import Conformance
 from tests.migrate.helpers import IMAGE, job, local_target, node_image, options_for, run
-from trainer_infra.conformance import Conformance
 from trainer_infra.migrate.convert import SOURCE_ANNOTATION, Options, Status
 from trainer_infra.migrate.mapping import Disposition
 from trainer_infra.migrate.report import dump

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from trainer_infra.conformance.crds import crds_dir
+from tests.conformance.crds import crds_dir
 
 TRAINING_OPERATOR = "1.9.4"
 MPI_OPERATOR = ("github.com/kubeflow/mpi-operator", "v0.8.2")  # sigs.k8s.io/kueue v0.19.2 go.mod

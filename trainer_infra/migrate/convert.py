@@ -14,7 +14,8 @@ from typing import Any
 
 from packaging.version import Version
 
-from trainer_infra.errors import did_you_mean, format_path
+from trainer_infra.core.errors import did_you_mean, format_path
+from trainer_infra.manifests.runtime import ancestor, get_in, replicated_jobs
 from trainer_infra.migrate import tenancy, validate
 from trainer_infra.migrate.kinds import REPLICA_FIELDS, Kind, Role, find_kind, known_kinds
 from trainer_infra.migrate.mapping import ENTRIES, PREFIXES, Disposition, Entry, entry_at, is_empty
@@ -24,7 +25,6 @@ from trainer_infra.migrate.target import Target, Team
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
-ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 SOURCE_ANNOTATION = "trainer-platform.io/migrated-from"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 PATCH_MANAGER = "trainer-platform.io/migrate"
@@ -122,17 +122,6 @@ class Result:
         return f"items[{self.doc.item}]." if self.doc.item is not None else ""
 
 
-def _get(obj: Any, *keys: str | int) -> Any:
-    for key in keys:
-        if isinstance(obj, dict) and isinstance(key, str):
-            obj = obj.get(key)
-        elif isinstance(obj, list) and isinstance(key, int) and key < len(obj):
-            obj = obj[key]
-        else:
-            return None
-    return obj
-
-
 def pattern_of(path: Path) -> str:
     """`spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].image` →
     `spec.{replicas}.*.template.spec.containers[].image`."""
@@ -178,7 +167,7 @@ class _Replica:
 
     @property
     def pod(self) -> dict[str, Any]:
-        pod: dict[str, Any] = _get(self.spec, "template", "spec") or {}
+        pod: dict[str, Any] = get_in(self.spec, "template", "spec") or {}
         return pod
 
     @property
@@ -218,7 +207,7 @@ class _Converter:
                     f"migrate reads {', '.join(known_kinds())}")
             return r
         r.kind = kind.label
-        name = _get(self.obj, "metadata", "name")
+        name = get_in(self.obj, "metadata", "name")
         if not isinstance(name, str) or not DNS_LABEL.match(name) or len(name) > 63:
             r.error("metadata.name", f"expected a DNS label (lowercase letters, digits, '-'; ≤63), found {name!r}")
             return r
@@ -255,7 +244,7 @@ class _Converter:
         return r
 
     def team(self, r: Result) -> Team | None:
-        source = _get(self.obj, "metadata", "namespace") or self.opts.namespace
+        source = get_in(self.obj, "metadata", "namespace") or self.opts.namespace
         if not source:
             r.error("metadata.namespace", "no namespace", "set it in the manifest or pass --namespace")
             return None
@@ -274,7 +263,7 @@ class _Converter:
     def replicas(self, kind: Kind) -> list[_Replica]:
         r = self.result
         base: Path = ("spec", kind.replicas_field)
-        specs = _get(self.obj, *base)
+        specs = get_in(self.obj, "spec", kind.replicas_field)
         if not isinstance(specs, dict) or not specs:
             r.error(base, "required: at least one replica spec",
                     f"expected {', '.join(t for t, _ in kind.roles)}")
@@ -295,7 +284,7 @@ class _Converter:
                 self.lossy(path, f"{rtype} replicas: v2 has no place for them (one kind of training node per job)")
                 self.skip.add(path)
                 continue
-            containers = _get(spec, "template", "spec", "containers")
+            containers = get_in(spec, "template", "spec", "containers")
             cpath = (*path, "template", "spec", "containers")
             if not isinstance(containers, list) or not containers or not all(isinstance(c, dict) for c in containers):
                 r.error(cpath, "required: at least one container")
@@ -317,7 +306,7 @@ class _Converter:
         """The training container; the others are reported (not for SAME replicas: their template is
         compared with the trainer's as a whole)."""
         names = [c.get("name") for c in containers]
-        wanted = _get(self.obj, "spec", "mainContainer") or kind.container
+        wanted = get_in(self.obj, "spec", "mainContainer") or kind.container
         if wanted in names:
             index = names.index(wanted)
         elif len(containers) == 1:
@@ -449,7 +438,7 @@ class _Converter:
             trainer["numProcPerNode"] = procs
         spec: dict[str, Any] = {"runtimeRef": {"name": choice.name, "kind": choice.kind,
                                                "apiGroup": "trainer.kubeflow.org"}}
-        run = _get(self.obj, "spec", "runPolicy") or {}
+        run = get_in(self.obj, "spec", "runPolicy") or {}
         if run.get("activeDeadlineSeconds") is not None:
             spec["activeDeadlineSeconds"] = run["activeDeadlineSeconds"]
         if run.get("suspend") is not None:
@@ -472,8 +461,8 @@ class _Converter:
 
     def scheduling(self, team: Team) -> dict[str, str]:
         """The queue and priority labels: from the flag, schedulingPolicy or the label, checked against the stack."""
-        policy = _get(self.obj, "spec", "runPolicy", "schedulingPolicy") or {}
-        labels = _get(self.obj, "metadata", "labels") or {}
+        policy = get_in(self.obj, "spec", "runPolicy", "schedulingPolicy") or {}
+        labels = get_in(self.obj, "metadata", "labels") or {}
         out: dict[str, str] = {}
         for label, key, flag, known, what in (
             (QUEUE_LABEL, "queue", self.opts.queue, team.queues, f"LocalQueue in {team.namespace}"),
@@ -522,7 +511,7 @@ class _Converter:
                 continue
             total += n
         if nodes:
-            if _get(self.obj, "spec", "runLauncherAsWorker") is True:
+            if get_in(self.obj, "spec", "runLauncherAsWorker") is True:
                 total += 1  # the v1 launcher already was a worker: it stays one of the training hosts
             self.note((*nodes[0].path, "replicas"), Disposition.MAPPED,
                       "numNodes = training hosts: the launcher runs as node 0 (runLauncherAsNode)")
@@ -530,7 +519,7 @@ class _Converter:
 
     def num_procs(self, kind: Kind) -> int | None:
         key = "nprocPerNode" if kind.kind == "PyTorchJob" else "slotsPerWorker" if kind.kind == "MPIJob" else None
-        value = _get(self.obj, "spec", key) if key else None
+        value = get_in(self.obj, "spec", key) if key else None
         if value is None:
             return None
         path: Path = ("spec", str(key))
@@ -560,8 +549,9 @@ class _Converter:
     def compare_nodes(self, choice: Choice, launcher: _Replica, nodes: _Replica) -> None:
         """MPI: the workers become the runtime's `node` job, which keeps the runtime's image and command
         (sshd) and shares the launcher's env and resources (runLauncherAsNode)."""
-        job = next((j for j in _jobs(choice.runtime) if j.get("name") == "node"), {})
-        node_image = next((c.get("image") for c in _pod(job).get("containers") or [] if c.get("name") == "node"), None)
+        job = next((j for j in replicated_jobs(choice.runtime) if j.get("name") == "node"), {})
+        pod = get_in(job, "template", "spec", "template", "spec") or {}
+        node_image = next((c.get("image") for c in pod.get("containers") or [] if c.get("name") == "node"), None)
         main, path = nodes.main, nodes.container_path
         if main.get("image") != node_image:
             self.lossy((*path, "image"), f"the runtime's node pods run {node_image}; only the launcher takes "
@@ -576,9 +566,7 @@ class _Converter:
                        "the launcher runs as a node and gets the workers' resources (spec.trainer.resourcesPerNode)")
 
     def patches(self, choice: Choice, primary: _Replica, nodes: _Replica | None) -> list[dict[str, Any]]:
-        trainer_job = next((j.get("name") for j in _jobs(choice.runtime)
-                            if (_get(j, "template", "metadata", "labels") or {}).get(ANCESTOR_LABEL) == "trainer"),
-                           "node")
+        trainer_job = next((j.get("name") for j in replicated_jobs(choice.runtime) if ancestor(j) == "trainer"), "node")
         out = []
         for replica, job in ((primary, trainer_job), (nodes, "node")):
             if replica is None:
@@ -589,7 +577,7 @@ class _Converter:
         return out
 
     def pod_patch(self, replica: _Replica) -> dict[str, Any]:
-        pod, meta = replica.pod, _get(replica.spec, "template", "metadata") or {}
+        pod, meta = replica.pod, get_in(replica.spec, "template", "metadata") or {}
         patch: dict[str, Any] = {}
         metadata = {k: meta[k] for k in ("labels", "annotations") if meta.get(k)}
         if metadata:
@@ -619,16 +607,6 @@ def quoted(resources: Any) -> Any:
         return resources
     return {k: ({r: str(q) for r, q in v.items()} if isinstance(v, dict) and k in ("limits", "requests") else v)
             for k, v in resources.items()}
-
-
-def _jobs(runtime: dict[str, Any]) -> list[dict[str, Any]]:
-    jobs: list[dict[str, Any]] = _get(runtime, "spec", "template", "spec", "replicatedJobs") or []
-    return jobs
-
-
-def _pod(job: dict[str, Any]) -> dict[str, Any]:
-    pod: dict[str, Any] = _get(job, "template", "spec", "template", "spec") or {}
-    return pod
 
 
 def convert(doc: Document, target: Target, options: Options) -> Result:

@@ -51,7 +51,7 @@ def job_report(r: Result, verbose: bool = False) -> list[str]:
         lines.append(f"  {LABEL[f.disposition]}{mark} {f.path}: {f.message}")
     lines.extend("  error " + e.render().replace("\n", "\n  ") for e in r.errors)
     if r.status == Status.NEEDS_FLAG:
-        names = " ".join(f.path for f in r.findings if f.disposition is Disposition.LOSSY and not f.allowed)
+        names = ",".join(f.path for f in r.findings if f.disposition is Disposition.LOSSY and not f.allowed)
         lines.append(f"  to convert it anyway: --allow-lossy {names}")
     return lines
 

@@ -8,6 +8,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainer_infra.core.objects import Plan
+from trainer_infra.stack.validate import Validated
+
 TEAM_LABEL = "trainer-platform.io/team"
 FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
 PSA = "pod-security.kubernetes.io"
@@ -84,3 +87,10 @@ class Target:
 
     def runtime_names(self, namespace: str) -> list[str]:
         return sorted({*self.runtimes, *(n for (ns, n) in self.team_runtimes if ns == namespace)})
+
+
+def stack_target(stack: str, validated: Validated, plan: Plan) -> Target:
+    """The target for a validated stack: its plan's objects and the Trainer version it installs."""
+    return Target.from_manifests(
+        stack, validated.releases.by_name["trainer"].version, [o.manifest for o in plan.objects]
+    )
