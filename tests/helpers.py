@@ -10,6 +10,7 @@ import yaml
 
 from trainer_infra.config.loader import LoadedConfig, raw_from_stack_document, validate_config
 from trainer_infra.conformance import Conformance, Finding
+from trainer_infra.program import run
 from trainer_infra.render.capture import capture
 from trainer_infra.render.output import Rendered, assemble
 
@@ -30,7 +31,7 @@ def with_changes(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
 
 
 def render(raw: dict[str, Any], stack: str = "test") -> Rendered:
-    return assemble(capture(raw, stack))
+    return assemble(capture(lambda: run(validate_config(raw)), stack))
 
 
 def conformance_findings(raw: dict[str, Any], rendered: Rendered) -> list[Finding]:

@@ -37,9 +37,10 @@ def _load(args: argparse.Namespace) -> tuple[LoadedConfig, dict[str, Any], str]:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    loaded, raw, stack = _load(args)
+    loaded, _, stack = _load(args)
     from trainer_infra.plan.build import build_plan
     from trainer_infra.policies.offline import enforce
+    from trainer_infra.program import run
     from trainer_infra.render.capture import capture
     from trainer_infra.render.output import assemble
 
@@ -56,7 +57,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     for line in capacity_lines(loaded.config):
         print(f"  {line}")
-    return enforce(assemble(capture(raw, stack)), loaded.config.allow_data_loss)
+    return enforce(assemble(capture(lambda: run(loaded), stack)), loaded.config.allow_data_loss)
 
 
 def _check_data_loss(args: argparse.Namespace, loaded: LoadedConfig, plan: Any) -> None:
@@ -85,14 +86,15 @@ def _check_data_loss(args: argparse.Namespace, loaded: LoadedConfig, plan: Any) 
 
 def cmd_render(args: argparse.Namespace) -> int:
     from trainer_infra.policies.offline import enforce
+    from trainer_infra.program import run
     from trainer_infra.render.capture import capture
     from trainer_infra.render.output import assemble, summary, write
 
-    loaded, raw, stack = _load(args)
+    loaded, _, stack = _load(args)
     for w in loaded.warnings:
         print(f"WARNING: {w}", file=sys.stderr)
     started = time.perf_counter()
-    rendered = assemble(capture(raw, stack))
+    rendered = assemble(capture(lambda: run(loaded), stack))
     out = Path(args.out)
     write(rendered, out)
     print(f"rendered stack {stack} to {out}/ in {time.perf_counter() - started:.2f}s")
