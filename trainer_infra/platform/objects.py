@@ -29,12 +29,16 @@ def wrap_secrets(value: Any) -> Any:
 
 
 def holds_secret(value: Any) -> bool:
-    if isinstance(value, str):
-        return isinstance(value, SecretValue)
-    if isinstance(value, dict):
-        return any(holds_secret(v) for v in value.values())
-    if isinstance(value, list):
-        return any(holds_secret(v) for v in value)
+    """Whether a SecretValue sits anywhere in `value`; a loop, not recursion: it runs over every manifest."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+        elif isinstance(item, SecretValue):
+            return True
     return False
 
 
