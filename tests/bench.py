@@ -11,6 +11,8 @@ render s = build the plan + capture (the real program under the render's mock en
 floor s  = the stock mock engine (`pulumi.runtime.set_mocks` with the stock MockMonitor, default garbage
            collector) registering as many trivial custom resources (no inputs, parented to the stack) as
            the render has Pulumi resources: what any Pulumi program pays per resource.
+same-data floor = the stock mock engine registering the render's resources flat, with the same inputs (what
+           any Pulumi program sending these objects pays before any work of ours); its ratio is our overhead.
 ratio    = render s / floor s. The render pauses the cyclic garbage collector while it registers
            (render/capture.py gc_paused); `floor, gc paused` and the last ratio show the floor under that
            same policy, so the collector's share is not hidden in the ratio.
@@ -36,7 +38,7 @@ import pulumi
 from pulumi.runtime.mocks import MockMonitor
 
 from trainer_infra.program import deploy
-from trainer_infra.render.capture import EchoMocks, capture, gc_paused, run_under_mocks
+from trainer_infra.render.capture import EchoMocks, Registration, capture, gc_paused, run_under_mocks
 from trainer_infra.render.output import assemble, write
 from trainer_infra.stack.build import build_plan
 from trainer_infra.stack.validate import Validated, validate
@@ -79,13 +81,31 @@ def timed(fn: Callable[[], object]) -> tuple[Any, Timing]:
     return result, Timing(time.perf_counter() - wall, time.process_time() - cpu)
 
 
-def render_once(validated: Validated) -> tuple[int, int]:
-    """The timed render: plan, capture, assemble, write. Returns (Pulumi resources, bytes of manifests.yaml)."""
+def render_once(validated: Validated) -> tuple[int, int, list[Registration]]:
+    """The timed render: plan, capture, assemble, write. Returns (Pulumi resources, bytes of manifests.yaml,
+    what was registered)."""
     plan = build_plan(validated)
-    rendered = assemble(capture(lambda: deploy(plan), "bench"))
+    captured = capture(lambda: deploy(plan), "bench")
+    rendered = assemble(captured)
     with tempfile.TemporaryDirectory() as tmp:
         write(rendered, Path(tmp))
-        return len(rendered.resources), (Path(tmp) / "manifests.yaml").stat().st_size
+        return len(rendered.resources), (Path(tmp) / "manifests.yaml").stat().st_size, captured.registrations
+
+
+class _Plain(pulumi.CustomResource):
+    def __init__(self, token: str, name: str, props: dict[str, Any]) -> None:
+        super().__init__(token, name, props)
+
+
+def data_floor_once(registrations: list[Registration]) -> None:
+    """The same resources with the same inputs, registered flat under the stock mock engine: what any Pulumi
+    program that sends these objects pays, before any work of ours."""
+
+    def program() -> None:
+        for r in registrations:
+            _Plain(r.type, r.name, r.inputs)
+
+    run_under_mocks(program, "floor", MockMonitor(EchoMocks()))
 
 
 class _Trivial(pulumi.CustomResource):
@@ -118,19 +138,21 @@ class Row:
     render: Timing
     floor: Timing
     floor_paused: Timing
+    data_floor: Timing
 
     def cells(self) -> tuple[object, ...]:
-        r, f, p = self.render.cpu, self.floor.cpu, self.floor_paused.cpu
+        r, f, p, d = self.render.cpu, self.floor.cpu, self.floor_paused.cpu, self.data_floor.cpu
         head = (self.teams, self.pools, self.resources, f"{self.mib:.1f}", self.validate, self.render)
-        return (*head, self.floor, f"{r / f:.2f}", self.floor_paused, f"{r / p:.2f}")
+        return (*head, self.floor, f"{r / f:.2f}", self.floor_paused, f"{r / p:.2f}", self.data_floor, f"{r / d:.2f}")
 
 
 def measure(teams: int, pools: int) -> Row:
     validated, validating = timed(lambda: validate(synthetic(teams, pools)))
-    (count, size), render = timed(lambda: render_once(validated))
+    (count, size, registrations), render = timed(lambda: render_once(validated))
     _, floor = timed(lambda: floor_once(count))
     _, paused = timed(lambda: floor_gc_paused(count))
-    return Row(teams, pools, count, size / 2**20, validating, render, floor, paused)
+    _, data = timed(lambda: data_floor_once(registrations))
+    return Row(teams, pools, count, size / 2**20, validating, render, floor, paused, data)
 
 
 COLUMNS = (
@@ -144,8 +166,10 @@ COLUMNS = (
     "ratio",
     "floor, gc paused",
     "ratio",
+    "same-data floor",
+    "ratio",
 )
-FORMAT = "{:>5} {:>5} {:>9} {:>5} {:>12} {:>13} {:>12} {:>5} {:>16} {:>5}"
+FORMAT = "{:>5} {:>5} {:>9} {:>5} {:>12} {:>13} {:>12} {:>5} {:>16} {:>5} {:>15} {:>5}"
 
 
 def main() -> None:
