@@ -23,9 +23,8 @@ class StrictModel(BaseModel):
 
 
 class Resources(StrictModel):
-    """A container's `resources`. Names and signs are checked per value; how requests and limits relate
-    (requests ≤ limits, extended resources whole and requested = limit) by `problems()`, which the stack's
-    validation runs on every Resources in the config, with its path."""
+    """A container's requests and limits, checked as the API server checks a pod's: no negative amounts,
+    requests ≤ limits, extended resources (GPUs) whole and with request = limit."""
 
     requests: dict[ContainerResource, NonNegativeQuantity] = Field(default_factory=dict)
     limits: dict[ContainerResource, NonNegativeQuantity] = Field(default_factory=dict)

@@ -122,7 +122,7 @@ class StaticBackend(BackendDefaults):
                 if node.name in owners:
                     other = owners[node.name]
                     where = "listed twice in this pool" if other == pool.name else f"already in pool {other}"
-                    issues.append(ConfigIssue(f"{pool.at}.static.nodes[{j}].name", f"node is {where}", node.name))
+                    issues.append(ConfigIssue(f"{pool.at}.static.nodes[{j}]", f"node is {where}", node.name))
                 owners.setdefault(node.name, pool.name)
         return issues
 
