@@ -139,6 +139,15 @@ class Builder:
         )
         self._install(out, target)
 
+    def build_promql_names(self, target: Target) -> None:
+        """Our PromQL name extractor, against the pinned Prometheus parser (see controlplane/promql)."""
+        work = self._wrapper_dir("promql")
+        (work / "go.mod").write_text(promql_go_mod(target.version))
+        out = self.set_dir / "tmp" / target.name
+        out.parent.mkdir(parents=True, exist_ok=True)
+        self._run(["go", "build", "-ldflags=-s -w", "-o", str(out), "."], target, work, self.go_env())
+        self._install(out, target)
+
     def staging_modules(self, target: Target) -> list[str]:
         """Staging modules that k8s.io/kubernetes replaces locally at this tag."""
         info = self.download("k8s.io/kubernetes", target)
@@ -222,6 +231,15 @@ class Builder:
                 v.trainer,
                 from_module("github.com/kubeflow/trainer/v2", "./cmd/trainer-controller-manager"),
             ),
+            Target(
+                "promtool",
+                "prometheus",
+                v.prometheus,
+                from_module(
+                    "github.com/prometheus/prometheus", "./cmd/promtool"
+                ),
+            ),
+            Target("promql-names", "prometheus", v.prometheus, Builder.build_promql_names),
         ]
 
     def reuse(self, target: Target) -> Path | None:
@@ -316,6 +334,14 @@ def kube_go_mod(version: str, staging: list[str]) -> str:
 def etcd_go_mod(version: str) -> str:
     """go.mod of the etcd wrapper at the requested version."""
     return f"module trainer-platform/e2e/controlplane/etcd\n\ngo 1.24\n\nrequire go.etcd.io/etcd/server/v3 v{version}\n"
+
+
+def promql_go_mod(version: str) -> str:
+    """go.mod of the PromQL name extractor at the requested Prometheus module version."""
+    return (
+        "module trainer-platform/e2e/controlplane/promql\n\ngo 1.24\n\n"
+        f"require github.com/prometheus/prometheus v{version}\n"
+    )
 
 
 def kube_version_ldflags(version: str) -> dict[str, str]:

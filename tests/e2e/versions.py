@@ -25,13 +25,14 @@ class VersionSet:
     jobset: str = "0.12.0"
     kueue: str = "0.19.2"
     trainer: str = "2.2.1"
+    prometheus: str = "0.305.0"  # Go module version of Prometheus 3.5.0: promtool and the PromQL parser
 
     @property
     def key(self) -> str:
         """Directory name for build outputs: readable, and unique per set."""
         readable = (
             f"k8s{self.kubernetes}-etcd{self.etcd}-kwok{self.kwok}-js{self.jobset}"
-            f"-kueue{self.kueue}-trainer{self.trainer}"
+            f"-kueue{self.kueue}-trainer{self.trainer}-prom{self.prometheus}"
         )
         digest = hashlib.sha256(repr(sorted(asdict(self).items())).encode()).hexdigest()[:8]
         return f"{readable}-{digest}"
