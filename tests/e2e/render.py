@@ -103,6 +103,8 @@ def load_render(directory: Path) -> RenderOutput:
 #: Keys of the render's Kueue manager config that change scheduling; process settings (ports, leader
 #: election, certificates) stay the sandbox's own.
 KUEUE_BEHAVIOUR_KEYS = ("fairSharing", "admissionFairSharing", "waitForPodsReady", "resources", "integrations")
+#: Keys of the manager config's `metrics` block that change which metrics Kueue exports.
+KUEUE_METRIC_KEYS = ("enableClusterQueueResources", "localQueueMetrics", "customLabels")
 
 
 def kueue_settings(render: RenderOutput) -> Obj:
@@ -117,6 +119,10 @@ def kueue_settings(render: RenderOutput) -> Obj:
     values = release.get("values") or {}
     manager = yaml.safe_load(values.get("managerConfig", {}).get("controllerManagerConfigYaml") or "{}") or {}
     settings: Obj = {k: manager[k] for k in KUEUE_BEHAVIOUR_KEYS if k in manager}
+    # what the render's metrics report (not where they are served: the sandbox picks the port)
+    metric_settings = {k: v for k, v in (manager.get("metrics") or {}).items() if k in KUEUE_METRIC_KEYS}
+    if metric_settings:
+        settings["metrics"] = metric_settings
     gates = values.get("controllerManager", {}).get("featureGates") or []
     if gates:
         settings["featureGates"] = {g["name"]: bool(g["enabled"]) for g in gates}

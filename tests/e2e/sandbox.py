@@ -120,6 +120,9 @@ class Endpoints:
     kueue_health: int = field(default_factory=free_port)
     trainer_webhook: int = field(default_factory=free_port)
     trainer_health: int = field(default_factory=free_port)
+    jobset_metrics: int = field(default_factory=free_port)
+    kueue_metrics: int = field(default_factory=free_port)
+    trainer_metrics: int = field(default_factory=free_port)
 
 
 class Sandbox:
@@ -495,7 +498,7 @@ class Sandbox:
                     "leaderElection": {"leaderElect": False},
                     "internalCertManagement": {"enable": False},
                     "webhook": {"port": p.jobset_webhook, "host": "127.0.0.1", "certDir": str(jobset_certs)},
-                    "metrics": {"bindAddress": "0"},
+                    "metrics": {"bindAddress": f"127.0.0.1:{p.jobset_metrics}"},
                     "health": {"healthProbeBindAddress": f"127.0.0.1:{p.jobset_health}"},
                 }
             )
@@ -524,10 +527,14 @@ class Sandbox:
                     "leaderElection": {"leaderElect": False},
                     "internalCertManagement": {"enable": False},
                     "webhook": {"port": p.kueue_webhook, "host": "127.0.0.1", "certDir": str(kueue_certs)},
-                    "metrics": {"bindAddress": "0"},
                     "health": {"healthProbeBindAddress": f"127.0.0.1:{p.kueue_health}"},
                     "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
                     **self.kueue_settings,
+                    # the render's metric settings (enableClusterQueueResources), served here
+                    "metrics": {
+                        **self.kueue_settings.get("metrics", {}),
+                        "bindAddress": f"127.0.0.1:{p.kueue_metrics}",
+                    },
                     # VisibilityOnDemand serves from a fixed /visibility cert dir: off in the sandbox.
                     "featureGates": {**self.kueue_settings.get("featureGates", {}), "VisibilityOnDemand": False},
                 }
@@ -555,7 +562,7 @@ class Sandbox:
                     "leaderElection": {"leaderElect": False},
                     "certManagement": {"enable": False},
                     "webhook": {"port": p.trainer_webhook, "host": "127.0.0.1"},
-                    "metrics": {"bindAddress": "0"},
+                    "metrics": {"bindAddress": f"127.0.0.1:{p.trainer_metrics}", "secureServing": True},
                     "health": {
                         "healthProbeBindAddress": f"127.0.0.1:{p.trainer_health}",
                         "readinessEndpointName": "readyz",
@@ -583,6 +590,15 @@ class Sandbox:
                 "controller /readyz (webhook server started)",
                 lambda port=port: _http_ok(f"http://127.0.0.1:{port}/readyz"),
             )
+
+    def metrics_urls(self) -> dict[str, str]:
+        """Each controller's secure metrics endpoint (self-signed TLS; JobSet and Kueue check a token)."""
+        p = self.ports
+        return {
+            "jobset": f"https://127.0.0.1:{p.jobset_metrics}/metrics",
+            "kueue": f"https://127.0.0.1:{p.kueue_metrics}/metrics",
+            "trainer": f"https://127.0.0.1:{p.trainer_metrics}/metrics",
+        }
 
     def _webhook_certs(self, directory: Path) -> None:
         self.ca.issue(

@@ -23,7 +23,9 @@ def test_same_input_same_objects() -> None:
 
 
 def test_token_only_where_the_controller_checks_it() -> None:
-    monitors = {o["metadata"]["name"]: o for o in observability_objects(FACTS, SETTINGS) if o["kind"] == "ServiceMonitor"}
+    monitors = {
+        o["metadata"]["name"]: o for o in observability_objects(FACTS, SETTINGS) if o["kind"] == "ServiceMonitor"
+    }
     assert sorted(monitors) == ["trainer-platform-jobset", "trainer-platform-kueue", "trainer-platform-trainer"]
     for name, monitor in monitors.items():
         (endpoint,) = monitor["spec"]["endpoints"]
@@ -59,6 +61,7 @@ def test_dashboards_are_sidecar_config_maps_with_valid_json() -> None:
     for cm in maps:
         assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
         ((filename, text),) = cm["data"].items()
+        assert filename == cm["metadata"]["name"] + ".json"
         board = json.loads(text)
         assert board["schemaVersion"] == SCHEMA_VERSION
         uids.add(board["uid"])
@@ -73,15 +76,20 @@ def test_panels_have_ids_targets_and_no_overlap(name: str) -> None:
     cells: set[tuple[int, int]] = set()
     for panel in board["panels"]:
         pos = panel["gridPos"]
-        assert 0 <= pos["x"] and pos["x"] + pos["w"] <= 24
+        assert pos["x"] >= 0 and pos["x"] + pos["w"] <= 24
         area = {(x, y) for x in range(pos["x"], pos["x"] + pos["w"]) for y in range(pos["y"], pos["y"] + pos["h"])}
         assert not cells & area, panel["title"]
         cells |= area
         refs = [t["refId"] for t in panel["targets"]]
         assert refs and len(refs) == len(set(refs)) and all(t["expr"].strip() for t in panel["targets"])
     variables = {v["name"] for v in board["templating"]["list"]}
-    used = {w[1:] for p in board["panels"] for t in p["targets"] for w in t["expr"].replace('"', " ").split()
-            if w.startswith("$") and not w.startswith("$__")}
+    used = {
+        w[1:]
+        for p in board["panels"]
+        for t in p["targets"]
+        for w in t["expr"].replace('"', " ").split()
+        if w.startswith("$") and not w.startswith("$__")
+    }
     assert {v.split("-")[0].rstrip(".+)}") for v in used} <= variables
 
 

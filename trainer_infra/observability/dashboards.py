@@ -94,28 +94,45 @@ def overview(facts: PlatformFacts) -> dict[str, Any]:
         _panel("Controller targets up", [(f"sum by (job) (up{{{jobs}}})", "{{job}}")], "stat"),
         _panel(
             "Reconcile errors / s",
-            [(f"sum by (job, controller) (rate(controller_runtime_reconcile_errors_total{{{jobs}}}[$__rate_interval]))",
-              "{{job}} {{controller}}")],
+            [
+                (
+                    "sum by (job, controller) "
+                    f"(rate(controller_runtime_reconcile_errors_total{{{jobs}}}[$__rate_interval]))",
+                    "{{job}} {{controller}}",
+                )
+            ],
             unit="reqps",
         ),
         _panel(
             "Webhook requests / s by code",
-            [(f"sum by (job, code) (rate(controller_runtime_webhook_requests_total{{{jobs}}}[$__rate_interval]))",
-              "{{job}} {{code}}")],
+            [
+                (
+                    f"sum by (job, code) (rate(controller_runtime_webhook_requests_total{{{jobs}}}[$__rate_interval]))",
+                    "{{job}} {{code}}",
+                )
+            ],
             unit="reqps",
         ),
         _panel(
             "Webhook p99 latency",
-            [("histogram_quantile(0.99, sum by (job, webhook, le) "
-              f"(rate(controller_runtime_webhook_latency_seconds_bucket{{{jobs}}}[$__rate_interval])))",
-              "{{webhook}}")],
+            [
+                (
+                    "histogram_quantile(0.99, sum by (job, webhook, le) "
+                    f"(rate(controller_runtime_webhook_latency_seconds_bucket{{{jobs}}}[$__rate_interval])))",
+                    "{{webhook}}",
+                )
+            ],
             unit="s",
         ),
         _panel("Work queue depth", [(f"sum by (job, name) (workqueue_depth{{{jobs}}})", "{{job}} {{name}}")]),
         _panel(
             "Pending workloads per ClusterQueue",
-            [(f"sum by (cluster_queue) (max by (cluster_queue, status) (kueue_pending_workloads{{{cqs}}}))",
-              "{{cluster_queue}}")],
+            [
+                (
+                    f"sum by (cluster_queue) (max by (cluster_queue, status) (kueue_pending_workloads{{{cqs}}}))",
+                    "{{cluster_queue}}",
+                )
+            ],
         ),
         _panel(
             "Admitted workloads per ClusterQueue",
@@ -123,15 +140,21 @@ def overview(facts: PlatformFacts) -> dict[str, Any]:
         ),
         _panel(
             "Reserved / nominal quota per ClusterQueue",
-            [(f"max by (cluster_queue, resource) (kueue_cluster_queue_resource_reservation{{{cqs}}})\n"
-              f"/ max by (cluster_queue, resource) (kueue_cluster_queue_nominal_quota{{{cqs}}} > 0)",
-              "{{cluster_queue}} {{resource}}")],
+            [
+                (
+                    f"max by (cluster_queue, resource) (kueue_cluster_queue_resource_reservation{{{cqs}}})\n"
+                    f"/ max by (cluster_queue, resource) (kueue_cluster_queue_nominal_quota{{{cqs}}} > 0)",
+                    "{{cluster_queue}} {{resource}}",
+                )
+            ],
             unit="percentunit",
         ),
         _panel(
             "Failed and completed JobSets (since controller start)",
-            [("count by (namespace) (jobset_failed_total)", "failed {{namespace}}"),
-             ("count by (namespace) (jobset_completed_total)", "completed {{namespace}}")],
+            [
+                ("count by (namespace) (jobset_failed_total)", "failed {{namespace}}"),
+                ("count by (namespace) (jobset_completed_total)", "completed {{namespace}}"),
+            ],
         ),
     ]
     return _dashboard(UIDS["overview"], "Trainer platform / Overview", panels, [])
@@ -143,15 +166,28 @@ def team_queues(facts: PlatformFacts) -> dict[str, Any]:
     panels = [
         _panel(
             "Quota: reserved, admitted, nominal, borrowing limit",
-            [(f"max by ({fr}) (kueue_cluster_queue_resource_reservation{{{cq}}})", "reserved {{flavor}} {{resource}}"),
-             (f"max by ({fr}) (kueue_cluster_queue_resource_usage{{{cq}}})", "admitted {{flavor}} {{resource}}"),
-             (f"max by ({fr}) (kueue_cluster_queue_nominal_quota{{{cq}}})", "nominal {{flavor}} {{resource}}"),
-             (f"max by ({fr}) (kueue_cluster_queue_borrowing_limit{{{cq}}})", "borrowing limit {{flavor}} {{resource}}")],
+            [
+                (
+                    f"max by ({fr}) (kueue_cluster_queue_resource_reservation{{{cq}}})",
+                    "reserved {{flavor}} {{resource}}",
+                ),
+                (f"max by ({fr}) (kueue_cluster_queue_resource_usage{{{cq}}})", "admitted {{flavor}} {{resource}}"),
+                (f"max by ({fr}) (kueue_cluster_queue_nominal_quota{{{cq}}})", "nominal {{flavor}} {{resource}}"),
+                (
+                    f"max by ({fr}) (kueue_cluster_queue_borrowing_limit{{{cq}}})",
+                    "borrowing limit {{flavor}} {{resource}}",
+                ),
+            ],
         ),
         _panel(
             "Borrowed (reserved above nominal)",
-            [(f"clamp_min(max by ({fr}) (kueue_cluster_queue_resource_reservation{{{cq}}})\n"
-              f"- max by ({fr}) (kueue_cluster_queue_nominal_quota{{{cq}}}), 0)", "{{flavor}} {{resource}}")],
+            [
+                (
+                    f"clamp_min(max by ({fr}) (kueue_cluster_queue_resource_reservation{{{cq}}})\n"
+                    f"- max by ({fr}) (kueue_cluster_queue_nominal_quota{{{cq}}}), 0)",
+                    "{{flavor}} {{resource}}",
+                )
+            ],
         ),
         _panel(
             "Pending workloads",
@@ -163,22 +199,41 @@ def team_queues(facts: PlatformFacts) -> dict[str, Any]:
         ),
         _panel(
             "Admission wait (p50, p90)",
-            [(f"histogram_quantile({q}, sum by (le) (rate(kueue_admission_wait_time_seconds_bucket{{{cq}}}"
-              "[$__rate_interval])))", f"p{int(q * 100)}") for q in (0.5, 0.9)],
+            [
+                (
+                    f"histogram_quantile({q}, sum by (le) (rate(kueue_admission_wait_time_seconds_bucket{{{cq}}}"
+                    "[$__rate_interval])))",
+                    f"p{int(q * 100)}",
+                )
+                for q in (0.5, 0.9)
+            ],
             unit="s",
         ),
         _panel(
             "Admissions and evictions / s",
-            [(f"sum by (cluster_queue) (rate(kueue_admitted_workloads_total{{{cq}}}[$__rate_interval]))", "admitted"),
-             (f"sum by (reason) (rate(kueue_evicted_workloads_total{{{cq}}}[$__rate_interval]))", "evicted {{reason}}"),
-             ('sum by (reason) (rate(kueue_preempted_workloads_total{preempting_cluster_queue=~"$cluster_queue"}'
-              "[$__rate_interval]))", "preempting others: {{reason}}")],
+            [
+                (
+                    f"sum by (cluster_queue) (rate(kueue_admitted_workloads_total{{{cq}}}[$__rate_interval]))",
+                    "admitted",
+                ),
+                (
+                    f"sum by (reason) (rate(kueue_evicted_workloads_total{{{cq}}}[$__rate_interval]))",
+                    "evicted {{reason}}",
+                ),
+                (
+                    'sum by (reason) (rate(kueue_preempted_workloads_total{preempting_cluster_queue=~"$cluster_queue"}'
+                    "[$__rate_interval]))",
+                    "preempting others: {{reason}}",
+                ),
+            ],
             unit="reqps",
         ),
     ]
     variables = [
         _query_var("team", f"label_values({TEAM_INFO}, team)", "Team"),
-        _query_var("cluster_queue", f'label_values({TEAM_INFO}{{team="$team"}}, cluster_queue)', "ClusterQueue", hide=2),
+        _query_var(
+            "cluster_queue", f'label_values({TEAM_INFO}{{team="$team"}}, cluster_queue)', "ClusterQueue", hide=2
+        ),
     ]
     return _dashboard(UIDS["team"], "Trainer platform / Team queue", panels, variables)
 
@@ -194,8 +249,12 @@ def trainjob(facts: PlatformFacts) -> dict[str, Any]:
         ),
         _panel(
             "CPU (cores)",
-            [(f'sum by (pod) (rate(container_cpu_usage_seconds_total{{{pod}, container!=""}}[$__rate_interval]))',
-              "{{pod}}")],
+            [
+                (
+                    f'sum by (pod) (rate(container_cpu_usage_seconds_total{{{pod}, container!=""}}[$__rate_interval]))',
+                    "{{pod}}",
+                )
+            ],
         ),
         _panel(
             "Memory working set",
@@ -204,14 +263,21 @@ def trainjob(facts: PlatformFacts) -> dict[str, Any]:
         ),
         _panel(
             "GPU utilisation (DCGM exporter)",
-            [('avg by (exported_pod) (DCGM_FI_DEV_GPU_UTIL{exported_namespace="$namespace", '
-              'exported_pod=~"$trainjob-.+"})', "{{exported_pod}}")],
+            [
+                (
+                    'avg by (exported_pod) (DCGM_FI_DEV_GPU_UTIL{exported_namespace="$namespace", '
+                    'exported_pod=~"$trainjob-.+"})',
+                    "{{exported_pod}}",
+                )
+            ],
             unit="percent",
         ),
         _panel(
             "JobSet outcome",
-            [('max(jobset_completed_total{namespace="$namespace", jobset_name="$trainjob"})', "completed"),
-             ('max(jobset_failed_total{namespace="$namespace", jobset_name="$trainjob"})', "failed")],
+            [
+                ('max(jobset_completed_total{namespace="$namespace", jobset_name="$trainjob"})', "completed"),
+                ('max(jobset_failed_total{namespace="$namespace", jobset_name="$trainjob"})', "failed"),
+            ],
             "stat",
         ),
     ]

@@ -163,10 +163,7 @@ def queue_rules(facts: PlatformFacts, alerts: Alerts) -> list[dict[str, Any]]:
     nominal = _quota("kueue_cluster_queue_nominal_quota", team_cqs)
     sat = alerts.quota_saturated
     if sat.enabled:
-        expr = (
-            f"({reservation}\n/ ({nominal} > 0)) >= {sat.ratio:g}\n"
-            f"and on (cluster_queue) ({_pending(team_cqs)} > 0)"
-        )
+        expr = f"({reservation}\n/ ({nominal} > 0)) >= {sat.ratio:g}\nand on (cluster_queue) ({_pending(team_cqs)} > 0)"
         rules.append(
             _alert(
                 "TrainerPlatformQuotaSaturated",

@@ -19,9 +19,7 @@ _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 60480
 
 def _check_duration(value: str) -> str:
     if not _DURATION.match(value) or duration_seconds(value) <= 0:
-        raise ValueError(
-            f"expected a positive Prometheus duration such as 30s, 5m, 1h30m; found {value!r}"
-        )
+        raise ValueError(f"expected a positive Prometheus duration such as 30s, 5m, 1h30m; found {value!r}")
     return value
 
 
