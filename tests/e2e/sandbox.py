@@ -54,6 +54,20 @@ class SandboxError(RuntimeError):
     """A sandbox step failed; the message names the process, its version and its log tail."""
 
 
+#: The Prometheus Operator kinds the platform's observability block creates.
+MONITORING_CRDS = ("servicemonitors", "podmonitors", "prometheusrules")
+
+
+def monitoring_crd_files(version: str) -> list[Path]:
+    """monitoring.coreos.com CRDs of a pinned prometheus-operator release, from its Go module."""
+    folder = (
+        module_dir("github.com/prometheus-operator/prometheus-operator", version)
+        / "example"
+        / "prometheus-operator-crd"
+    )
+    return [folder / f"monitoring.coreos.com_{plural}.yaml" for plural in MONITORING_CRDS]
+
+
 def free_port() -> int:
     """A currently free TCP port on 127.0.0.1."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -455,7 +469,7 @@ class Sandbox:
             if not found:
                 raise SandboxError(f"no CRDs in {folder} (set TRAINER_PLATFORM_SHARED to the shared folder)")
             files.extend(found)
-        return files
+        return files + monitoring_crd_files(v.prometheus_operator)
 
     def _apply_crds(self) -> None:
         names = []
