@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -113,3 +114,20 @@ def test_thresholds_that_cannot_work_are_errors_with_a_path(patch: dict[str, obj
 def test_durations() -> None:
     assert duration_seconds("1h30m") == 5400
     assert duration_seconds("500ms") == 0.5
+
+
+def test_every_alert_has_a_runbook_section() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "observability.md").read_text()
+    headings = {line[4:].strip() for line in doc.splitlines() if line.startswith("### ")}
+    rules = [
+        r
+        for o in observability_objects(FACTS, SETTINGS)
+        if o["kind"] == "PrometheusRule"
+        for g in o["spec"]["groups"]
+        for r in g["rules"]
+        if "alert" in r
+    ]
+    assert rules
+    for rule in rules:
+        assert rule["alert"] in headings, rule["alert"]
+        assert rule["annotations"]["runbook"] == f"docs/observability.md#{rule['alert'].lower()}"

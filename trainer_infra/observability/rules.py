@@ -16,7 +16,7 @@ from trainer_infra.observability.facts import PlatformFacts
 from trainer_infra.observability.settings import Alerts
 
 TEAM_INFO = "trainer_platform_team_info"
-RUNBOOK = "README.md#alert-{anchor}"
+RUNBOOK = "docs/observability.md#{anchor}"
 
 
 def ksm_label(key: str) -> str:
