@@ -23,7 +23,8 @@ from tests.e2e.promql import analyse, check_names, parse_exposition, recorded_se
 from tests.e2e.render import RenderOutput, apply_render
 from tests.e2e.sandbox import Sandbox
 from tests.e2e.versions import VersionSet
-from tests.observability.fixtures import rules_file
+from tests.observability.fixtures import FACTS, SETTINGS, rules_file
+from trainer_infra.observability.objects import dashboard_config_maps
 
 pytestmark = pytest.mark.e2e
 
@@ -59,6 +60,18 @@ def test_every_alert_has_a_firing_and_a_silent_case() -> None:
 def test_rule_file_with_annotations_passes_promtool_check(tmp_path: Path) -> None:
     (tmp_path / "rules.yaml").write_text(rules_file())
     proc = _promtool("check", "rules", "rules.yaml", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_every_dashboard_query_parses(tmp_path: Path) -> None:
+    """Panel queries (Grafana variables substituted) as recording rules: promtool parses each one."""
+    rules = [
+        {"record": f"panel:{i}", "expr": expr}
+        for i, (_, expr) in enumerate(render_expressions(dashboard_config_maps(FACTS, SETTINGS)))
+    ]
+    assert len(rules) >= 20
+    (tmp_path / "panels.yaml").write_text(yaml.safe_dump({"groups": [{"name": "panels", "rules": rules}]}))
+    proc = _promtool("check", "rules", "panels.yaml", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
