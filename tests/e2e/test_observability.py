@@ -17,7 +17,7 @@ import pytest
 import urllib3
 import yaml
 
-from tests.e2e.build import Builder
+from tests.e2e.build import Builder, module_dir
 from tests.e2e.kube import ApiError, wait_for
 from tests.e2e.promql import analyse, check_names, parse_exposition, recorded_series, render_expressions
 from tests.e2e.render import RenderOutput, apply_render
@@ -25,6 +25,7 @@ from tests.e2e.sandbox import Sandbox
 from tests.e2e.versions import VersionSet
 from tests.observability.fixtures import FACTS, SETTINGS, rules_file
 from trainer_infra.observability.objects import dashboard_config_maps
+from trainer_infra.observability.sources import EXTERNAL
 
 pytestmark = pytest.mark.e2e
 
@@ -73,6 +74,20 @@ def test_every_dashboard_query_parses(tmp_path: Path) -> None:
     (tmp_path / "panels.yaml").write_text(yaml.safe_dump({"groups": [{"name": "panels", "rules": rules}]}))
     proc = _promtool("check", "rules", "panels.yaml", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_external_metric_names_are_defined_by_the_pinned_exporters() -> None:
+    """kube-state-metrics and cAdvisor metrics cannot be scraped here: their names must at least be
+    defined (as string literals) in the pinned exporter's source."""
+    missing = []
+    for metric, (exporter, _) in sorted(EXTERNAL.items()):
+        if exporter.module is None or exporter.version is None or exporter.source_dir is None:
+            continue
+        folder = module_dir(exporter.module, exporter.version) / exporter.source_dir
+        text = "\n".join(p.read_text() for p in folder.rglob("*.go") if not p.name.endswith("_test.go"))
+        if f'"{metric}"' not in text:
+            missing.append(f"{metric} not defined in {exporter.module} v{exporter.version}/{exporter.source_dir}")
+    assert not missing, missing
 
 
 # -- against the sandbox -----------------------------------------------------------------------------
