@@ -1,7 +1,6 @@
 """The `observability` stack block: Prometheus Operator objects, alert thresholds, dashboards.
 
-Off unless `enabled`; nothing here changes scheduling (only Kueue's metric settings and the
-optional Trainer `TrainJobStatus` gate reach the controllers).
+Off unless `enabled`; nothing here changes scheduling (only Kueue's metric settings reach a controller).
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field
 
-from trainer_infra.config.base import StrictModel
+from trainer_infra.core.model import StrictModel
 
 _DURATION = re.compile(r"^(?:[0-9]+(?:ms|s|m|h|d|w|y))+$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
@@ -162,7 +161,3 @@ class ObservabilitySettings(StrictModel):
     prometheus: PrometheusSettings = Field(default_factory=PrometheusSettings)
     grafana: GrafanaSettings = Field(default_factory=GrafanaSettings)
     alerts: Alerts = Field(default_factory=Alerts)
-    train_job_status: bool = Field(
-        default=False,
-        description="Trainer's alpha `TrainJobStatus` gate (2.2.1+): progress/ETA in status.trainerStatus.",
-    )

@@ -53,6 +53,13 @@ class TrainingPlatform(pulumi.ComponentResource):
                 )
                 by_group.update({group: ready[gate.name] for group in gate.api_groups})
 
+        # Gates of APIs the platform does not install (the Prometheus Operator's): checked up front.
+        for gate in (g for g in plan.gates if not g.release):
+            ready[gate.name] = ReadinessGateResource(
+                gate, kubeconfig, cluster.context, pulumi.ResourceOptions(parent=self)
+            )
+            by_group.update({group: ready[gate.name] for group in gate.api_groups})
+
         created: dict[str, pulumi.Resource] = {}
         for obj in plan.objects:
             if obj.manifest["kind"] == "Namespace":

@@ -11,6 +11,7 @@ from trainer_infra.core.images import ChartsConfig, ImagesConfig
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.types import KubeMinor
 from trainer_infra.nodepools.registry import NodePoolConfig
+from trainer_infra.observability.settings import ObservabilitySettings
 from trainer_infra.queues.config import QueuesConfig
 from trainer_infra.storage.config import DataCacheConfig, StorageConfig
 from trainer_infra.tenancy.teams import TeamConfig
@@ -39,6 +40,10 @@ class StackConfig(StrictModel):
     data_cache: DataCacheConfig = Field(default_factory=DataCacheConfig)
     node_pools: list[NodePoolConfig] = Field(default_factory=list, description="GPU (and CPU) node pools.")
     queues: QueuesConfig = Field(default_factory=QueuesConfig)
+    observability: ObservabilitySettings = Field(
+        default_factory=ObservabilitySettings,
+        description="Metrics, alerts and dashboards for the controllers and team queues (docs/observability.md).",
+    )
     allow_unsupported_versions: bool = Field(
         default=False,
         description="Install version combinations the matrix refuses (each one is printed as a warning).",

@@ -22,6 +22,7 @@ from trainer_infra.nodepools.checks import check_pools
 from trainer_infra.nodepools.model import ResolvedPool
 from trainer_infra.nodepools.plan import node_pool_objects
 from trainer_infra.nodepools.resolve import resolve_pools
+from trainer_infra.observability.checks import check_observability
 from trainer_infra.queues.checks import check_queues
 from trainer_infra.queues.placement import Placement
 from trainer_infra.queues.resolve import ResolvedQueues, resolve_queues
@@ -115,8 +116,12 @@ def _runtimes(d: Draft) -> list[ConfigIssue]:
     return d.catalog_issues
 
 
+def _observability(d: Draft) -> list[ConfigIssue]:
+    return check_observability(d.config.observability, [t.name for t in d.config.teams])
+
+
 # Every area's checks, in report order; a new check is a function in its area plus one line here.
-CHECKS: list[Callable[[Draft], list[ConfigIssue]]] = [_pools, _teams, _storage, _queues, _runtimes]
+CHECKS: list[Callable[[Draft], list[ConfigIssue]]] = [_pools, _teams, _storage, _queues, _runtimes, _observability]
 
 
 def validate(raw: Mapping[str, Any], source: str = "", earlier: list[ConfigIssue] | None = None) -> Validated:
