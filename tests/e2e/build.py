@@ -235,9 +235,7 @@ class Builder:
                 "promtool",
                 "prometheus",
                 v.prometheus,
-                from_module(
-                    "github.com/prometheus/prometheus", "./cmd/promtool"
-                ),
+                from_module("github.com/prometheus/prometheus", "./cmd/promtool"),
             ),
             Target("promql-names", "prometheus", v.prometheus, Builder.build_promql_names),
         ]
@@ -305,6 +303,20 @@ def module_dir(module: str, version: str) -> Path:
     if proc.returncode != 0:
         raise BuildError(f"cannot download {module} v{version}: {proc.stdout[-2000:]}{proc.stderr[-2000:]}")
     return Path(json.loads(proc.stdout)["Dir"])
+
+
+#: The Prometheus Operator kinds the platform's observability block creates.
+MONITORING_CRDS = ("servicemonitors", "podmonitors", "prometheusrules")
+
+
+def monitoring_crd_files(version: str) -> list[Path]:
+    """monitoring.coreos.com CRDs of a pinned prometheus-operator release, from its Go module."""
+    folder = (
+        module_dir("github.com/prometheus-operator/prometheus-operator", version)
+        / "example"
+        / "prometheus-operator-crd"
+    )
+    return [folder / f"monitoring.coreos.com_{plural}.yaml" for plural in MONITORING_CRDS]
 
 
 _STAGING_RE = re.compile(r"^\s*(k8s\.io/[\w.-]+)\s+=>\s+\./staging/src/", re.MULTILINE)

@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from tests.e2e.build import Builder, BuildError, module_dir
+from tests.e2e.build import Builder, BuildError, module_dir, monitoring_crd_files
 from tests.e2e.kube import ApiError, FatalWaitError, KubeClient, wait_for
 from tests.e2e.pki import CertificateAuthority, CertPair, service_account_keypair
 from tests.e2e.versions import VersionSet, cache_root, shared_dir
@@ -52,20 +52,6 @@ TIMEOUT = float(os.environ.get("E2E_TIMEOUT", "90"))
 
 class SandboxError(RuntimeError):
     """A sandbox step failed; the message names the process, its version and its log tail."""
-
-
-#: The Prometheus Operator kinds the platform's observability block creates.
-MONITORING_CRDS = ("servicemonitors", "podmonitors", "prometheusrules")
-
-
-def monitoring_crd_files(version: str) -> list[Path]:
-    """monitoring.coreos.com CRDs of a pinned prometheus-operator release, from its Go module."""
-    folder = (
-        module_dir("github.com/prometheus-operator/prometheus-operator", version)
-        / "example"
-        / "prometheus-operator-crd"
-    )
-    return [folder / f"monitoring.coreos.com_{plural}.yaml" for plural in MONITORING_CRDS]
 
 
 def free_port() -> int:
