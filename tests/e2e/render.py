@@ -228,9 +228,20 @@ def apply_render(sandbox: Any, directory: Path) -> RenderOutput:
     return render
 
 
-def render_stack(stack: str, out: Path) -> RenderOutput:
-    """Run ``trainer-infra render`` for a stack (the foundation's CLI) into ``out``."""
-    cmd = [sys.executable, "-m", "trainer_infra", "render", "--stack", stack, "--out", str(out)]
+def render_stack(stack: str, out: Path, extra: Obj | None = None) -> RenderOutput:
+    """Run ``trainer-infra render`` for a stack (the foundation's CLI) into ``out``.
+
+    ``extra`` adds or replaces top-level `trainer-platform:` keys of the stack file (written beside
+    ``out`` and rendered with ``--config-file``), e.g. to turn observability on for the e2e.
+    """
+    source = ["--stack", stack]
+    if extra:
+        document = yaml.safe_load((REPO_ROOT / "stacks" / f"Pulumi.{stack}.yaml").read_text())
+        document["config"].update({f"trainer-platform:{key}": value for key, value in extra.items()})
+        variant = out.parent / f"Pulumi.{stack}-e2e.yaml"
+        variant.write_text(yaml.safe_dump(document, sort_keys=False))
+        source = ["--config-file", str(variant)]
+    cmd = [sys.executable, "-m", "trainer_infra", "render", *source, "--out", str(out)]
     proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         raise RenderError(f"`{' '.join(cmd)}` failed ({proc.returncode}):\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
