@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ import yaml
 from tests.helpers import conformance_findings, plan_of, render, stack_raw, with_changes
 from trainer_infra.core.errors import ConfigError
 from trainer_infra.core.objects import Plan
+from trainer_infra.platform import gate
 from trainer_infra.stack.validate import validate
 
 OBSERVABILITY_KINDS = {
@@ -101,3 +103,47 @@ def test_thresholds_that_cannot_work_are_refused_with_their_path(
     (issue,) = err.value.issues
     assert issue.path == path
     assert text in issue.render()
+
+
+def test_without_the_operator_crds_pulumi_up_refuses_with_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CRD gate (every monitoring object depends on it) fails fast and says how to fix it."""
+    plan = plan_of(_on(stack_raw("local")))
+    crd_gate = next(g for g in plan.gates if g.name == "prometheus-operator-crds")
+    assert crd_gate.release == "" and crd_gate.api_groups == ("monitoring.coreos.com",)
+
+    class MissingError(Exception):
+        status = 404
+
+    client = SimpleNamespace(
+        ApiException=MissingError,
+        ApiextensionsV1Api=lambda _api: SimpleNamespace(read_custom_resource_definition=_raise(MissingError())),
+    )
+    monkeypatch.setattr(gate, "_client", lambda *_: (client, None))
+    monkeypatch.setattr(gate, "POLL_SECONDS", 0.01)
+    inputs = {
+        "component": crd_gate.component,
+        "version": crd_gate.version,
+        "crds": list(crd_gate.crds),
+        "probes": [],
+        "timeoutSeconds": 0.05,
+        "hint": crd_gate.hint,
+    }
+    with pytest.raises(TimeoutError) as info:
+        gate.wait_ready(inputs)
+    message = str(info.value)
+    assert "servicemonitors.monitoring.coreos.com" in message
+    assert "install the Prometheus Operator" in message and "observability.enabled: false" in message
+
+
+def _raise(exc: Exception) -> Any:
+    def fail(*_: Any) -> None:
+        raise exc
+
+    return fail
+
+
+def test_monitoring_objects_wait_for_the_crd_gate() -> None:
+    rendered = render(_on(stack_raw("local")))
+    monitoring = [r for r in rendered.resources if "monitoring.coreos.com" in r["type"]]
+    assert len(monitoring) == 4
+    assert all("prometheus-operator-crds" in r["dependsOn"] for r in monitoring)
