@@ -50,14 +50,17 @@ def parse_exposition(text: str) -> dict[str, set[str]]:
 
 
 def render_expressions(objects: list[Obj]) -> list[tuple[str, str]]:
-    """(where, expr) for every rule of every PrometheusRule and every panel target of every dashboard ConfigMap."""
+    """(where, expr) for every rule of every PrometheusRule and every panel target of every dashboard ConfigMap;
+    `where` is unique (alerts of the same name differ by group position)."""
     found: list[tuple[str, str]] = []
     for obj in objects:
         if obj["kind"] == "PrometheusRule":
             for group in obj["spec"]["groups"]:
-                for rule in group["rules"]:
+                for i, rule in enumerate(group["rules"]):
                     name = rule.get("alert") or rule.get("record")
-                    found.append((f"PrometheusRule {obj['metadata']['name']} {group['name']}/{name}", rule["expr"]))
+                    found.append(
+                        (f"PrometheusRule {obj['metadata']['name']} {group['name']}[{i}] {name}", rule["expr"])
+                    )
         elif obj["kind"] == "ConfigMap":
             for filename, text in (obj.get("data") or {}).items():
                 if not filename.endswith(".json"):
@@ -65,9 +68,8 @@ def render_expressions(objects: list[Obj]) -> list[tuple[str, str]]:
                 board = json.loads(text)
                 for panel in board.get("panels", []):
                     for target in panel.get("targets", []):
-                        found.append(
-                            (f"dashboard {board['uid']} panel {panel['title']!r}", substitute_grafana(target["expr"]))
-                        )
+                        where = f"dashboard {board['uid']} panel {panel['title']!r} query {target['refId']}"
+                        found.append((where, substitute_grafana(target["expr"])))
     return found
 
 
@@ -78,9 +80,9 @@ def recorded_series(objects: list[Obj], analyses: dict[str, Obj]) -> dict[str, s
         if obj["kind"] != "PrometheusRule":
             continue
         for group in obj["spec"]["groups"]:
-            for rule in group["rules"]:
+            for i, rule in enumerate(group["rules"]):
                 if "record" in rule:
-                    where = f"PrometheusRule {obj['metadata']['name']} {group['name']}/{rule['record']}"
+                    where = f"PrometheusRule {obj['metadata']['name']} {group['name']}[{i}] {rule['record']}"
                     recorded.setdefault(rule["record"], set()).update(analyses[where]["produced"])
     return recorded
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from tests.e2e.promql import check_names, parse_exposition, substitute_grafana
+from tests.e2e.promql import check_names, parse_exposition, render_expressions, substitute_grafana
+from tests.observability.fixtures import FACTS, SETTINGS
+from trainer_infra.observability.objects import observability_objects
 
 EXPOSITION = """# HELP kueue_pending_workloads The number of pending workloads
 # TYPE kueue_pending_workloads gauge
@@ -59,3 +62,19 @@ def test_unknown_metric_label_and_grouping_are_reported() -> None:
         "label: metric kueue_pending_workloads has no label 'clusterqueue'",
         "typo: metric kueue_pending_workload is not exported by any controller",
     ]
+
+
+def test_every_rule_and_query_has_its_own_place() -> None:
+    """Alerts repeat per team and panels hold several queries: each keeps its own entry."""
+    objects = observability_objects(FACTS, SETTINGS)
+    found = render_expressions(objects)
+    rules = [r for o in objects if o["kind"] == "PrometheusRule" for g in o["spec"]["groups"] for r in g["rules"]]
+    targets = [
+        t
+        for o in objects
+        if o["kind"] == "ConfigMap"
+        for d in o["data"].values()
+        for p in json.loads(d)["panels"]
+        for t in p["targets"]
+    ]
+    assert len(found) == len({where for where, _ in found}) == len(rules) + len(targets)
