@@ -40,6 +40,7 @@ class Target:
     component: str
     version: str
     build: Callable[[Builder, Target], None]
+    tool: bool = False  # used by tests (promtool), not run by the sandbox
 
 
 def _tail(path: Path, lines: int = 30) -> str:
@@ -236,8 +237,9 @@ class Builder:
                 "prometheus",
                 v.prometheus,
                 from_module("github.com/prometheus/prometheus", "./cmd/promtool"),
+                tool=True,
             ),
-            Target("promql-names", "prometheus", v.prometheus, Builder.build_promql_names),
+            Target("promql-names", "prometheus", v.prometheus, Builder.build_promql_names, tool=True),
         ]
 
     def reuse(self, target: Target) -> Path | None:

@@ -220,7 +220,7 @@ class Sandbox:
         self._write_state()
 
     def _check_binaries(self) -> None:
-        missing = [t.name for t in self.builder.targets() if not (self.bin_dir / t.name).exists()]
+        missing = [t.name for t in self.builder.targets() if not t.tool and not (self.bin_dir / t.name).exists()]
         if missing:
             raise BuildError(
                 f"binaries {missing} are missing in {self.bin_dir} (version set {self.versions.key}); "
