@@ -10,6 +10,7 @@ from trainer_infra.components.registry import ComponentsConfig
 from trainer_infra.core.images import ChartsConfig, ImagesConfig
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.types import KubeMinor
+from trainer_infra.fleet.config import FleetConfig
 from trainer_infra.nodepools.registry import NodePoolConfig
 from trainer_infra.observability.settings import ObservabilitySettings
 from trainer_infra.queues.config import QueuesConfig
@@ -43,6 +44,9 @@ class StackConfig(StrictModel):
     observability: ObservabilitySettings = Field(
         default_factory=ObservabilitySettings,
         description="Metrics, alerts and dashboards for the controllers and team queues (docs/observability.md).",
+    )
+    fleet: FleetConfig | None = Field(
+        default=None, description="Several clusters as one platform (MultiKueue manager + workers, docs/fleet.md)."
     )
     allow_unsupported_versions: bool = Field(
         default=False,
