@@ -64,9 +64,11 @@ def controller_rules(facts: PlatformFacts, alerts: Alerts) -> list[dict[str, Any
     down = alerts.controller_down
     if down.enabled:
         for e in sorted(facts.endpoints, key=lambda e: e.component):
+            target = f'job="{e.service}", namespace="{e.namespace}"'
             rule = _alert(
                 "TrainerPlatformControllerDown",
-                f'absent(up{{job="{e.service}", namespace="{e.namespace}"}} == 1)',
+                # absent(): no target at all (no Ready pod behind the Service); == 0: scrapes fail
+                f'max by (namespace, job) (up{{{target}}}) == 0 or absent(up{{{target}}})',
                 down.severity,
                 f"The {e.component} controller has no healthy metrics target",
                 f"No Ready {e.component} pod in {e.namespace} answered a scrape for {down.for_}: its webhooks "
