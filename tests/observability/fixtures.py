@@ -12,7 +12,9 @@ from trainer_infra.observability.settings import ObservabilitySettings
 
 FACTS = PlatformFacts(
     endpoints=(
-        MetricsEndpoint("jobset", "jobset-system", "jobset-metrics-service", "https", (("app", "jobset"),), True),
+        MetricsEndpoint(
+            "jobset", "jobset-system", "jobset-metrics-service", "https", (("app", "jobset"),), True, honor_labels=True
+        ),
         MetricsEndpoint(
             "kueue", "kueue-system", "kueue-controller-manager-metrics-service", "https", (("app", "kueue"),), True
         ),

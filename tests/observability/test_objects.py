@@ -33,6 +33,13 @@ def test_token_only_where_the_controller_checks_it() -> None:
         assert endpoint["scheme"] == "https" and endpoint["tlsConfig"] == {"insecureSkipVerify": True}
         assert ("bearerTokenFile" in endpoint) == (name != "trainer-platform-trainer"), name
     assert monitors["trainer-platform-trainer"]["spec"]["endpoints"][0]["port"] == "monitoring-port"
+    # jobset_failed_total{namespace} must stay the JobSet's namespace (the team alerts select on it)
+    honor = {name: m["spec"]["endpoints"][0].get("honorLabels", False) for name, m in monitors.items()}
+    assert honor == {
+        "trainer-platform-jobset": True,
+        "trainer-platform-kueue": False,
+        "trainer-platform-trainer": False,
+    }
 
 
 def test_prometheus_service_account_may_get_metrics() -> None:

@@ -49,8 +49,10 @@ class JobSet(Controller):
         `https` (8443); the manager puts controller-runtime's authn/authz filter in front (main.go)."""
         selector = {"app.kubernetes.io/name": "jobset", "app.kubernetes.io/instance": self.name}
         selector["app.kubernetes.io/component"] = "controller"
+        service = f"{self.name}-metrics-service"
+        # jobset_{failed,completed}_total{namespace} is the JobSet's namespace: the team alerts read it.
         return MetricsEndpoint(
-            self.name, release.namespace, f"{self.name}-metrics-service", "https", tuple(selector.items()), True
+            self.name, release.namespace, service, "https", tuple(selector.items()), True, honor_labels=True
         )
 
     def probes(self, release: ResolvedRelease, mirror: str | None) -> tuple[dict[str, Any], ...]:

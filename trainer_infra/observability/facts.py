@@ -23,6 +23,9 @@ class MetricsEndpoint:
     port: str
     selector: tuple[tuple[str, str], ...]
     authenticated: bool
+    #: The controller's own metrics carry a `namespace` label meaning the object's namespace (JobSet's
+    #: `jobset_failed_total{namespace}`): keep it instead of renaming it `exported_namespace`.
+    honor_labels: bool = False
 
 
 @dataclass(frozen=True)

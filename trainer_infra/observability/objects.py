@@ -43,6 +43,8 @@ def service_monitor(endpoint: MetricsEndpoint, settings: ObservabilitySettings) 
     }
     if endpoint.authenticated:
         ep["bearerTokenFile"] = SA_TOKEN
+    if endpoint.honor_labels:
+        ep["honorLabels"] = True
     return {
         "apiVersion": MONITORING,
         "kind": "ServiceMonitor",

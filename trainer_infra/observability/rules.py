@@ -68,7 +68,7 @@ def controller_rules(facts: PlatformFacts, alerts: Alerts) -> list[dict[str, Any
             rule = _alert(
                 "TrainerPlatformControllerDown",
                 # absent(): no target at all (no Ready pod behind the Service); == 0: scrapes fail
-                f'max by (namespace, job) (up{{{target}}}) == 0 or absent(up{{{target}}})',
+                f"max by (namespace, job) (up{{{target}}}) == 0 or absent(up{{{target}}})",
                 down.severity,
                 f"The {e.component} controller has no healthy metrics target",
                 f"No Ready {e.component} pod in {e.namespace} answered a scrape for {down.for_}: its webhooks "
