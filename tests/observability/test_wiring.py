@@ -93,6 +93,9 @@ def test_monitoring_objects_conform_to_the_pinned_crds() -> None:
         ),
         ({"alerts": {"controllerDown": {"for": "-5m"}}}, "observability.alerts.controllerDown.for", "positive"),
         ({"alerts": {"quotaSaturated": {"ratio": 2}}}, "observability.alerts.quotaSaturated.ratio", "1"),
+        # the platform creates (and would delete) its namespace: never a system or another part's one
+        ({"namespace": "kube-system"}, "observability.namespace", "system namespace"),
+        ({"namespace": "kueue-system"}, "observability.namespace", "kueue controller's namespace"),
     ],
 )
 def test_thresholds_that_cannot_work_are_refused_with_their_path(

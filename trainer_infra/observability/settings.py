@@ -11,6 +11,7 @@ from typing import Annotated
 from pydantic import AfterValidator, Field
 
 from trainer_infra.core.model import StrictModel
+from trainer_infra.core.types import DnsLabel
 
 _DURATION = re.compile(r"^(?:[0-9]+(?:ms|s|m|h|d|w|y))+$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
@@ -157,7 +158,11 @@ class ObservabilitySettings(StrictModel):
     """`observability`: metrics, alerts and dashboards for Trainer, JobSet, Kueue and the team queues."""
 
     enabled: bool = False
-    namespace: str = Field(default="trainer-platform-monitoring", description="Holds rules and dashboards.")
+    namespace: DnsLabel = Field(
+        default="trainer-platform-monitoring",
+        description="Holds rules and dashboards; created and owned by the platform, so never your "
+        "Prometheus's own namespace.",
+    )
     prometheus: PrometheusSettings = Field(default_factory=PrometheusSettings)
     grafana: GrafanaSettings = Field(default_factory=GrafanaSettings)
     alerts: Alerts = Field(default_factory=Alerts)

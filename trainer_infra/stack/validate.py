@@ -101,7 +101,7 @@ def no_effect_warnings(cfg: StackConfig) -> list[str]:
 
 def _namespace_claims(d: Draft) -> list[tuple[str, str, str]]:
     """(namespace, config path that chose it, what it is) for every namespace the platform creates itself,
-    in config order: controllers, node-pool backends, storage backends."""
+    in config order: controllers, node-pool backends, storage backends, observability."""
     cfg = d.config
     claims = []
     for component in COMPONENTS:
@@ -124,6 +124,8 @@ def _namespace_claims(d: Draft) -> list[tuple[str, str, str]]:
                 where = next((loc for loc, v in instances(settings, str) if v == name), ())
                 what = f"the {cfg.storage.backend.name} storage backend's namespace"
                 claims.append((name, format_path((at, *where)), what))
+    if cfg.observability.enabled:
+        claims.append((cfg.observability.namespace, "observability.namespace", "the observability namespace"))
     return claims
 
 
