@@ -222,6 +222,12 @@ class Builder:
                 v.trainer,
                 from_module("github.com/kubeflow/trainer/v2", "./cmd/trainer-controller-manager"),
             ),
+            Target(
+                "lws-manager",
+                "lws",
+                v.lws,
+                from_module("sigs.k8s.io/lws", "./cmd", "sigs.k8s.io/lws/pkg/version.GitVersion"),
+            ),
         ]
 
     def reuse(self, target: Target) -> Path | None:

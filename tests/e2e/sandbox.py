@@ -4,7 +4,7 @@ Usage: ``python -m tests.e2e.sandbox up|down|status [--dir DIR]``.
 
 Order (each step waits, with a timeout naming what did not happen):
 etcd → kube-apiserver → kube-controller-manager, kube-scheduler, kwok →
-pinned CRDs (Established) → JobSet, Kueue, Trainer controllers (webhooks on
+pinned CRDs (Established) → JobSet, Kueue, Trainer and LeaderWorkerSet controllers (webhooks on
 127.0.0.1 with our CA) → upstream webhook configurations rewritten to those URLs.
 Every process started is stopped on error, on context exit and at interpreter
 exit; ``up`` detaches and records the PIDs so ``down`` can stop them later.
@@ -34,7 +34,7 @@ from tests.e2e.build import Builder, BuildError, module_dir
 from tests.e2e.kube import ApiError, FatalWaitError, KubeClient, wait_for
 from tests.e2e.pki import CertificateAuthority, CertPair, service_account_keypair
 from tests.e2e.versions import VersionSet, cache_root, shared_dir
-from tests.e2e.webhooks import MANAGED_BY, load_upstream_webhooks, localize
+from tests.e2e.webhooks import MANAGED_BY, load_kustomized_webhooks, load_upstream_webhooks, localize
 from trainer_infra.manifests.runtime import minimal_runtime
 
 Obj = dict[str, Any]
@@ -120,6 +120,8 @@ class Endpoints:
     kueue_health: int = field(default_factory=free_port)
     trainer_webhook: int = field(default_factory=free_port)
     trainer_health: int = field(default_factory=free_port)
+    lws_webhook: int = field(default_factory=free_port)
+    lws_health: int = field(default_factory=free_port)
 
 
 class Sandbox:
@@ -452,7 +454,15 @@ class Sandbox:
             if not found:
                 raise SandboxError(f"no CRDs in {folder} (set TRAINER_PLATFORM_SHARED to the shared folder)")
             files.extend(found)
-        return files
+        lws_crds = sorted((self.lws_module() / "config" / "crd" / "bases").glob("*.yaml"))
+        if not lws_crds:
+            raise SandboxError(f"no CRDs in sigs.k8s.io/lws v{self.versions.lws} config/crd/bases")
+        return [*files, *lws_crds]
+
+    def lws_module(self) -> Path:
+        """LeaderWorkerSet's module at the pinned version: its CRD and webhook manifests are read from
+        there (the shared folder has none: LWS only comes with the Trainer chart's data cache)."""
+        return module_dir("sigs.k8s.io/lws", self.versions.lws)
 
     def _apply_crds(self) -> None:
         names = []
@@ -577,12 +587,45 @@ class Sandbox:
             env={"TMPDIR": str(trainer_tmp)},
         )
 
-        for proc, port in ((jobset, p.jobset_health), (kueue, p.kueue_health), (trainer, p.trainer_health)):
+        lws = self._start_lws(cfg_dir)
+
+        for proc, port in (
+            (jobset, p.jobset_health),
+            (kueue, p.kueue_health),
+            (trainer, p.trainer_health),
+            (lws, p.lws_health),
+        ):
             self._wait(
                 proc,
                 "controller /readyz (webhook server started)",
                 lambda port=port: _http_ok(f"http://127.0.0.1:{port}/readyz"),
             )
+
+    def _start_lws(self, cfg_dir: Path) -> Process:
+        """The LeaderWorkerSet controller (Trainer's data cache creates an LWS per TrainJob)."""
+        p = self.ports
+        certs = self.workdir / "certs" / "lws"
+        self._webhook_certs(certs)
+        cfg = cfg_dir / "lws.yaml"
+        cfg.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "config.lws.x-k8s.io/v1alpha1",
+                    "kind": "Configuration",
+                    "leaderElection": {"leaderElect": False},
+                    "internalCertManagement": {"enable": False},
+                    "webhook": {"port": p.lws_webhook, "host": "127.0.0.1", "certDir": str(certs)},
+                    "metrics": {"bindAddress": "0"},
+                    "health": {"healthProbeBindAddress": f"127.0.0.1:{p.lws_health}"},
+                }
+            )
+        )
+        return self._spawn(
+            "lws-manager",
+            self.versions.lws,
+            "lws-manager",
+            [f"--config={cfg}", f"--kubeconfig={self.kubeconfig}", "--zap-log-level=info"],
+        )
 
     def _webhook_certs(self, directory: Path) -> None:
         self.ca.issue(
@@ -640,6 +683,12 @@ class Sandbox:
                 self.ports.trainer_webhook,
                 self.ca.cert_pem,
             ),
+            *localize(
+                load_kustomized_webhooks(self.lws_module() / "config" / "webhook"),
+                "lws",
+                self.ports.lws_webhook,
+                self.ca.cert_pem,
+            ),
         ]
 
     def _register_webhooks(self) -> None:
@@ -655,6 +704,7 @@ class Sandbox:
                 "metadata": {"name": "e2e-webhook-probe"},
             },
             "trainer": _probe_runtime(),
+            "lws": _probe_lws(),
         }
         for component, obj in probes.items():
 
@@ -787,6 +837,8 @@ KWOK_UPSTREAM_STAGES = (
     "kustomize/stage/pod/fast/pod-delete.yaml",
 )
 COMPLETE_LABEL = "e2e.trainer-platform/complete"
+#: Label a running pod with an exit code (``"1"``, ``"42"``) and kwok makes it fail with that code.
+FAIL_LABEL = "e2e.trainer-platform/fail"
 
 
 def kwok_stages(kwok_version: str) -> list[Obj]:
@@ -799,7 +851,50 @@ def kwok_stages(kwok_version: str) -> list[Obj]:
     """
     root = module_dir("sigs.k8s.io/kwok", kwok_version)
     stages = [yaml.safe_load((root / rel).read_text()) for rel in KWOK_UPSTREAM_STAGES]
-    return [*stages, kwok_complete_stage(), kwok_complete_stage(initializers=True)]
+    return [*stages, kwok_complete_stage(), kwok_complete_stage(initializers=True), kwok_fail_stage()]
+
+
+def kwok_fail_stage() -> Obj:
+    """Our stage: a Running pod labelled ``e2e.trainer-platform/fail=<exit code>`` fails, every container
+    terminated with that code (what the Job controller's podFailurePolicy reads)."""
+    return {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+        "kind": "Stage",
+        "metadata": {"name": "pod-fail-on-request"},
+        "spec": {
+            "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+            "selector": {
+                "matchExpressions": [
+                    {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
+                    {"key": ".status.phase", "operator": "In", "values": ["Running"]},
+                    {"key": f'.metadata.labels["{FAIL_LABEL}"]', "operator": "Exists"},
+                ]
+            },
+            "next": {
+                "statusTemplate": "\n".join(
+                    [
+                        "{{ $now := Now }}",
+                        f'{{{{ $code := index .metadata.labels "{FAIL_LABEL}" }}}}',
+                        "containerStatuses:",
+                        "{{ range .spec.containers }}",
+                        "- name: {{ .name | Quote }}",
+                        "  image: {{ .image | Quote }}",
+                        "  ready: false",
+                        "  restartCount: 0",
+                        "  started: false",
+                        "  state:",
+                        "    terminated:",
+                        "      exitCode: {{ $code }}",
+                        "      reason: Error",
+                        "      startedAt: {{ $now | Quote }}",
+                        "      finishedAt: {{ $now | Quote }}",
+                        "{{ end }}",
+                        "phase: Failed",
+                    ]
+                )
+            },
+        },
+    }
 
 
 def kwok_complete_stage(*, initializers: bool = False) -> Obj:
@@ -881,6 +976,16 @@ def _probe_jobset() -> Obj:
                 }
             ]
         },
+    }
+
+
+def _probe_lws() -> Obj:
+    pod = {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    return {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "e2e-webhook-probe", "namespace": "default"},
+        "spec": {"leaderWorkerTemplate": {"size": 1, "workerTemplate": pod}},
     }
 
 

@@ -25,13 +25,15 @@ class VersionSet:
     jobset: str = "0.12.0"
     kueue: str = "0.19.2"
     trainer: str = "2.2.1"
+    #: LeaderWorkerSet, the controller behind the Trainer data cache.
+    lws: str = "0.8.0"
 
     @property
     def key(self) -> str:
         """Directory name for build outputs: readable, and unique per set."""
         readable = (
             f"k8s{self.kubernetes}-etcd{self.etcd}-kwok{self.kwok}-js{self.jobset}"
-            f"-kueue{self.kueue}-trainer{self.trainer}"
+            f"-kueue{self.kueue}-trainer{self.trainer}-lws{self.lws}"
         )
         digest = hashlib.sha256(repr(sorted(asdict(self).items())).encode()).hexdigest()[:8]
         return f"{readable}-{digest}"
