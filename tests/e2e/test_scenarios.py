@@ -11,13 +11,14 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import pytest
 
 from tests.e2e.kube import ApiError, KubeClient, wait_for
 from tests.e2e.render import RenderOutput, apply_render
-from tests.e2e.sandbox import Sandbox
+from tests.e2e.sandbox import FAIL_LABEL, Sandbox
 
 pytestmark = pytest.mark.e2e
 
@@ -594,3 +595,198 @@ def test_mpi_and_initializer_runtimes(sandbox: Sandbox, platform: Platform, clea
             done = jobs[dep]["status"].get("completionTime")
             assert done is not None, f"{dep} Job did not complete"
             assert done <= created, f"{step} Job created at {created} before {dep} completed at {done}"
+
+
+# -- 6. per-TrainJob workspaces on the team claim --------------------------------------------------
+
+WORKSPACE_VOLUME = "initializer"
+
+
+def _pods_of(client: KubeClient, ns: str, jobset: str) -> list[Obj]:
+    return client.list("v1", "Pod", ns, label_selector=f"jobset.sigs.k8s.io/jobset-name={jobset}")
+
+
+def workspace_path(pod: Obj) -> set[tuple[str, str, str]]:
+    """(container, mountPath, claim sub-path) of every mount of the team claim, with `$(VAR)` in the
+    subPathExpr expanded the way kubelet does: from the container's env, downward-API labels of this pod."""
+    volumes = {v["name"]: v for v in pod["spec"].get("volumes", [])}
+    claim = volumes[WORKSPACE_VOLUME]["persistentVolumeClaim"]["claimName"]
+    labels = pod["metadata"].get("labels", {})
+    found = set()
+    for c in pod["spec"]["containers"]:
+        env: dict[str, str] = {}
+        for e in c.get("env", []):
+            ref = e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath", "")
+            if ref.startswith("metadata.labels['"):
+                env[e["name"]] = labels.get(ref[len("metadata.labels['") : -2], "")
+            elif "value" in e:
+                env[e["name"]] = e["value"]
+        for m in c.get("volumeMounts", []):
+            if m["name"] != WORKSPACE_VOLUME:
+                continue
+            sub = m.get("subPathExpr") or m.get("subPath") or ""
+            for name, value in env.items():
+                sub = sub.replace(f"$({name})", value)
+            assert "$(" not in sub, f"{pod['metadata']['name']}/{c['name']}: unexpanded {sub}"
+            found.add((c["name"], m["mountPath"], f"{claim}:{sub}"))
+    return found
+
+
+def test_concurrent_trainjobs_get_their_own_workspace(sandbox: Sandbox, platform: Platform, clean_teams: None) -> None:
+    """Two TrainJobs of one team on an initializer runtime: each job's initializers and trainer mount the
+    team claim at the same path, on a sub-directory of its own (jobs/<trainjob>)."""
+    admin = sandbox.client
+    catalog = {r["metadata"]["name"] for r in platform.render.of_kind("ClusterTrainingRuntime")}
+    tune = next(n for n in sorted(catalog) if n.startswith("torchtune-"))
+    limited = {lr["metadata"]["namespace"] for lr in platform.render.of_kind("LimitRange")}
+    team = next(t for t in platform.render_teams() if t.namespace in limited)
+    ns = team.namespace
+    names = [_name("ws-a"), _name("ws-b")]
+    for name in names:
+        job = trainjob(name, ns, gpus=1, nodes=1, runtime=tune, queue=team.queue, cpu="1")
+        job["spec"]["initializer"] = {
+            "dataset": {"storageUri": "hf://tatsu-lab/alpaca"},
+            "model": {"storageUri": "hf://meta-llama/Llama-3.2-1B-Instruct"},
+        }
+        sandbox.user_client(team.user, team.groups).create(job)
+
+    def all_steps(name: str) -> list[Obj] | bool:
+        pods = _pods_of(admin, ns, name)
+        steps = {p["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] for p in pods}
+        return pods if steps == {"dataset-initializer", "model-initializer", "node"} else False
+
+    paths: dict[str, set[str]] = {}
+    for name in names:
+        try:
+            pods = wait_for(f"{ns}/{name}: initializer and trainer pods", partial(all_steps, name), 120)
+        except TimeoutError as exc:
+            raise TimeoutError(f"{exc}\n{describe_namespace(admin, ns)}") from None
+        mounts = set().union(*(workspace_path(p) for p in pods))
+        assert {c for c, _, _ in mounts} >= {"dataset-initializer", "model-initializer", "node"}, mounts
+        assert len({(m, p) for _, m, p in mounts}) == 1, f"{name}: steps disagree on the workspace: {mounts}"
+        paths[name] = {p for _, _, p in mounts}
+        assert paths[name] == {f"workspace:jobs/{name}"}, paths[name]
+    assert paths[names[0]] != paths[names[1]]
+
+
+# -- 7. an unlabelled job has the documented default priority -------------------------------------
+
+
+def test_unlabelled_job_gets_default_priority(sandbox: Sandbox, platform: Platform, clean_teams: None) -> None:
+    """`normal` is the default: an unlabelled job has its value (0, what Kueue gives unlabelled jobs) and
+    preempts a `low` job in the same ClusterQueue."""
+    lender, team = _lender_and_borrower(platform)
+    priorities = {p["metadata"]["name"]: p["value"] for p in platform.render.of_kind("WorkloadPriorityClass")}
+    assert priorities["normal"] == 0 and priorities["low"] < 0, priorities
+    cq = platform.cluster_queue(team)
+    per_node = platform.gpus_per_node()
+    nominal = int(gpu_quota(cq)["nominalQuota"])
+    lender_nominal = int(gpu_quota(platform.cluster_queue(lender))["nominalQuota"])
+    admin = sandbox.client
+    ns, lns = team.namespace, lender.namespace
+    other = _name("full")
+    sandbox.user_client(lender.user, lender.groups).create(
+        trainjob(other, lns, gpus=per_node, nodes=lender_nominal // per_node, queue=lender.queue, cpu="1")
+    )
+    wait_admitted(admin, lns, other, 90, f" ({lns} using its whole quota)")
+    me = sandbox.user_client(team.user, team.groups)
+    low = _name("low")
+    me.create(trainjob(low, ns, gpus=per_node, nodes=nominal // per_node, priority="low", queue=team.queue, cpu="1"))
+    wait_admitted(admin, ns, low, 90, f" (low priority, {nominal} GPUs)")
+    plain = _name("plain")
+    me.create(trainjob(plain, ns, gpus=per_node, nodes=1, queue=team.queue, cpu="1"))
+    cond = wait_preempted(admin, ns, low, 90, f"unlabelled {plain} in the same ClusterQueue")
+    assert cond["reason"] == "InClusterQueue", cond
+    wl = wait_admitted(admin, ns, plain, 90, f" after preempting {low}")
+    assert wl["spec"].get("priority", 0) == priorities["normal"]
+
+
+# -- 8. fault tolerance: restarts up to the limit, then failure and released quota -----------------
+
+
+def _fail_pod(client: KubeClient, pod: Obj, exit_code: int) -> None:
+    path = client.path("v1", "Pod", pod["metadata"]["namespace"], pod["metadata"]["name"])
+    patch = {"metadata": {"labels": {FAIL_LABEL: str(exit_code)}}}
+    client.request("PATCH", path, patch, content_type="application/merge-patch+json")
+
+
+def _running_node_pod(client: KubeClient, ns: str, name: str, attempt: int) -> Obj:
+    def running() -> Obj | None:
+        for p in _pods_of(client, ns, name):
+            labels = p["metadata"]["labels"]
+            if (
+                labels.get("jobset.sigs.k8s.io/replicatedjob-name") == "node"
+                and labels.get("jobset.sigs.k8s.io/restart-attempt") == str(attempt)
+                and p["status"].get("phase") == "Running"
+            ):
+                return p
+        return None
+
+    try:
+        pod: Obj = wait_for(f"{ns}/{name}: a Running node pod of restart attempt {attempt}", running, 90)
+    except TimeoutError as exc:
+        raise TimeoutError(f"{exc}\n{describe_namespace(client, ns)}") from None
+    return pod
+
+
+def _has_restarted(client: KubeClient, ns: str, name: str, times: int) -> bool:
+    js = client.get("jobset.x-k8s.io/v1alpha2", "JobSet", name, ns)
+    return int(js.get("status", {}).get("restarts", 0)) == times
+
+
+def _trainjob_failed(client: KubeClient, ns: str, name: str) -> Obj | None:
+    tj = client.get(*TJ, name, ns)
+    return tj if _cond(tj, "Failed") else None
+
+
+def test_failing_job_restarts_up_to_the_limit_then_fails(
+    sandbox: Sandbox, platform: Platform, clean_teams: None
+) -> None:
+    """A retriable failure restarts the whole JobSet `maxRestarts` times; one more fails the TrainJob and
+    Kueue releases the quota. A non-retriable exit code fails it at once."""
+    runtime = next(
+        r for r in platform.render.of_kind("ClusterTrainingRuntime") if r["metadata"]["name"] == "torch-distributed"
+    )
+    spec = runtime["spec"]["template"]["spec"]
+    max_restarts = int(spec["failurePolicy"]["maxRestarts"])
+    node = next(j for j in spec["replicatedJobs"] if j["name"] == "node")
+    fatal = [
+        code
+        for rule in node["template"]["spec"]["podFailurePolicy"]["rules"]
+        if rule["action"] == "FailJob"
+        for code in rule.get("onExitCodes", {}).get("values", [])
+    ]
+    assert fatal, "the rendered runtime fails no exit code at once"
+    team = platform.teams()[0]
+    ns, admin = team.namespace, sandbox.client
+    me = sandbox.user_client(team.user, team.groups)
+    cq = platform.cluster_queue(team)["metadata"]["name"]
+
+    flaky = _name("flaky")
+    me.create(trainjob(flaky, ns, gpus=1, nodes=1, queue=team.queue, cpu="1"))
+    wait_admitted(admin, ns, flaky, 90)
+    for attempt in range(max_restarts + 1):
+        _fail_pod(admin, _running_node_pod(admin, ns, flaky, attempt), 1)
+        if attempt < max_restarts:
+            wait_for(
+                f"JobSet {ns}/{flaky} to restart ({attempt + 1})",
+                partial(_has_restarted, admin, ns, flaky, attempt + 1),
+                60,
+            )
+    tj = wait_for(
+        f"TrainJob {ns}/{flaky} Failed after {max_restarts} restarts", lambda: _trainjob_failed(admin, ns, flaky), 90
+    )
+    js = admin.get("jobset.x-k8s.io/v1alpha2", "JobSet", flaky, ns)
+    assert js["status"]["restarts"] == max_restarts, js["status"]
+    wait_for(f"Workload of {ns}/{flaky} Finished", lambda: _cond(workload_of(admin, ns, flaky) or {}, "Finished"), 60)
+    wait_gpu_usage(admin, cq, 0, 0)
+    assert tj["status"]["conditions"]
+
+    fatal_job = _name("fatal")
+    me.create(trainjob(fatal_job, ns, gpus=1, nodes=1, queue=team.queue, cpu="1"))
+    wait_admitted(admin, ns, fatal_job, 90)
+    _fail_pod(admin, _running_node_pod(admin, ns, fatal_job, 0), int(fatal[0]))
+    wait_for(f"TrainJob {ns}/{fatal_job} Failed at once", lambda: _trainjob_failed(admin, ns, fatal_job), 90)
+    js = admin.get("jobset.x-k8s.io/v1alpha2", "JobSet", fatal_job, ns)
+    assert js["status"].get("restarts", 0) == 0, js["status"]
+    wait_gpu_usage(admin, cq, 0, 0)
