@@ -790,3 +790,116 @@ def test_failing_job_restarts_up_to_the_limit_then_fails(
     js = admin.get("jobset.x-k8s.io/v1alpha2", "JobSet", fatal_job, ns)
     assert js["status"].get("restarts", 0) == 0, js["status"]
     wait_gpu_usage(admin, cq, 0, 0)
+
+
+# -- 9. the data cache runtime through the real controllers (LeaderWorkerSet included) -------------
+
+CACHE_RUNTIME = "torch-distributed-with-cache"
+CACHE_SA = "kubeflow-trainer-cache-initializer"
+LWS = ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")
+
+
+def cache_cluster(name: str, ns: str, owner: Obj, image: str) -> Obj:
+    """The LeaderWorkerSet Trainer's cache initializer creates for a TrainJob (pkg/initializers/dataset/cache.py,
+    v2.2.1), trimmed to what the controllers act on."""
+
+    def pod(role: str) -> Obj:
+        res = {"cpu": "1", "memory": "1Gi"}
+        return {
+            "spec": {
+                "serviceAccountName": f"{name}-cache",
+                "containers": [
+                    {"name": role, "image": image, "command": [role], "resources": {"limits": res, "requests": res}}
+                ],
+            }
+        }
+
+    return {
+        "apiVersion": LWS[0],
+        "kind": LWS[1],
+        "metadata": {
+            "name": f"{name}-cache",
+            "namespace": ns,
+            "ownerReferences": [
+                {
+                    "apiVersion": owner["apiVersion"],
+                    "kind": owner["kind"],
+                    "name": name,
+                    "uid": owner["metadata"]["uid"],
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {
+            "replicas": 1,
+            "leaderWorkerTemplate": {"size": 2, "leaderTemplate": pod("head"), "workerTemplate": pod("worker")},
+        },
+    }
+
+
+def test_data_cache_runtime_runs_through_the_controllers(
+    sandbox: Sandbox, platform: Platform, clean_teams: None
+) -> None:
+    """A TrainJob on the cache runtime: the dataset initializer runs as the cache ServiceAccount with the pinned
+    cache image; acting as that ServiceAccount (what cache.py does in the pod) reads its TrainJob and creates the
+    cache LeaderWorkerSet, which the real LWS controller turns into running pods; then the trainer runs."""
+    served = {r["metadata"]["name"] for r in platform.render.of_kind("ClusterTrainingRuntime")}
+    assert CACHE_RUNTIME in served, f"stack local does not serve {CACHE_RUNTIME} (dataCache.enabled)"
+    team = platform.teams()[0]
+    ns, admin = team.namespace, sandbox.client
+    # Cache pods carry no tolerations: they need a node without the GPU taint (real clusters have CPU pools).
+    cpu_node = "cache-cpu-node"
+    sandbox.create_kwok_node(cpu_node, labels={"e2e.trainer-platform/pool": "cpu"})
+    try:
+        name = _name("cached")
+        job = trainjob(name, ns, gpus=1, nodes=1, runtime=CACHE_RUNTIME, queue=team.queue, cpu="1")
+        job["spec"]["initializer"] = {"dataset": {"storageUri": "cache://sales/orders"}}
+        sandbox.user_client(team.user, team.groups).create(job)
+        wait_admitted(admin, ns, name, 90)
+
+        def initializer_pod() -> Obj | None:
+            pods = [
+                p
+                for p in _pods_of(admin, ns, name)
+                if p["metadata"]["labels"].get("jobset.sigs.k8s.io/replicatedjob-name") == "dataset-initializer"
+            ]
+            return pods[0] if pods else None
+
+        pod = wait_for(f"{ns}/{name}: the dataset-initializer pod", initializer_pod, 90)
+        assert pod["spec"]["serviceAccountName"] == CACHE_SA
+        (container,) = pod["spec"]["containers"]
+        env = {e["name"]: e for e in container.get("env", [])}
+        image = env["CACHE_IMAGE"]["value"]
+        assert ":" in image.rsplit("/", 1)[-1] and not image.endswith(":"), f"cache image not pinned: {image}"
+
+        as_initializer = admin.impersonating(
+            f"system:serviceaccount:{ns}:{CACHE_SA}", ("system:serviceaccounts", f"system:serviceaccounts:{ns}")
+        )
+        owner = as_initializer.get(*TJ, name, ns)  # 403 with upstream's ClusterRole (trainer#3945)
+        as_initializer.create(
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": f"{name}-cache", "namespace": ns}}
+        )
+        as_initializer.create(cache_cluster(name, ns, owner, image))
+
+        def cache_pods_running() -> list[Obj] | bool:
+            pods = admin.list("v1", "Pod", ns, label_selector=f"leaderworkerset.sigs.k8s.io/name={name}-cache")
+            running = [p for p in pods if p["status"].get("phase") == "Running"]
+            return running if len(running) == 2 else False
+
+        try:
+            pods = wait_for(f"{ns}/{name}-cache: leader and worker pods Running", cache_pods_running, 90)
+        except TimeoutError as exc:
+            raise TimeoutError(f"{exc}\n{describe_namespace(admin, ns)}") from None
+        assert {p["spec"]["nodeName"] for p in pods} == {cpu_node}
+
+        def trainer_running() -> bool:
+            return any(
+                p["metadata"]["labels"].get("jobset.sigs.k8s.io/replicatedjob-name") == "node"
+                and p["status"].get("phase") == "Running"
+                for p in _pods_of(admin, ns, name)
+            )
+
+        wait_for(f"{ns}/{name}: the trainer pod Running after the initializer completed", trainer_running, 90)
+    finally:
+        admin.delete("v1", "Node", cpu_node)
