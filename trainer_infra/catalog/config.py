@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
+from trainer_infra.catalog.fault_tolerance import FaultTolerance
 from trainer_infra.core.model import Resources, StrictModel
 from trainer_infra.core.types import DnsLabel, DnsSubdomain, SemVer
 from trainer_infra.manifests.runtime import image_problem
@@ -17,6 +18,9 @@ class RuntimeOverride(StrictModel):
     image: str | None = Field(default=None, description="Image of every `node` container (tag required).")
     num_nodes: int | None = Field(default=None, ge=1, description="`spec.mlPolicy.numNodes`.")
     resources: Resources | None = Field(default=None, description="Resources of every `node` container.")
+    fault_tolerance: FaultTolerance | None = Field(
+        default=None, description="Keys that differ from `runtimes.faultTolerance` for this runtime."
+    )
 
     @field_validator("image")
     @classmethod
@@ -65,6 +69,10 @@ class RuntimesConfig(StrictModel):
             "a pod is BestEffort, and Kueue's topology-aware admission never places it (found in the e2e "
             "sandbox with initializers); null turns the injection off."
         ),
+    )
+    fault_tolerance: FaultTolerance = Field(
+        default_factory=FaultTolerance,
+        description="JobSet restart limit, non-retriable exit codes and deadline of every runtime's TrainJobs.",
     )
     retiring: list[RuntimeName] = Field(
         default_factory=list,

@@ -59,7 +59,7 @@ class FaultTolerance(StrictModel):
     def _restarts(cls, value: int) -> int:
         if value < 0:
             raise ValueError(
-                f"maxRestarts must be 0 or more, found {value}: 0 fails the TrainJob on the first failure, "
+                "maxRestarts must be 0 or more; hint: 0 fails the TrainJob on the first failure, "
                 "N restarts the whole JobSet up to N times"
             )
         return value

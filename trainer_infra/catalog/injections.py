@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainer_infra.catalog.fault_tolerance import FaultTolerance, inject_fault_tolerance
 from trainer_infra.core.images import mirror_image
 from trainer_infra.core.model import Resources
 from trainer_infra.manifests.runtime import containers, exists_toleration, pod_specs, requests_resource, tolerates
@@ -35,6 +36,7 @@ class RuntimeFacts:
     storage: StorageConfig | None = None
     hf_token: bool = False  # some team has a Hugging Face token
     default_resources: Resources | None = None
+    fault_tolerance: FaultTolerance = field(default_factory=FaultTolerance)  # this runtime's, overrides merged
 
 
 def mirror_images(mirror: str | None, runtime: Manifest) -> Manifest:
@@ -106,6 +108,7 @@ INJECTIONS: list[tuple[str, Injection]] = [
     ("gpu-tolerations", lambda facts, rt: gpu_tolerations(rt)),
     ("claim-templates", lambda facts, rt: claim_templates(rt)),
     ("resources", lambda facts, rt: default_resources(facts.default_resources, rt)),
+    ("fault-tolerance", lambda facts, rt: inject_fault_tolerance(facts.fault_tolerance, rt)),
 ]
 
 
