@@ -20,8 +20,8 @@ from packaging.version import Version
 from pydantic import ValidationError
 
 from trainer_infra.catalog import model as m
-from trainer_infra.catalog.webhook import runtime_findings
 from trainer_infra.catalog.fault_tolerance import ttl_problems
+from trainer_infra.catalog.webhook import runtime_findings
 from trainer_infra.core.errors import ConfigError, ConfigIssue, did_you_mean, format_path
 from trainer_infra.core.schema import keys_of, model_at
 from trainer_infra.manifests.runtime import (
