@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.conformance import Conformance
 from tests.helpers import MINIMAL, conformance_findings, crd_versions, render, resource
@@ -13,6 +14,7 @@ from trainer_infra.catalog.injections import apply_injections
 from trainer_infra.core.errors import ConfigError
 from trainer_infra.stack.build import build_plan
 from trainer_infra.stack.validate import validate
+from trainer_infra.storage.data_cache import CACHE_ROLE
 from trainer_infra.storage.injection import workspace_disagreement
 
 TEAMS = [{"name": "nlp", "storage": {"size": "2Ti"}}, {"name": "vision", "namespace": "cv"}]
@@ -246,14 +248,31 @@ def test_initializers_read_the_hf_token_where_a_team_has_one() -> None:
     assert env["node"] == []
 
 
+def test_without_installing_lws_the_chart_renders_no_lws() -> None:
+    """The chart's subchart condition reads dataCache.enabled first: with installLws false we must turn it off."""
+    raw = {**MINIMAL, "dataCache": {"enabled": True, "installLws": False}, "teams": TEAMS}
+    chart = next(r for r in render(raw).releases if r["name"] == "trainer")["values"]
+    assert chart["dataCache"]["enabled"] is False and "lws" not in chart
+
+
 def test_data_cache_installs_lws_with_trainer_and_rbac_in_every_team_namespace() -> None:
     raw = {**MINIMAL, "dataCache": {"enabled": True}, "teams": TEAMS, "images": {"registryMirror": "m.corp"}}
     rendered = render(raw)
-    values = next(r for r in rendered.releases if r["name"] == "trainer")["values"]["dataCache"]
+    chart = next(r for r in rendered.releases if r["name"] == "trainer")["values"]
+    values = chart["dataCache"]
     assert values["enabled"] is True and values["lws"] == {"install": True}
-    assert values["cacheImage"]["registry"] == "m.corp" and values["runtimes"]["torchDistributedWithCache"] == {
-        "enabled": False
+    # Pinned (the Trainer version's tag, as the chart would pick) and through the mirror.
+    assert values["cacheImage"] == {
+        "registry": "m.corp",
+        "repository": "ghcr.io/kubeflow/trainer/data-cache",
+        "tag": "v2.2.1",
     }
+    assert values["runtimes"]["torchDistributedWithCache"] == {"enabled": False}
+    # The LWS subchart reads top-level `lws:`; its image goes through the mirror too.
+    assert chart["lws"] == {"image": {"manager": {"repository": "m.corp/registry.k8s.io/lws/lws", "tag": "v0.8.0"}}}
+    role = next(m for m in rendered.manifests if m["kind"] == "ClusterRole" and m["metadata"]["name"] == CACHE_ROLE)
+    # cache.py reads its TrainJob first; upstream's role lacks this (trainer#3945).
+    assert {"apiGroups": ["trainer.kubeflow.org"], "resources": ["trainjobs"], "verbs": ["get"]} in role["rules"]
     for ns in ("nlp", "cv"):
         binding = next(
             m
@@ -262,8 +281,23 @@ def test_data_cache_installs_lws_with_trainer_and_rbac_in_every_team_namespace()
             and m["metadata"].get("namespace") == ns
             and m["metadata"]["name"] == "kubeflow-trainer-cache-initializer"
         )
-        assert binding["roleRef"]["name"] == "kubeflow-trainer-cache-initializer"
+        assert binding["roleRef"]["name"] == CACHE_ROLE
         assert binding["subjects"] == [
             {"kind": "ServiceAccount", "name": "kubeflow-trainer-cache-initializer", "namespace": ns}
         ]
+    cache_runtime = next(m for m in rendered.manifests if m["metadata"]["name"] == "torch-distributed-with-cache")
+    env = [
+        e
+        for j in cache_runtime["spec"]["template"]["spec"]["replicatedJobs"]
+        for c in j["template"]["spec"]["template"]["spec"]["containers"]
+        for e in c.get("env", [])
+        if e["name"] == "CACHE_IMAGE"
+    ]
+    assert [e["value"] for e in env] == ["m.corp/ghcr.io/kubeflow/trainer/data-cache:v2.2.1"]
+    kueue = yaml.safe_load(
+        next(r for r in rendered.releases if r["name"] == "kueue")["values"]["managerConfig"][
+            "controllerManagerConfigYaml"
+        ]
+    )
+    assert "leaderworkerset.x-k8s.io/leaderworkerset" in kueue["integrations"]["frameworks"]
     assert conformance_findings(raw, rendered) == []

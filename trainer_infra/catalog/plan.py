@@ -21,6 +21,7 @@ from trainer_infra.core.objects import ManagedObject, PlanPart
 from trainer_infra.manifests import meta
 from trainer_infra.manifests.runtime import containers, pod_specs
 from trainer_infra.storage.config import DataCacheConfig
+from trainer_infra.storage.data_cache import cache_image
 from trainer_infra.storage.injection import VOLUME, workspace_disagreement
 from trainer_infra.tenancy.teams import TeamConfig
 
@@ -194,12 +195,6 @@ def _apply_override(runtime: dict[str, Any], override: RuntimeOverride) -> None:
                 c["resources"] = override.resources.as_k8s()
 
 
-def _cache_image(data_cache: DataCacheConfig, trainer: str) -> str:
-    """`dataCache.cacheImage`, tag defaulting to the Trainer chart's `v<version>` like the chart's own runtime."""
-    image = data_cache.cache_image
-    return f"{image.registry}/{image.repository}:{image.tag or f'v{trainer}'}"
-
-
 def _set_env(runtime: dict[str, Any], name: str, value: str) -> None:
     for _, pod in pod_specs(runtime):
         for _, c in containers(pod):
@@ -213,7 +208,7 @@ def build_runtime(ctx: ServeContext, catalog: Catalog, served: Served) -> dict[s
     entry = served.entry
     runtime = entry.manifest(ctx.trainer)
     if "data-cache" in entry.requires:
-        _set_env(runtime, "CACHE_IMAGE", _cache_image(ctx.data_cache, ctx.trainer))
+        _set_env(runtime, "CACHE_IMAGE", cache_image(ctx.data_cache, ctx.trainer))
     _apply_override(runtime, served.override)
     source = entry.runtime.metadata
     labels = dict(source.labels)
