@@ -799,6 +799,20 @@ CACHE_SA = "kubeflow-trainer-cache-initializer"
 LWS = ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")
 
 
+def owned_by(owner: Obj) -> list[Obj]:
+    """The owner reference cache.py puts on what it creates (controller, blockOwnerDeletion)."""
+    return [
+        {
+            "apiVersion": owner["apiVersion"],
+            "kind": owner["kind"],
+            "name": owner["metadata"]["name"],
+            "uid": owner["metadata"]["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+
+
 def cache_cluster(name: str, ns: str, owner: Obj, image: str) -> Obj:
     """The LeaderWorkerSet Trainer's cache initializer creates for a TrainJob (pkg/initializers/dataset/cache.py,
     v2.2.1), trimmed to what the controllers act on."""
@@ -820,16 +834,7 @@ def cache_cluster(name: str, ns: str, owner: Obj, image: str) -> Obj:
         "metadata": {
             "name": f"{name}-cache",
             "namespace": ns,
-            "ownerReferences": [
-                {
-                    "apiVersion": owner["apiVersion"],
-                    "kind": owner["kind"],
-                    "name": name,
-                    "uid": owner["metadata"]["uid"],
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
+            "ownerReferences": owned_by(owner),
         },
         "spec": {
             "replicas": 1,
@@ -877,9 +882,8 @@ def test_data_cache_runtime_runs_through_the_controllers(
             f"system:serviceaccount:{ns}:{CACHE_SA}", ("system:serviceaccounts", f"system:serviceaccounts:{ns}")
         )
         owner = as_initializer.get(*TJ, name, ns)  # 403 with upstream's ClusterRole (trainer#3945)
-        as_initializer.create(
-            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": f"{name}-cache", "namespace": ns}}
-        )
+        sa_meta = {"name": f"{name}-cache", "namespace": ns, "ownerReferences": owned_by(owner)}
+        as_initializer.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": sa_meta})
         as_initializer.create(cache_cluster(name, ns, owner, image))
 
         def cache_pods_running() -> list[Obj] | bool:
