@@ -494,21 +494,8 @@ class Sandbox:
         p = self.ports
         v = self.versions
 
-        jobset_certs = self.workdir / "certs" / "jobset"
-        self._webhook_certs(jobset_certs)
-        jobset_cfg = cfg_dir / "jobset.yaml"
-        jobset_cfg.write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": "config.jobset.x-k8s.io/v1alpha1",
-                    "kind": "Configuration",
-                    "leaderElection": {"leaderElect": False},
-                    "internalCertManagement": {"enable": False},
-                    "webhook": {"port": p.jobset_webhook, "host": "127.0.0.1", "certDir": str(jobset_certs)},
-                    "metrics": {"bindAddress": "0"},
-                    "health": {"healthProbeBindAddress": f"127.0.0.1:{p.jobset_health}"},
-                }
-            )
+        jobset_cfg = self._controller_config(
+            "jobset", "config.jobset.x-k8s.io/v1alpha1", p.jobset_webhook, p.jobset_health
         )
         jobset = self._spawn(
             "jobset-manager",
@@ -587,7 +574,7 @@ class Sandbox:
             env={"TMPDIR": str(trainer_tmp)},
         )
 
-        lws = self._start_lws(cfg_dir)
+        lws = self._start_lws()
 
         for proc, port in (
             (jobset, p.jobset_health),
@@ -601,25 +588,31 @@ class Sandbox:
                 lambda port=port: _http_ok(f"http://127.0.0.1:{port}/readyz"),
             )
 
-    def _start_lws(self, cfg_dir: Path) -> Process:
-        """The LeaderWorkerSet controller (Trainer's data cache creates an LWS per TrainJob)."""
-        p = self.ports
-        certs = self.workdir / "certs" / "lws"
+    def _controller_config(self, name: str, api_version: str, webhook_port: int, health_port: int) -> Path:
+        """A controller-runtime manager's config for loopback: no leader election, no internal cert
+        management (our CA's serving cert in certs/<name>), metrics off, webhook and health on 127.0.0.1."""
+        certs = self.workdir / "certs" / name
         self._webhook_certs(certs)
-        cfg = cfg_dir / "lws.yaml"
-        cfg.write_text(
+        path = self.workdir / "config" / f"{name}.yaml"
+        path.write_text(
             yaml.safe_dump(
                 {
-                    "apiVersion": "config.lws.x-k8s.io/v1alpha1",
+                    "apiVersion": api_version,
                     "kind": "Configuration",
                     "leaderElection": {"leaderElect": False},
                     "internalCertManagement": {"enable": False},
-                    "webhook": {"port": p.lws_webhook, "host": "127.0.0.1", "certDir": str(certs)},
+                    "webhook": {"port": webhook_port, "host": "127.0.0.1", "certDir": str(certs)},
                     "metrics": {"bindAddress": "0"},
-                    "health": {"healthProbeBindAddress": f"127.0.0.1:{p.lws_health}"},
+                    "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
                 }
             )
         )
+        return path
+
+    def _start_lws(self) -> Process:
+        """The LeaderWorkerSet controller (Trainer's data cache creates an LWS per TrainJob)."""
+        p = self.ports
+        cfg = self._controller_config("lws", "config.lws.x-k8s.io/v1alpha1", p.lws_webhook, p.lws_health)
         return self._spawn(
             "lws-manager",
             self.versions.lws,
@@ -857,44 +850,13 @@ def kwok_stages(kwok_version: str) -> list[Obj]:
 def kwok_fail_stage() -> Obj:
     """Our stage: a Running pod labelled ``e2e.trainer-platform/fail=<exit code>`` fails, every container
     terminated with that code (what the Job controller's podFailurePolicy reads)."""
-    return {
-        "apiVersion": "kwok.x-k8s.io/v1alpha1",
-        "kind": "Stage",
-        "metadata": {"name": "pod-fail-on-request"},
-        "spec": {
-            "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
-            "selector": {
-                "matchExpressions": [
-                    {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
-                    {"key": ".status.phase", "operator": "In", "values": ["Running"]},
-                    {"key": f'.metadata.labels["{FAIL_LABEL}"]', "operator": "Exists"},
-                ]
-            },
-            "next": {
-                "statusTemplate": "\n".join(
-                    [
-                        "{{ $now := Now }}",
-                        f'{{{{ $code := index .metadata.labels "{FAIL_LABEL}" }}}}',
-                        "containerStatuses:",
-                        "{{ range .spec.containers }}",
-                        "- name: {{ .name | Quote }}",
-                        "  image: {{ .image | Quote }}",
-                        "  ready: false",
-                        "  restartCount: 0",
-                        "  started: false",
-                        "  state:",
-                        "    terminated:",
-                        "      exitCode: {{ $code }}",
-                        "      reason: Error",
-                        "      startedAt: {{ $now | Quote }}",
-                        "      finishedAt: {{ $now | Quote }}",
-                        "{{ end }}",
-                        "phase: Failed",
-                    ]
-                )
-            },
-        },
-    }
+    return _terminate_stage(
+        "pod-fail-on-request",
+        {"key": f'.metadata.labels["{FAIL_LABEL}"]', "operator": "Exists"},
+        exit_code=f'{{{{ index $.metadata.labels "{FAIL_LABEL}" }}}}',  # `$`: the pod (`.` is the container here)
+        reason="Error",
+        phase="Failed",
+    )
 
 
 def kwok_complete_stage(*, initializers: bool = False) -> Obj:
@@ -917,6 +879,11 @@ def kwok_complete_stage(*, initializers: bool = False) -> Obj:
             "pod-complete-on-request",
             {"key": f'.metadata.labels["{COMPLETE_LABEL}"]', "operator": "In", "values": ["true"]},
         )
+    return _terminate_stage(name, selector, exit_code="0", reason="Completed", phase="Succeeded")
+
+
+def _terminate_stage(name: str, selector: Obj, *, exit_code: str, reason: str, phase: str) -> Obj:
+    """A kwok Stage that ends a selected Running pod: every container terminated, the pod in ``phase``."""
     return {
         "apiVersion": "kwok.x-k8s.io/v1alpha1",
         "kind": "Stage",
@@ -943,12 +910,12 @@ def kwok_complete_stage(*, initializers: bool = False) -> Obj:
                         "  started: false",
                         "  state:",
                         "    terminated:",
-                        "      exitCode: 0",
-                        "      reason: Completed",
+                        f"      exitCode: {exit_code}",
+                        f"      reason: {reason}",
                         "      startedAt: {{ $now | Quote }}",
                         "      finishedAt: {{ $now | Quote }}",
                         "{{ end }}",
-                        "phase: Succeeded",
+                        f"phase: {phase}",
                     ]
                 )
             },

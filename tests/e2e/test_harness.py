@@ -112,8 +112,8 @@ def test_kwok_fail_stage_fails_with_the_labelled_exit_code() -> None:
     keys = [e["key"] for e in stage["spec"]["selector"]["matchExpressions"]]
     assert '.metadata.labels["e2e.trainer-platform/fail"]' in keys
     template = stage["spec"]["next"]["statusTemplate"]
-    assert 'index .metadata.labels "e2e.trainer-platform/fail"' in template
-    assert "exitCode: {{ $code }}" in template and "phase: Failed" in template
+    assert 'exitCode: {{ index $.metadata.labels "e2e.trainer-platform/fail" }}' in template
+    assert "phase: Failed" in template
 
 
 def test_lws_webhooks_come_from_the_module_kustomization(tmp_path: Path) -> None:

@@ -459,8 +459,13 @@ def test_quota_borrowing_and_reclaim(sandbox: Sandbox, platform: Platform, clean
     wait_gpu_usage(admin, lcq["metadata"]["name"], lender_nominal, 0)
 
 
-def test_priority_preempts_within_queue(sandbox: Sandbox, platform: Platform, clean_teams: None) -> None:
-    """Within one rendered ClusterQueue (withinClusterQueue: LowerPriority) `high` preempts `low`.
+@pytest.mark.parametrize("preemptor", ["high", None], ids=["high", "unlabelled"])
+def test_priority_preempts_within_queue(
+    sandbox: Sandbox, platform: Platform, clean_teams: None, preemptor: str | None
+) -> None:
+    """Within one rendered ClusterQueue (withinClusterQueue: LowerPriority) `high` preempts `low`, and so
+    does a job without a priority label: it gets the default class's value (`normal`, 0: what Kueue gives
+    unlabelled jobs), above `low`.
 
     The other team uses its whole quota first, so nothing can be borrowed and the queue's own
     nominal quota is what the two jobs compete for.
@@ -470,7 +475,10 @@ def test_priority_preempts_within_queue(sandbox: Sandbox, platform: Platform, cl
     policy = cq["spec"]["preemption"]
     assert policy["withinClusterQueue"] == "LowerPriority" and policy["borrowWithinCohort"]["policy"] == "Never", policy
     priorities = {p["metadata"]["name"]: p["value"] for p in platform.render.of_kind("WorkloadPriorityClass")}
-    assert priorities["high"] > priorities["low"], priorities
+    expected = priorities[preemptor or "normal"]
+    if preemptor is None:
+        assert expected == 0, f"the default class normal must have Kueue's unlabelled priority 0: {priorities}"
+    assert expected > priorities["low"], priorities
     per_node = platform.gpus_per_node()
     nominal = int(gpu_quota(cq)["nominalQuota"])
     lender_nominal = int(gpu_quota(platform.cluster_queue(lender))["nominalQuota"])
@@ -486,12 +494,12 @@ def test_priority_preempts_within_queue(sandbox: Sandbox, platform: Platform, cl
     low = _name("low")
     me.create(trainjob(low, ns, gpus=per_node, nodes=nominal // per_node, priority="low", queue=team.queue, cpu="1"))
     wait_admitted(admin, ns, low, 90, f" (low priority, {nominal} GPUs)")
-    high = _name("high")
-    me.create(trainjob(high, ns, gpus=per_node, nodes=1, priority="high", queue=team.queue, cpu="1"))
-    cond = wait_preempted(admin, ns, low, 90, f"high-priority {high} in the same ClusterQueue")
+    urgent = _name(preemptor or "plain")
+    me.create(trainjob(urgent, ns, gpus=per_node, nodes=1, priority=preemptor, queue=team.queue, cpu="1"))
+    cond = wait_preempted(admin, ns, low, 90, f"{preemptor or 'unlabelled'} {urgent} in the same ClusterQueue")
     assert cond["reason"] == "InClusterQueue", cond
-    wl = wait_admitted(admin, ns, high, 90, f" after preempting {low}")
-    assert wl["spec"]["priority"] == priorities["high"]
+    wl = wait_admitted(admin, ns, urgent, 90, f" after preempting {low}")
+    assert wl["spec"].get("priority", 0) == expected
     assert admitted(admin, ns, low) is None
     assert admitted(admin, lns, other) is not None, f"{lns}/{other} within its nominal quota was preempted"
 
@@ -669,39 +677,7 @@ def test_concurrent_trainjobs_get_their_own_workspace(sandbox: Sandbox, platform
     assert paths[names[0]] != paths[names[1]]
 
 
-# -- 7. an unlabelled job has the documented default priority -------------------------------------
-
-
-def test_unlabelled_job_gets_default_priority(sandbox: Sandbox, platform: Platform, clean_teams: None) -> None:
-    """`normal` is the default: an unlabelled job has its value (0, what Kueue gives unlabelled jobs) and
-    preempts a `low` job in the same ClusterQueue."""
-    lender, team = _lender_and_borrower(platform)
-    priorities = {p["metadata"]["name"]: p["value"] for p in platform.render.of_kind("WorkloadPriorityClass")}
-    assert priorities["normal"] == 0 and priorities["low"] < 0, priorities
-    cq = platform.cluster_queue(team)
-    per_node = platform.gpus_per_node()
-    nominal = int(gpu_quota(cq)["nominalQuota"])
-    lender_nominal = int(gpu_quota(platform.cluster_queue(lender))["nominalQuota"])
-    admin = sandbox.client
-    ns, lns = team.namespace, lender.namespace
-    other = _name("full")
-    sandbox.user_client(lender.user, lender.groups).create(
-        trainjob(other, lns, gpus=per_node, nodes=lender_nominal // per_node, queue=lender.queue, cpu="1")
-    )
-    wait_admitted(admin, lns, other, 90, f" ({lns} using its whole quota)")
-    me = sandbox.user_client(team.user, team.groups)
-    low = _name("low")
-    me.create(trainjob(low, ns, gpus=per_node, nodes=nominal // per_node, priority="low", queue=team.queue, cpu="1"))
-    wait_admitted(admin, ns, low, 90, f" (low priority, {nominal} GPUs)")
-    plain = _name("plain")
-    me.create(trainjob(plain, ns, gpus=per_node, nodes=1, queue=team.queue, cpu="1"))
-    cond = wait_preempted(admin, ns, low, 90, f"unlabelled {plain} in the same ClusterQueue")
-    assert cond["reason"] == "InClusterQueue", cond
-    wl = wait_admitted(admin, ns, plain, 90, f" after preempting {low}")
-    assert wl["spec"].get("priority", 0) == priorities["normal"]
-
-
-# -- 8. fault tolerance: restarts up to the limit, then failure and released quota -----------------
+# -- 7. fault tolerance: restarts up to the limit, then failure and released quota -----------------
 
 
 def _fail_pod(client: KubeClient, pod: Obj, exit_code: int) -> None:
@@ -792,7 +768,7 @@ def test_failing_job_restarts_up_to_the_limit_then_fails(
     wait_gpu_usage(admin, cq, 0, 0)
 
 
-# -- 9. the data cache runtime through the real controllers (LeaderWorkerSet included) -------------
+# -- 8. the data cache runtime through the real controllers (LeaderWorkerSet included) -------------
 
 CACHE_RUNTIME = "torch-distributed-with-cache"
 CACHE_SA = "kubeflow-trainer-cache-initializer"
