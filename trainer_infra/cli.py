@@ -16,6 +16,8 @@ from trainer_infra.core.objects import Plan
 from trainer_infra.diff import report
 from trainer_infra.diff.compare import diff_renders
 from trainer_infra.diff.git import DiffError, render_both, repo_root
+from trainer_infra.migrate import command as migrate_command
+from trainer_infra.migrate.target import Target, stack_target
 from trainer_infra.program import deploy
 from trainer_infra.queues.capacity import capacity_lines
 from trainer_infra.render.capture import capture
@@ -141,6 +143,14 @@ def cmd_catalog_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_migrate(args: argparse.Namespace) -> int:
+    def target(_: argparse.Namespace) -> Target:
+        validated, stack = _load(args)
+        return stack_target(stack, validated, build_plan(validated))
+
+    return migrate_command.run(args, target, migrate_command.cluster_api)
+
+
 def _add_source(p: argparse.ArgumentParser) -> None:
     group = p.add_mutually_exclusive_group(required=True)
     group.add_argument("--stack", help="stack name: reads stacks/Pulumi.<NAME>.yaml")
@@ -182,6 +192,14 @@ def parser() -> argparse.ArgumentParser:
     source.add_argument("--config-file", help="a file in the Pulumi stack format")
     cl.add_argument("--stacks-dir", default=str(default_stacks_dir()), help="where stack files live")
     cl.set_defaults(fn=cmd_catalog_list)
+    m = sub.add_parser(
+        "migrate",
+        help="Training Operator v1 jobs → TrainJobs for the stack's catalog; exit 0 converted, 1 some job needs "
+        "--allow-lossy or is refused, 2 bad input",
+    )
+    _add_source(m)
+    migrate_command.add_arguments(m)
+    m.set_defaults(fn=cmd_migrate)
     return p
 
 
