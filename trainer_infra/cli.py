@@ -21,11 +21,13 @@ from trainer_infra.migrate.target import Target, stack_target
 from trainer_infra.program import deploy
 from trainer_infra.queues.capacity import capacity_lines
 from trainer_infra.render.capture import capture
+from trainer_infra.render.fleet import render_fleet
 from trainer_infra.render.output import Rendered, assemble, summary, write
 from trainer_infra.render.policy import enforce
 from trainer_infra.stack.build import build_plan
 from trainer_infra.stack.config import StackConfig
 from trainer_infra.stack.docs import reference_markdown
+from trainer_infra.stack.fleet import ValidatedFleet, build_fleet, is_fleet, validate_fleet
 from trainer_infra.stack.load import read_file, stack_file
 from trainer_infra.stack.validate import Validated, validate
 from trainer_infra.tenancy import guard
@@ -58,7 +60,45 @@ def render_plan(plan: Plan, stack: str) -> Rendered:
     return assemble(capture(lambda: deploy(plan), stack))
 
 
+def _load_fleet(args: argparse.Namespace) -> tuple[ValidatedFleet, str] | None:
+    """The stack as a fleet, or None for a single-cluster stack."""
+    path, stack = _source(args)
+    raw, issues = read_file(path)
+    if not is_fleet(raw):
+        return None
+    if issues:
+        raise ConfigError(issues, str(path))
+    fleet = validate_fleet(raw, str(path))
+    for w in fleet.warnings:
+        print(f"WARNING: {w}", file=sys.stderr)
+    return fleet, stack
+
+
+def _fleet_command(args: argparse.Namespace, write_to: Path | None) -> int | None:
+    """validate/render of a fleet stack: every cluster's plan, rendered in one program run, then
+    reported and policy-checked per cluster (written to <out>/<cluster>/)."""
+    loaded = _load_fleet(args)
+    if loaded is None:
+        return None
+    fleet, stack = loaded
+    started = time.perf_counter()
+    renders = render_fleet(build_fleet(fleet), stack)
+    worst = 0
+    for cluster, rendered in renders.items():
+        role = "manager" if cluster == fleet.fleet.manager_name else "worker"
+        if write_to is not None:
+            write(rendered, write_to / cluster)
+        print(f"{role} {cluster}: {summary(rendered)}")
+        worst = max(worst, enforce(rendered, fleet.config.allow_data_loss))
+    where = f" to {write_to}/<cluster>/" if write_to is not None else ""
+    print(f"fleet stack {stack}: {len(renders)} clusters valid{where} in {time.perf_counter() - started:.2f}s")
+    return worst
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
+    fleet = _fleet_command(args, None)
+    if fleet is not None:
+        return fleet
     validated, stack = _load(args)
     plan = build_plan(validated)
     _check_data_loss(args, validated, plan)
@@ -96,6 +136,9 @@ def _check_data_loss(args: argparse.Namespace, validated: Validated, plan: Plan)
 
 
 def cmd_render(args: argparse.Namespace) -> int:
+    fleet = _fleet_command(args, Path(args.out))
+    if fleet is not None:
+        return fleet
     validated, stack = _load(args)
     started = time.perf_counter()
     rendered = render_plan(build_plan(validated), stack)

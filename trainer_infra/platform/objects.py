@@ -9,6 +9,8 @@ from pulumi_kubernetes import _utilities as k8s_utilities
 
 from trainer_infra.core.objects import SecretValue
 
+TOKEN_SECRET_TYPE = "kubernetes.io/service-account-token"
+
 
 def type_token(api_version: str, kind: str) -> str:
     """The pulumi-kubernetes token: `v1` → `kubernetes:core/v1:Namespace`."""
@@ -17,14 +19,31 @@ def type_token(api_version: str, kind: str) -> str:
 
 
 def wrap_secrets(value: Any) -> Any:
-    """SecretValue leaves become Pulumi secrets: encrypted in state, `[secret]` in previews."""
+    """SecretValue leaves become Pulumi secrets: encrypted in state, `[secret]` in previews. Returns
+    `value` itself when it holds no secret (most objects), so the manifest is not copied for nothing."""
+    if not holds_secret(value):
+        return value
     if isinstance(value, SecretValue):
         return pulumi.Output.secret(str(value))
+    if isinstance(value, pulumi.Output):
+        return value
     if isinstance(value, dict):
         return {k: wrap_secrets(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [wrap_secrets(v) for v in value]
-    return value
+    return [wrap_secrets(v) for v in value]
+
+
+def holds_secret(value: Any) -> bool:
+    """Whether a SecretValue sits anywhere in `value`; a loop, not recursion: it runs over every manifest."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+        elif isinstance(item, SecretValue):
+            return True
+    return False
 
 
 class KubernetesObject(pulumi.CustomResource):
@@ -35,9 +54,11 @@ class KubernetesObject(pulumi.CustomResource):
     ) -> None:
         version = k8s_utilities.get_version()  # type: ignore[no-untyped-call]
         extra = pulumi.ResourceOptions(version=version)
+        props = wrap_secrets(manifest)
         if manifest["kind"] == "Secret":
             extra.additional_secret_outputs = ["data", "stringData"]
-        props = wrap_secrets(manifest)
+            if manifest.get("type") == TOKEN_SECRET_TYPE:
+                props["data"] = None  # filled by the token controller; the provider waits for it (read as .data)
         super().__init__(
             type_token(manifest["apiVersion"], manifest["kind"] + ("Patch" if patch else "")),
             name,
