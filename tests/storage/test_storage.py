@@ -18,6 +18,8 @@ from trainer_infra.storage.data_cache import CACHE_ROLE
 from trainer_infra.storage.injection import workspace_disagreement
 
 TEAMS = [{"name": "nlp", "storage": {"size": "2Ti"}}, {"name": "vision", "namespace": "cv"}]
+# Without a root `storage`, a team's `storage` has no effect and is refused: these stacks leave it out.
+TEAMS_NO_STORAGE = [{k: v for k, v in t.items() if k != "storage"} for t in TEAMS]
 BACKENDS: dict[str, tuple[dict[str, Any], str]] = {
     "nfs": ({"nfs": {"server": "10.0.0.2", "share": "/exports"}}, "nfs.csi.k8s.io"),
     "efs": ({"efs": {"fileSystemId": "fs-0123456789abcdef0"}}, "efs.csi.aws.com"),
@@ -189,7 +191,7 @@ def _volumes_and_mounts(runtime: dict[str, Any]) -> list[Any]:
 
 
 def test_without_storage_runtimes_keep_their_volumes() -> None:
-    v = validate({**MINIMAL, "teams": TEAMS, "runtimes": {"defaultResources": None}})
+    v = validate({**MINIMAL, "teams": TEAMS_NO_STORAGE, "runtimes": {"defaultResources": None}})
     assert _volumes_and_mounts(apply_injections(v.serve.facts, TORCHTUNE)) == _volumes_and_mounts(TORCHTUNE)
 
 
@@ -256,7 +258,7 @@ def test_without_installing_lws_the_chart_renders_no_lws() -> None:
 
 
 def test_data_cache_installs_lws_with_trainer_and_rbac_in_every_team_namespace() -> None:
-    raw = {**MINIMAL, "dataCache": {"enabled": True}, "teams": TEAMS, "images": {"registryMirror": "m.corp"}}
+    raw = {**MINIMAL, "dataCache": {"enabled": True}, "teams": TEAMS_NO_STORAGE, "images": {"registryMirror": "m.corp"}}
     rendered = render(raw)
     chart = next(r for r in rendered.releases if r["name"] == "trainer")["values"]
     values = chart["dataCache"]

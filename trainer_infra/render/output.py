@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,7 +142,25 @@ def dump_yaml_documents(docs: list[dict[str, Any]]) -> str:
 
 
 def write(rendered: Rendered, out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
+    """Write into a fresh directory beside `out`, then swap it in: `out` is either the previous render
+    or this complete one, never a mix or a half-written file."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        _write_files(rendered, staging)
+        if out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
+            out.rename(old / out.name)
+            staging.rename(out)
+            shutil.rmtree(old)
+        else:
+            staging.rename(out)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+
+
+def _write_files(rendered: Rendered, out: Path) -> None:
     (out / "manifests.yaml").write_text(dump_yaml_documents(rendered.manifests))
     (out / "helm-releases.yaml").write_text(
         yaml.dump({"releases": rendered.releases}, Dumper=_Dumper, sort_keys=True, default_flow_style=False)
