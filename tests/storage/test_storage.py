@@ -252,7 +252,7 @@ def test_initializers_read_the_hf_token_where_a_team_has_one() -> None:
 
 def test_without_installing_lws_the_chart_renders_no_lws() -> None:
     """The chart's subchart condition reads dataCache.enabled first: with installLws false we must turn it off."""
-    raw = {**MINIMAL, "dataCache": {"enabled": True, "installLws": False}, "teams": TEAMS}
+    raw = {**MINIMAL, "dataCache": {"enabled": True, "installLws": False}, "teams": TEAMS_NO_STORAGE}
     chart = next(r for r in render(raw).releases if r["name"] == "trainer")["values"]
     assert chart["dataCache"]["enabled"] is False and "lws" not in chart
 

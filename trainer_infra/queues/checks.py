@@ -85,6 +85,9 @@ def _priorities(q: QueuesConfig) -> list[ConfigIssue]:
     if q.default_priority_class is None:
         return issues
     values = {p.name: p.value for p in q.priority_classes}
+    explicit = "default_priority_class" in q.model_fields_set
+    if q.default_priority_class not in values and not explicit:
+        return issues  # own classes without a `normal`: nothing is called the default
     if q.default_priority_class not in values:
         issues.append(
             ConfigIssue(
