@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from tests.e2e.build import Builder, BuildError, module_dir
+from tests.e2e.build import Builder, BuildError, module_dir, monitoring_crd_files
 from tests.e2e.kube import ApiError, FatalWaitError, KubeClient, wait_for
 from tests.e2e.pki import CertificateAuthority, CertPair, service_account_keypair
 from tests.e2e.versions import VersionSet, cache_root, shared_dir
@@ -122,6 +122,9 @@ class Endpoints:
     trainer_health: int = field(default_factory=free_port)
     lws_webhook: int = field(default_factory=free_port)
     lws_health: int = field(default_factory=free_port)
+    jobset_metrics: int = field(default_factory=free_port)
+    kueue_metrics: int = field(default_factory=free_port)
+    trainer_metrics: int = field(default_factory=free_port)
 
 
 class Sandbox:
@@ -222,7 +225,7 @@ class Sandbox:
         self._write_state()
 
     def _check_binaries(self) -> None:
-        missing = [t.name for t in self.builder.targets() if not (self.bin_dir / t.name).exists()]
+        missing = [t.name for t in self.builder.targets() if not t.tool and not (self.bin_dir / t.name).exists()]
         if missing:
             raise BuildError(
                 f"binaries {missing} are missing in {self.bin_dir} (version set {self.versions.key}); "
@@ -460,7 +463,7 @@ class Sandbox:
         lws_crds = sorted((self.lws_module() / "config" / "crd" / "bases").glob("*.yaml"))
         if not lws_crds:
             raise SandboxError(f"no CRDs in sigs.k8s.io/lws v{self.versions.lws} config/crd/bases")
-        return [*files, *lws_crds]
+        return [*files, *monitoring_crd_files(v.prometheus_operator), *lws_crds]
 
     def lws_module(self) -> Path:
         """LeaderWorkerSet's module at the pinned version: its CRD and webhook manifests are read from
@@ -498,7 +501,11 @@ class Sandbox:
         v = self.versions
 
         jobset_cfg = self._controller_config(
-            "jobset", "config.jobset.x-k8s.io/v1alpha1", p.jobset_webhook, p.jobset_health
+            "jobset",
+            "config.jobset.x-k8s.io/v1alpha1",
+            p.jobset_webhook,
+            p.jobset_health,
+            f"127.0.0.1:{p.jobset_metrics}",
         )
         jobset = self._spawn(
             "jobset-manager",
@@ -524,10 +531,14 @@ class Sandbox:
                     "leaderElection": {"leaderElect": False},
                     "internalCertManagement": {"enable": False},
                     "webhook": {"port": p.kueue_webhook, "host": "127.0.0.1", "certDir": str(kueue_certs)},
-                    "metrics": {"bindAddress": "0"},
                     "health": {"healthProbeBindAddress": f"127.0.0.1:{p.kueue_health}"},
                     "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
                     **self.kueue_settings,
+                    # the render's metric settings (enableClusterQueueResources), served here
+                    "metrics": {
+                        **self.kueue_settings.get("metrics", {}),
+                        "bindAddress": f"127.0.0.1:{p.kueue_metrics}",
+                    },
                     # VisibilityOnDemand serves from a fixed /visibility cert dir: off in the sandbox.
                     "featureGates": {**self.kueue_settings.get("featureGates", {}), "VisibilityOnDemand": False},
                 }
@@ -555,7 +566,7 @@ class Sandbox:
                     "leaderElection": {"leaderElect": False},
                     "certManagement": {"enable": False},
                     "webhook": {"port": p.trainer_webhook, "host": "127.0.0.1"},
-                    "metrics": {"bindAddress": "0"},
+                    "metrics": {"bindAddress": f"127.0.0.1:{p.trainer_metrics}", "secureServing": True},
                     "health": {
                         "healthProbeBindAddress": f"127.0.0.1:{p.trainer_health}",
                         "readinessEndpointName": "readyz",
@@ -589,9 +600,12 @@ class Sandbox:
             env={"TMPDIR": str(trainer_tmp)},
         )
 
-    def _controller_config(self, name: str, api_version: str, webhook_port: int, health_port: int) -> Path:
+    def _controller_config(
+        self, name: str, api_version: str, webhook_port: int, health_port: int, metrics: str = "0"
+    ) -> Path:
         """A controller-runtime manager's config for loopback: no leader election, no internal cert
-        management (our CA's serving cert in certs/<name>), metrics off, webhook and health on 127.0.0.1."""
+        management (our CA's serving cert in certs/<name>), webhook and health on 127.0.0.1, metrics at
+        `metrics` ("0": off)."""
         certs = self.workdir / "certs" / name
         self._webhook_certs(certs)
         path = self.workdir / "config" / f"{name}.yaml"
@@ -603,7 +617,7 @@ class Sandbox:
                     "leaderElection": {"leaderElect": False},
                     "internalCertManagement": {"enable": False},
                     "webhook": {"port": webhook_port, "host": "127.0.0.1", "certDir": str(certs)},
-                    "metrics": {"bindAddress": "0"},
+                    "metrics": {"bindAddress": metrics},
                     "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
                 }
             )
@@ -620,6 +634,15 @@ class Sandbox:
             "lws-manager",
             [f"--config={cfg}", f"--kubeconfig={self.kubeconfig}", "--zap-log-level=info"],
         )
+
+    def metrics_urls(self) -> dict[str, str]:
+        """Each controller's secure metrics endpoint (self-signed TLS; JobSet and Kueue check a token)."""
+        p = self.ports
+        return {
+            "jobset": f"https://127.0.0.1:{p.jobset_metrics}/metrics",
+            "kueue": f"https://127.0.0.1:{p.kueue_metrics}/metrics",
+            "trainer": f"https://127.0.0.1:{p.trainer_metrics}/metrics",
+        }
 
     def _webhook_certs(self, directory: Path) -> None:
         self.ca.issue(
