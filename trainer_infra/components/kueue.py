@@ -15,6 +15,8 @@ from trainer_infra.manifests import meta
 from trainer_infra.observability.facts import MetricsEndpoint
 
 TRAINJOB_FRAMEWORK = "trainer.kubeflow.org/trainjob"
+#: Kueue's LeaderWorkerSet integration: on with the data cache (its cache clusters are LWSs).
+LWS_FRAMEWORK = "leaderworkerset.x-k8s.io/leaderworkerset"
 DEFAULT_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
 
 
@@ -42,10 +44,15 @@ class KueueConfig(ControllerConfig):
     )
 
 
-def kueue_frameworks(cfg: KueueConfig) -> list[str]:
+def kueue_frameworks(cfg: KueueConfig, lws: bool = False) -> list[str]:
+    """The integrations Kueue runs. With `lws` (the data cache is on) Kueue's real LeaderWorkerSet webhook
+    handles LWSs instead of a no-op: a cache cluster owned by its (Kueue-managed) TrainJob is neither queued
+    nor suspended, and an LWS a team labels with a queue is admitted like any job."""
     frameworks = [f for f in cfg.frameworks if f != TRAINJOB_FRAMEWORK]
     if cfg.train_job_integration:
         frameworks.append(TRAINJOB_FRAMEWORK)
+    if lws:
+        frameworks.append(LWS_FRAMEWORK)
     return sorted(set(frameworks))
 
 
@@ -54,7 +61,11 @@ def kueue_feature_gates(cfg: KueueConfig) -> dict[str, bool]:
 
 
 def kueue_values(
-    cfg: KueueConfig, release: ResolvedRelease, fair_sharing: bool = False, queue_metrics: bool = False
+    cfg: KueueConfig,
+    release: ResolvedRelease,
+    fair_sharing: bool = False,
+    queue_metrics: bool = False,
+    lws: bool = False,
 ) -> dict[str, Any]:
     repo, tag = split_image(release.image("manager"))
     manager_config = {
@@ -65,7 +76,7 @@ def kueue_values(
         "webhook": {"port": 9443},
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
         "controller": {"groupKindConcurrency": {"Workload.kueue.x-k8s.io": 10}},
-        "integrations": {"frameworks": kueue_frameworks(cfg)},
+        "integrations": {"frameworks": kueue_frameworks(cfg, lws)},
     }
     if queue_metrics:
         # Per-ClusterQueue quota, reservation and usage gauges (off by default): what the alerts and the
@@ -111,7 +122,11 @@ class Kueue(Controller):
         # Fair sharing weights on teams only work with fair sharing on in Kueue's configuration.
         weights = any(t.fair_sharing_weight is not None for t in stack.teams)
         return kueue_values(
-            stack.components.kueue, release, fair_sharing=weights, queue_metrics=stack.observability.enabled
+            stack.components.kueue,
+            release,
+            fair_sharing=weights,
+            queue_metrics=stack.observability.enabled,
+            lws=stack.data_cache.enabled,
         )
 
     def metrics_endpoint(self, release: ResolvedRelease) -> MetricsEndpoint:
