@@ -37,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         "tests/e2e/test_smoke.py",
         "tests/e2e/test_scenarios.py",
         "tests/e2e/test_failures.py",
+        "tests/e2e/test_fleet.py",
     ]
     test_start = time.monotonic()
     code = subprocess.call(
