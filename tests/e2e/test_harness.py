@@ -142,3 +142,12 @@ def test_kueue_settings_take_the_stacks_scheduling_not_its_process_config() -> N
     assert "trainer.kubeflow.org/trainjob" in settings["integrations"]["frameworks"]
     assert not {"webhook", "metrics", "health", "leaderElection"} & settings.keys()
     assert kueue_settings(RenderOutput(Path("."), [], [])) == {}
+
+
+def test_kueue_settings_take_the_renders_metric_settings_not_its_address() -> None:
+    """With observability on, the sandbox's Kueue reports the per-ClusterQueue gauges the render turns on."""
+    observed = {**MINIMAL, "observability": {"enabled": True}}
+    values = next(r.values for r in plan_of(observed).releases if r.name == "kueue")
+    release = {"name": "kueue", "chart": "oci://registry.k8s.io/kueue/charts/kueue", "values": values}
+    settings = kueue_settings(RenderOutput(Path("."), [], [release]))
+    assert settings["metrics"] == {"enableClusterQueueResources": True}
