@@ -39,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         "tests/e2e/test_migrate.py",
         "tests/e2e/test_observability.py",  # after the scenarios: it checks the metrics they produced
         "tests/e2e/test_failures.py",
+        "tests/e2e/test_fleet.py",
     ]
     test_start = time.monotonic()
     code = subprocess.call(
