@@ -51,7 +51,9 @@ def trainjob(ns: str = "nlp", queue: str | None = "default", pod: Obj | None = N
     }
     if pod is not None:
         patch = {"replicatedJobs": [{"name": job, "template": {"spec": {"template": {"spec": pod}}}}]}
-        obj["spec"]["runtimePatches"] = [{"manager": "example.com/me", "trainingRuntimeSpec": {"template": {"spec": patch}}}]
+        obj["spec"]["runtimePatches"] = [
+            {"manager": "example.com/me", "trainingRuntimeSpec": {"template": {"spec": patch}}}
+        ]
     return obj
 
 
@@ -158,7 +160,14 @@ def test_attack5_runtime_patch_service_account_is_refused(policies: dict[str, Ob
     tj = trainjob(pod={"serviceAccountName": CACHE_SA})
     (message,) = refusals(policy(policies, "TrainJob"), tj, namespace="nlp")
     assert "service account that is not allowed for your jobs (allowed: default)" in message
-    assert refusals(policy(policies, "TrainJob"), trainjob("vision", "vision-q", {"serviceAccountName": "notebook"}), namespace="vision") == []
+    assert (
+        refusals(
+            policy(policies, "TrainJob"),
+            trainjob("vision", "vision-q", {"serviceAccountName": "notebook"}),
+            namespace="vision",
+        )
+        == []
+    )
 
 
 def test_attack5_deprecated_service_account_field_is_checked_too(policies: dict[str, Obj]) -> None:
@@ -210,7 +219,9 @@ def test_a_labelled_namespace_that_is_no_team_is_refused(policies: dict[str, Obj
 
 
 def catalog() -> list[Obj]:
-    docs = [yaml.safe_load(p.read_text()) for p in sorted((ROOT / "runtimes").glob("*.yaml")) if not p.name.startswith("_")]
+    docs = [
+        yaml.safe_load(p.read_text()) for p in sorted((ROOT / "runtimes").glob("*.yaml")) if not p.name.startswith("_")
+    ]
     assert len(docs) >= 8
     return docs
 
@@ -248,18 +259,19 @@ def _pod_specs(spec: Obj, *path: str) -> Obj:
 POD_IN_JOB = ("template", "spec", "template", "spec")
 
 
-@pytest.mark.parametrize(
-    "crd,path",
-    [
-        (f"trainer/{v}/trainer.kubeflow.org_trainjobs.yaml", ("runtimePatches", "[]", "trainingRuntimeSpec", "template", "spec", "replicatedJobs", "[]", *POD_IN_JOB))
-        for v in ("v2.2.1", "v2.3.0")
-    ]
-    + [
-        (f"trainer/{v}/trainer.kubeflow.org_trainingruntimes.yaml", ("template", "spec", "replicatedJobs", "[]", *POD_IN_JOB))
-        for v in ("v2.2.1", "v2.3.0")
-    ]
-    + [(f"jobset/{v}/jobset.x-k8s.io_jobsets.yaml", ("replicatedJobs", "[]", *POD_IN_JOB)) for v in ("v0.11.1", "v0.12.0")],
-)
+PATCH_POD = ("runtimePatches", "[]", "trainingRuntimeSpec", "template", "spec", "replicatedJobs", "[]", *POD_IN_JOB)
+RUNTIME_POD = ("template", "spec", "replicatedJobs", "[]", *POD_IN_JOB)
+SCHEMAS = [
+    *[(f"trainer/{v}/trainer.kubeflow.org_trainjobs.yaml", PATCH_POD) for v in ("v2.2.1", "v2.3.0")],
+    *[(f"trainer/{v}/trainer.kubeflow.org_trainingruntimes.yaml", RUNTIME_POD) for v in ("v2.2.1", "v2.3.0")],
+    *[
+        (f"jobset/{v}/jobset.x-k8s.io_jobsets.yaml", ("replicatedJobs", "[]", *POD_IN_JOB))
+        for v in ("v0.11.1", "v0.12.0")
+    ],
+]
+
+
+@pytest.mark.parametrize("crd,path", SCHEMAS)
 def test_every_volume_kind_of_the_schemas_is_classified(crd: str, path: tuple[str, ...]) -> None:
     """A CEL `has()` on a field unknown to the schema does not compile; an unlisted new kind would slip through."""
     pod = _pod_specs(_crd_spec(SHARED / "crds" / crd), *path)

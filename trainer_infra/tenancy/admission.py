@@ -93,7 +93,8 @@ def _container_security(fields: Sequence[str]) -> Callable[[AdmissionSettings], 
             f"(has({sc}.windowsOptions) && {_flag(sc + '.windowsOptions.hostProcess')})"
         )
         per_field = [f"(!has(s.{f}) || s.{f}.all(c, !has({sc}) || !({bad})))" for f in fields]
-        pod_level = f"!(has(s.securityContext) && has(s.securityContext.windowsOptions) && {_flag('s.securityContext.windowsOptions.hostProcess')})"
+        windows = "s.securityContext.windowsOptions"
+        pod_level = f"!(has(s.securityContext) && has({windows}) && {_flag(windows + '.hostProcess')})"
         return " && ".join([*per_field, pod_level])
 
     return rule
@@ -120,7 +121,8 @@ def _service_accounts(fields: Sequence[str], wide: bool) -> Callable[[AdmissionS
 
 
 def _priority_classes(settings: AdmissionSettings) -> str:
-    return f"!has(s.priorityClassName) || s.priorityClassName == '' || s.priorityClassName in {_lit(sorted(settings.priority_classes))}"
+    allowed = _lit(sorted(settings.priority_classes))
+    return f"!has(s.priorityClassName) || s.priorityClassName == '' || s.priorityClassName in {allowed}"
 
 
 @dataclass(frozen=True)
@@ -141,8 +143,14 @@ def _rules(kind: str) -> list[Rule]:
         "the node outside your team's space",
     )
     own = Rule("claims", _own_claims, "mounts a claim that is not your team's: only {claims} may be mounted")
-    host = Rule("host", _no_host_namespaces, "uses hostNetwork, hostPID or hostIPC: pods may not share the node's namespaces")
-    containers = ("initContainers", "containers") if kind == "TrainJob" else ("initContainers", "containers", "ephemeralContainers")
+    host = Rule(
+        "host", _no_host_namespaces, "uses hostNetwork, hostPID or hostIPC: pods may not share the node's namespaces"
+    )
+    containers = (
+        ("initContainers", "containers")
+        if kind == "TrainJob"
+        else ("initContainers", "containers", "ephemeralContainers")
+    )
     privileged = Rule(
         "privileged",
         _container_security(containers),
@@ -150,7 +158,9 @@ def _rules(kind: str) -> list[Rule]:
         "these control the node, not just your job",
     )
     ports = Rule("hostPort", _no_host_ports, "opens a hostPort: a port on the node is not your job's to take")
-    node = Rule("nodeName", _no_node_name, "sets nodeName: pods are placed by the scheduler and your queue, not by name")
+    node = Rule(
+        "nodeName", _no_node_name, "sets nodeName: pods are placed by the scheduler and your queue, not by name"
+    )
     priority = Rule(
         "priorityClassName",
         _priority_classes,
@@ -203,8 +213,8 @@ SPECS = {
 CLAIM_TEMPLATES = {
     "JobSet": "has(object.spec.volumeClaimPolicies) ? object.spec.volumeClaimPolicies : []",
     "TrainingRuntime": (
-        f"{_guarded('object.spec.template', 'object.spec.template.spec', 'object.spec.template.spec.volumeClaimPolicies')}"
-        " ? object.spec.template.spec.volumeClaimPolicies : []"
+        _guarded("object.spec.template", "object.spec.template.spec", "object.spec.template.spec.volumeClaimPolicies")
+        + " ? object.spec.template.spec.volumeClaimPolicies : []"
     ),
 }
 RESOURCES = {
@@ -213,6 +223,8 @@ RESOURCES = {
     "TrainingRuntime": ("trainer.kubeflow.org", "*", "trainingruntimes", ["CREATE", "UPDATE"]),
     "TrainJob": ("trainer.kubeflow.org", "*", "trainjobs", ["CREATE", "UPDATE"]),
 }
+
+
 def _name() -> str:
     return "(has(object.metadata.name) ? object.metadata.name : '')"
 
@@ -256,7 +268,7 @@ def _team_variable(settings: AdmissionSettings) -> str:
         }
         for t in settings.teams
     }
-    empty = {"claims": [], "queues": [], "serviceAccounts": []}
+    empty: dict[str, list[str]] = {"claims": [], "queues": [], "serviceAccounts": []}
     return f"request.namespace in {_lit(teams)} ? {_lit(teams)}[request.namespace] : {_lit(empty)}"
 
 
@@ -285,8 +297,7 @@ def _queue_rule() -> dict[str, Any]:
     label = f"object.metadata.labels['{QUEUE_LABEL}']"
     return _validation(
         "TrainJob",
-        f"has(object.metadata.labels) && '{QUEUE_LABEL}' in object.metadata.labels && "
-        f"{label} in variables.team.queues",
+        f"has(object.metadata.labels) && '{QUEUE_LABEL}' in object.metadata.labels && {label} in variables.team.queues",
         f"set the label {QUEUE_LABEL} to your team's queue ({{queues}}): "
         "jobs outside the queue would run without quota",
     )
