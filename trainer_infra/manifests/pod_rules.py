@@ -86,3 +86,50 @@ def pod_spec_problems(spec: Mapping[str, Any], priority_classes: Iterable[str] =
         if any(p.get("hostPort") for p in c.get("ports") or []):
             problems.append(f"{where}: hostPort opens a port on the node")
     return problems
+
+
+#: Volume kinds Pod Security `restricted` allows (kubernetes.io/docs/concepts/security/pod-security-standards).
+RESTRICTED_VOLUME_KINDS = (
+    "configMap",
+    "csi",
+    "downwardAPI",
+    "emptyDir",
+    "ephemeral",
+    "persistentVolumeClaim",
+    "projected",
+    "secret",
+)
+
+
+def restricted_problems(spec: Mapping[str, Any]) -> list[str]:
+    """Why the API server's Pod Security `restricted` level would refuse pods of this spec (empty: none).
+
+    Checked per container, with the pod-level securityContext as the fallback where the standard allows it:
+    runAsNonRoot, seccompProfile; and per container: allowPrivilegeEscalation false, capabilities drop ALL
+    (add at most NET_BIND_SERVICE), no privileged; plus the volume kinds and host namespaces.
+    """
+    problems = [p for p in pod_spec_problems(spec, [spec.get("priorityClassName") or ""]) if "nodeName" not in p]
+    pod_sc = spec.get("securityContext") or {}
+    for v in spec.get("volumes") or []:
+        kinds = [k for k in v if k != "name"]
+        if any(k not in RESTRICTED_VOLUME_KINDS for k in kinds):
+            problems.append(f"volume {v.get('name', '?')!r} ({', '.join(kinds)}) is not allowed under restricted")
+    if pod_sc.get("runAsUser") == 0:
+        problems.append("securityContext.runAsUser is 0 (root)")
+    for where, c in _containers(spec):
+        sc = c.get("securityContext") or {}
+        if sc.get("allowPrivilegeEscalation") is not False:
+            problems.append(f"{where}: securityContext.allowPrivilegeEscalation must be false")
+        caps = sc.get("capabilities") or {}
+        if "ALL" not in (caps.get("drop") or []):
+            problems.append(f"{where}: securityContext.capabilities.drop must include ALL")
+        if any(a != "NET_BIND_SERVICE" for a in caps.get("add") or []):
+            problems.append(f"{where}: may add only NET_BIND_SERVICE")
+        if not (sc.get("runAsNonRoot", pod_sc.get("runAsNonRoot")) is True):
+            problems.append(f"{where}: runAsNonRoot must be true (container or pod securityContext)")
+        if sc.get("runAsUser") == 0:
+            problems.append(f"{where}: runAsUser is 0 (root)")
+        seccomp = (sc.get("seccompProfile") or pod_sc.get("seccompProfile") or {}).get("type")
+        if seccomp not in ("RuntimeDefault", "Localhost"):
+            problems.append(f"{where}: seccompProfile.type must be RuntimeDefault or Localhost")
+    return problems
