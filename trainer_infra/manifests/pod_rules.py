@@ -125,7 +125,7 @@ def restricted_problems(spec: Mapping[str, Any]) -> list[str]:
             problems.append(f"{where}: securityContext.capabilities.drop must include ALL")
         if any(a != "NET_BIND_SERVICE" for a in caps.get("add") or []):
             problems.append(f"{where}: may add only NET_BIND_SERVICE")
-        if not (sc.get("runAsNonRoot", pod_sc.get("runAsNonRoot")) is True):
+        if sc.get("runAsNonRoot", pod_sc.get("runAsNonRoot")) is not True:
             problems.append(f"{where}: runAsNonRoot must be true (container or pod securityContext)")
         if sc.get("runAsUser") == 0:
             problems.append(f"{where}: runAsUser is 0 (root)")
