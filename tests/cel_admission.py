@@ -35,6 +35,9 @@ def refusals(
         "userInfo": {"username": user, "groups": ["system:authenticated"]},
     }
     env: dict[str, Any] = {"object": obj, "oldObject": old, "request": request, "variables": {}}
+    for condition in policy["spec"].get("matchConditions", []):
+        if cel.evaluate(condition["expression"], _context(env)) is not True:
+            return []
     for var in policy["spec"].get("variables", []):
         env["variables"][var["name"]] = cel.evaluate(var["expression"], _context(env))
     out = []

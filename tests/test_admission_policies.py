@@ -144,6 +144,17 @@ def test_attack3_only_kueue_may_resume_a_suspended_trainjob(policies: dict[str, 
     assert refusals(tj, old, old=new, namespace="nlp") == []
 
 
+def test_updates_that_change_neither_spec_nor_labels_are_not_judged_again(policies: dict[str, Obj]) -> None:
+    """A TrainJob admitted before a rule existed stays deletable: its controller removes finalizers."""
+    legacy = trainjob(queue=None)
+    done = copy.deepcopy(legacy)
+    done["metadata"]["finalizers"] = []
+    assert refusals(policy(policies, "TrainJob"), done, old=legacy, namespace="nlp", user=TRAINER) == []
+    relabelled = copy.deepcopy(legacy)
+    relabelled["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "elsewhere"}
+    assert refusals(policy(policies, "TrainJob"), relabelled, old=legacy, namespace="nlp", user=TRAINER)
+
+
 def test_attack3_jobset_resume_only_by_trainer_or_kueue(policies: dict[str, Obj]) -> None:
     old = {"metadata": {"name": "js"}, "spec": {"suspend": True, "replicatedJobs": []}}
     new = copy.deepcopy(old)

@@ -336,6 +336,15 @@ def policy_variables(kind: str, settings: AdmissionSettings) -> list[dict[str, s
     return out
 
 
+#: Updates that change neither spec nor labels (finalizers, annotations) are not judged again: an object
+#: admitted before a rule existed must still be deletable by its controller.
+CHANGED = (
+    "request.operation != 'UPDATE' || object.spec != oldObject.spec || "
+    "has(object.metadata.labels) != has(oldObject.metadata.labels) || "
+    "(has(object.metadata.labels) && object.metadata.labels != oldObject.metadata.labels)"
+)
+
+
 def policy_name(kind: str) -> str:
     return f"{PREFIX}-{kind.lower()}s"
 
@@ -356,6 +365,7 @@ def admission_objects(settings: AdmissionSettings, team_label: str = meta.TEAM_L
                 "metadata": meta.metadata(name),
                 "spec": {
                     "failurePolicy": "Fail",
+                    "matchConditions": [{"name": "spec-or-labels-changed", "expression": CHANGED}],
                     "matchConstraints": {
                         "namespaceSelector": selector,
                         "resourceRules": [
