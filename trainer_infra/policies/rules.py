@@ -7,10 +7,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from trainer_infra.manifests.meta import DECOMMISSIONED, TEAM_LABEL
+from trainer_infra.manifests.runtime import FRAMEWORK_LABEL, pod_specs, requests_resource, tolerates, unpinned
 from trainer_infra.policies.model import SECRET_MARK, Finding, Rule, Subject, Violation
 
 GPU_RESOURCE = "nvidia.com/gpu"
-FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
 CATALOG_VERSION_LABEL = "trainer-platform.io/catalog-version"
 MANAGED_BY = ("app.kubernetes.io/managed-by", "trainer-platform")
 RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
@@ -50,19 +50,6 @@ def _get(value: Any, *keys: str) -> Any:
 # --- images pinned ---------------------------------------------------------------------------------
 
 
-def image_problem(ref: str) -> str | None:
-    """Why an image reference is not pinned, or None. A digest pins; otherwise a tag other than latest."""
-    if "@" in ref:
-        return None
-    last = ref.rsplit("/", 1)[-1]
-    _, sep, tag = last.partition(":")
-    if not sep or not tag:
-        return f"image {ref!r} has no tag (resolves to latest)"
-    if tag == "latest":
-        return f"image {ref!r} uses the moving tag latest"
-    return None
-
-
 def _images_pinned(subjects: Sequence[Subject]) -> Iterable[Finding]:
     """Container images anywhere in a manifest, and image settings in chart values: `image: repo:tag`
     strings and `{repository, tag}` mappings (keys `image` or `…Image`). A values mapping without a
@@ -73,7 +60,7 @@ def _images_pinned(subjects: Sequence[Subject]) -> Iterable[Finding]:
             if key != "image" and not key.endswith("Image"):
                 continue
             if isinstance(value, str):
-                problem = image_problem(value)
+                problem = unpinned(value)
                 if problem:
                     yield s, path, problem
             elif isinstance(value, Mapping) and "tag" in value and not value.get("digest"):
@@ -85,31 +72,10 @@ def _images_pinned(subjects: Sequence[Subject]) -> Iterable[Finding]:
 # --- GPU runtimes tolerate the GPU taint ------------------------------------------------------------
 
 
-def _runtime_pod_specs(s: Subject) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    jobs = _get(s.props, "spec", "template", "spec", "replicatedJobs") or []
-    for i, job in enumerate(jobs):
-        pod = _get(job, "template", "spec", "template", "spec")
-        if isinstance(pod, Mapping):
-            yield f"spec.template.spec.replicatedJobs[{i}].template.spec.template.spec", pod
-
-
 def _uses_gpu(pod: Mapping[str, Any]) -> bool:
-    containers = [*(pod.get("containers") or []), *(pod.get("initContainers") or [])]
-    for c in containers:
-        res = c.get("resources") or {}
-        if any(GPU_RESOURCE in (res.get(k) or {}) for k in ("limits", "requests")):
-            return True
+    if requests_resource(pod, GPU_RESOURCE):
+        return True
     return any(str(k).startswith(GPU_RESOURCE) for k in (pod.get("nodeSelector") or {}))
-
-
-def tolerates_gpu_taint(tolerations: Iterable[Mapping[str, Any]]) -> bool:
-    """True if some toleration covers the `nvidia.com/gpu…:NoSchedule` taint GPU pools carry."""
-    for t in tolerations:
-        key, op, effect = t.get("key"), t.get("operator", "Equal"), t.get("effect")
-        key_ok = key == GPU_RESOURCE or (not key and op == "Exists")
-        if key_ok and effect in (None, "", "NoSchedule"):
-            return True
-    return False
 
 
 def _gpu_runtimes_tolerate(subjects: Sequence[Subject]) -> Iterable[Finding]:
@@ -118,8 +84,8 @@ def _gpu_runtimes_tolerate(subjects: Sequence[Subject]) -> Iterable[Finding]:
     for s in subjects:
         if s.kind not in RUNTIME_KINDS:
             continue
-        for path, pod in _runtime_pod_specs(s):
-            if _uses_gpu(pod) and not tolerates_gpu_taint(pod.get("tolerations") or []):
+        for path, pod in pod_specs(s.props):
+            if _uses_gpu(pod) and not tolerates(pod.get("tolerations") or [], GPU_RESOURCE):
                 yield s, f"{path}.tolerations", f"uses {GPU_RESOURCE} but does not tolerate the {GPU_RESOURCE} taint"
 
 
