@@ -148,9 +148,7 @@ def _metadata_issues(file: str, rt: m.RuntimeFile, stem: str) -> list[ConfigIssu
     md = rt.metadata
     issues = []
     if FRAMEWORK_LABEL not in md.labels:
-        issues.append(
-            ConfigIssue(f"{file}:metadata.labels", f"missing label {FRAMEWORK_LABEL}", None, FRAMEWORKS_HINT)
-        )
+        issues.append(ConfigIssue(f"{file}:metadata.labels", f"missing label {FRAMEWORK_LABEL}", None, FRAMEWORKS_HINT))
     support = md.labels.get(m.SUPPORT_LABEL)
     if support is not None and support != m.DEPRECATED:
         path = f"{file}:metadata.labels.{m.SUPPORT_LABEL}"

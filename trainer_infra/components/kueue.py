@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import Field
@@ -11,9 +11,13 @@ from trainer_infra.components.component import Controller, ResolvedRelease, Stac
 from trainer_infra.components.settings import PROBE_NAME, ControllerConfig, deep_merge
 from trainer_infra.core.images import split_image
 from trainer_infra.core.model import StrictModel
+from trainer_infra.core.types import Duration
 from trainer_infra.manifests import meta
 
 TRAINJOB_FRAMEWORK = "trainer.kubeflow.org/trainjob"
+# The data cache runs on LeaderWorkerSets; without this integration its pods run outside every quota.
+# (Kueue 0.19.2 pkg/controller/jobs/leaderworkerset: FrameworkName; it implicitly enables `pod`.)
+LWS_FRAMEWORK = "leaderworkerset.x-k8s.io/leaderworkerset"
 DEFAULT_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
 
 
@@ -21,6 +25,52 @@ class TasConfig(StrictModel):
     """Topology-Aware Scheduling (beta, on by default since Kueue 0.14)."""
 
     enabled: bool = True
+
+
+class RequeuingConfig(StrictModel):
+    """What Kueue does with a Workload evicted because its pods did not get ready in time."""
+
+    backoff_limit_count: int | None = Field(
+        default=3,
+        ge=0,
+        description="Requeues before the Workload is deactivated for good (its quota freed); null: forever.",
+    )
+    backoff_base_seconds: int = Field(default=60, ge=1, description="First requeue delay; it doubles each time.")
+    backoff_max_seconds: int = Field(default=3600, ge=1, description="Longest requeue delay.")
+    timestamp: Literal["Eviction", "Creation"] = Field(
+        default="Eviction", description="Requeue order: by the eviction time or the Workload's creation."
+    )
+
+
+class WaitForPodsReadyConfig(StrictModel):
+    """An admitted job holds its quota only while its pods get ready: a job whose pods are refused or never
+    scheduled is evicted after `timeout` and requeued (Kueue 0.19 turns this on with 30m and endless requeues;
+    we set it explicitly so a stuck job cannot hold a team's GPUs forever)."""
+
+    timeout: Duration = Field(default="10m", description="Time for all pods of an admitted job to become ready.")
+    recovery_timeout: Duration | None = Field(
+        default=None, description="Time to get ready again after a pod failed while running (default: timeout)."
+    )
+    block_admission: bool = Field(
+        default=False, description="Admit nothing else until the admitted job is ready (serializes admissions)."
+    )
+    requeuing: RequeuingConfig = Field(default_factory=RequeuingConfig)
+
+    def as_kueue(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "timeout": self.timeout,
+            "blockAdmission": self.block_admission,
+            "requeuingStrategy": {
+                "timestamp": self.requeuing.timestamp,
+                "backoffBaseSeconds": self.requeuing.backoff_base_seconds,
+                "backoffMaxSeconds": self.requeuing.backoff_max_seconds,
+            },
+        }
+        if self.requeuing.backoff_limit_count is not None:
+            out["requeuingStrategy"]["backoffLimitCount"] = self.requeuing.backoff_limit_count
+        if self.recovery_timeout is not None:
+            out["recoveryTimeout"] = self.recovery_timeout
+        return out
 
 
 class KueueConfig(ControllerConfig):
@@ -34,6 +84,7 @@ class KueueConfig(ControllerConfig):
         description="Other Kueue integrations to enable (the TrainJob one is governed by trainJobIntegration).",
     )
     tas: TasConfig = Field(default_factory=TasConfig)
+    wait_for_pods_ready: WaitForPodsReadyConfig = Field(default_factory=WaitForPodsReadyConfig)
     fair_sharing: bool = Field(
         default=False,
         description="Fair sharing among the ClusterQueues of a cohort (on automatically when a team sets "
@@ -41,10 +92,12 @@ class KueueConfig(ControllerConfig):
     )
 
 
-def kueue_frameworks(cfg: KueueConfig) -> list[str]:
+def kueue_frameworks(cfg: KueueConfig, data_cache: bool = False) -> list[str]:
     frameworks = [f for f in cfg.frameworks if f != TRAINJOB_FRAMEWORK]
     if cfg.train_job_integration:
         frameworks.append(TRAINJOB_FRAMEWORK)
+    if data_cache:
+        frameworks.append(LWS_FRAMEWORK)
     return sorted(set(frameworks))
 
 
@@ -52,7 +105,9 @@ def kueue_feature_gates(cfg: KueueConfig) -> dict[str, bool]:
     return {"TopologyAwareScheduling": cfg.tas.enabled, **cfg.feature_gates}
 
 
-def kueue_values(cfg: KueueConfig, release: ResolvedRelease, fair_sharing: bool = False) -> dict[str, Any]:
+def kueue_values(
+    cfg: KueueConfig, release: ResolvedRelease, fair_sharing: bool = False, data_cache: bool = False
+) -> dict[str, Any]:
     repo, tag = split_image(release.image("manager"))
     manager_config = {
         "apiVersion": release.api_versions["config.kueue.x-k8s.io"],
@@ -62,7 +117,8 @@ def kueue_values(cfg: KueueConfig, release: ResolvedRelease, fair_sharing: bool 
         "webhook": {"port": 9443},
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
         "controller": {"groupKindConcurrency": {"Workload.kueue.x-k8s.io": 10}},
-        "integrations": {"frameworks": kueue_frameworks(cfg)},
+        "integrations": {"frameworks": kueue_frameworks(cfg, data_cache)},
+        "waitForPodsReady": cfg.wait_for_pods_ready.as_kueue(),
     }
     if cfg.fair_sharing or fair_sharing:
         # v1beta2: the block's presence turns fair sharing on (there is no `enable` field any more).
@@ -93,7 +149,7 @@ class Kueue(Controller):
     def values(self, stack: StackView, release: ResolvedRelease) -> dict[str, Any]:
         # Fair sharing weights on teams only work with fair sharing on in Kueue's configuration.
         weights = any(t.fair_sharing_weight is not None for t in stack.teams)
-        return kueue_values(stack.components.kueue, release, fair_sharing=weights)
+        return kueue_values(stack.components.kueue, release, fair_sharing=weights, data_cache=stack.data_cache.enabled)
 
     def probes(self, release: ResolvedRelease, mirror: str | None) -> tuple[dict[str, Any], ...]:
         return (

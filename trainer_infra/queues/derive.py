@@ -42,9 +42,7 @@ def resource_flavor(api: str, pool: str, flavor_name: str, spec: dict[str, Any])
     return ManagedObject(manifest, delete_before_replace=True, replace_on_changes=FLAVOR_IMMUTABLE)
 
 
-def cluster_queue(
-    api: str, q: QueuesConfig, index: int, team: TeamConfig, resolved: ResolvedQueues
-) -> dict[str, Any]:
+def cluster_queue(api: str, q: QueuesConfig, index: int, team: TeamConfig, resolved: ResolvedQueues) -> dict[str, Any]:
     flavors = []
     for pool in resolved.pools:
         quota = team.quota.get(pool.name)
@@ -72,7 +70,17 @@ def cluster_queue(
     }
     if team.fair_sharing_weight is not None:
         spec["fairSharing"] = {"weight": team.fair_sharing_weight}
-    return {"apiVersion": api, "kind": "ClusterQueue", "metadata": meta.metadata(team.name), "spec": spec}
+    return {
+        "apiVersion": api,
+        "kind": "ClusterQueue",
+        "metadata": meta.metadata(cluster_queue_name(team)),
+        "spec": spec,
+    }
+
+
+def cluster_queue_name(team: TeamConfig) -> str:
+    """Each team has one ClusterQueue, named like the team (its LocalQueue points at it)."""
+    return team.name
 
 
 def local_queue(api: str, team: TeamConfig) -> dict[str, Any]:
@@ -80,7 +88,7 @@ def local_queue(api: str, team: TeamConfig) -> dict[str, Any]:
         "apiVersion": api,
         "kind": "LocalQueue",
         "metadata": meta.metadata(team.local_queue, team.resolved_namespace),
-        "spec": {"clusterQueue": team.name},
+        "spec": {"clusterQueue": cluster_queue_name(team)},
     }
 
 

@@ -13,6 +13,7 @@ from trainer_infra.core.types import KubeMinor
 from trainer_infra.nodepools.registry import NodePoolConfig
 from trainer_infra.queues.config import QueuesConfig
 from trainer_infra.storage.config import DataCacheConfig, StorageConfig
+from trainer_infra.tenancy.config import TenancyConfig
 from trainer_infra.tenancy.teams import TeamConfig
 
 
@@ -34,6 +35,7 @@ class StackConfig(StrictModel):
     images: ImagesConfig = Field(default_factory=ImagesConfig)
     charts: ChartsConfig = Field(default_factory=ChartsConfig)
     teams: list[TeamConfig] = Field(default_factory=list, description="Tenants of the platform.")
+    tenancy: TenancyConfig = Field(default_factory=TenancyConfig)
     runtimes: RuntimesConfig = Field(default_factory=RuntimesConfig)
     storage: StorageConfig | None = Field(default=None, description="Shared ReadWriteMany storage for team data.")
     data_cache: DataCacheConfig = Field(default_factory=DataCacheConfig)

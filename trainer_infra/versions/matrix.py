@@ -150,7 +150,7 @@ def _trainjob_api(versions: dict[str, str], integration: bool, where: dict[str, 
             f"TrainJob API mismatch [trainjob-api] (trainer {trainer.version}, kueue {kueue.version}): Kueue "
             f"{kueue.version} is built against the Trainer v{kueue.train_job_api} TrainJob API, Trainer "
             f"{trainer.version} serves v{trainer.train_job_api}; upstream: \"Trainer v2.2 and v2.3 don't have API "
-            "compatibility\"",
+            'compatibility"',
             f"pick Trainer {' or '.join(matching) or '(none in the matrix)'} with Kueue {kueue.version}, or keep "
             f"Trainer {trainer.version} and set components.kueue.trainJobIntegration: false (TrainJobs are then "
             "not queued by Kueue) (sources: the trainJobApi of each release in versions/matrix.yaml)",

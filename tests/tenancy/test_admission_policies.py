@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.cel_admission import refusals
+from tests.tenancy.cel_admission import refusals
 from trainer_infra.manifests.pod_rules import SAFE_VOLUME_KINDS, UNSAFE_VOLUME_KINDS, pod_spec_problems
 from trainer_infra.tenancy.admission import AdmissionSettings, TeamAdmission, admission_objects, policy_name
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
 KUEUE = "system:serviceaccount:kueue-system:kueue-controller-manager"
 TRAINER = "system:serviceaccount:kubeflow-system:trainer-kubeflow-trainer-controller-manager"

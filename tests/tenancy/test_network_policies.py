@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.netpol_eval import External, Network, Pod
+from tests.tenancy.netpol_eval import External, Network, Pod
 from trainer_infra.tenancy.network import JOBSET_POD_LABEL, LWS_POD_LABEL, NetworkSettings, network_policies
 
 TEAM_LABEL = "trainer-platform.io/team"
