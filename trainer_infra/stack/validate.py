@@ -18,6 +18,7 @@ from trainer_infra.components.kueue import kueue_settings
 from trainer_infra.components.plan import Releases, resolve_releases
 from trainer_infra.core.errors import ConfigError, ConfigIssue
 from trainer_infra.core.schema import issue_from
+from trainer_infra.manifests.runtime import pod_specs
 from trainer_infra.nodepools.checks import check_pools
 from trainer_infra.nodepools.model import ResolvedPool
 from trainer_infra.nodepools.plan import node_pool_objects
@@ -26,8 +27,8 @@ from trainer_infra.queues.checks import check_queues
 from trainer_infra.queues.placement import Placement
 from trainer_infra.queues.resolve import ResolvedQueues, resolve_queues
 from trainer_infra.stack.config import StackConfig
-from trainer_infra.storage.checks import check_storage
-from trainer_infra.tenancy.checks import check_teams
+from trainer_infra.storage.checks import check_job_service_accounts, check_storage
+from trainer_infra.tenancy.checks import check_restricted, check_teams
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ def _teams(d: Draft) -> list[ConfigIssue]:
 
 
 def _storage(d: Draft) -> list[ConfigIssue]:
-    return check_storage(d.config.storage, d.config.teams)
+    return check_storage(d.config.storage, d.config.teams) + check_job_service_accounts(d.config.teams)
 
 
 def _queues(d: Draft) -> list[ConfigIssue]:
@@ -115,8 +116,14 @@ def _runtimes(d: Draft) -> list[ConfigIssue]:
     return d.catalog_issues
 
 
+def _restricted(d: Draft) -> list[ConfigIssue]:
+    trainer = d.releases.by_name["trainer"].version
+    served = [(s.team, s.name, pod) for s in d.selection.served for _, pod in pod_specs(s.entry.manifest(trainer))]
+    return check_restricted(d.config.teams, served)
+
+
 # Every area's checks, in report order; a new check is a function in its area plus one line here.
-CHECKS: list[Callable[[Draft], list[ConfigIssue]]] = [_pools, _teams, _storage, _queues, _runtimes]
+CHECKS: list[Callable[[Draft], list[ConfigIssue]]] = [_pools, _teams, _storage, _queues, _runtimes, _restricted]
 
 
 def validate(raw: Mapping[str, Any], source: str = "", earlier: list[ConfigIssue] | None = None) -> Validated:
