@@ -128,7 +128,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "A")
     stack.write_text(_stack(["alpha", "gamma"], "  trainer-platform:components: {kueue: {replicas: 2}}\n"))
-    common = repo / "trainer_infra/controllers/common.py"
+    common = repo / "trainer_infra/components/settings.py"
     common.write_text(common.read_text().replace('requests={"cpu": "100m"', 'requests={"cpu": "150m"'))
     _git(repo, "commit", "-q", "-am", "B")
     _git(repo, "tag", "A", "HEAD~1")

@@ -25,7 +25,8 @@ JOBS_PATH = "spec.template.spec.replicatedJobs"
 POD_PATH = "template.spec.template.spec"
 
 
-def _get(value: Any, *keys: str) -> Any:
+def get_in(value: Any, *keys: str) -> Any:
+    """`value[k1][k2]…`, or None where a level is missing or not a mapping."""
     for key in keys:
         if not isinstance(value, Mapping):
             return None
@@ -35,7 +36,7 @@ def _get(value: Any, *keys: str) -> Any:
 
 def replicated_jobs(runtime: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The JobSet replicatedJobs of a runtime (empty when absent)."""
-    jobs = _get(runtime, "spec", "template", "spec", "replicatedJobs")
+    jobs = get_in(runtime, "spec", "template", "spec", "replicatedJobs")
     return jobs if isinstance(jobs, list) else []
 
 
@@ -53,7 +54,7 @@ def pod_template_metadata(job: dict[str, Any]) -> dict[str, Any]:
 def pod_specs(runtime: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     """(path, pod spec) for every replicatedJob whose pod spec is a mapping."""
     for i, job in enumerate(replicated_jobs(runtime)):
-        pod = _get(job, "template", "spec", "template", "spec")
+        pod = get_in(job, "template", "spec", "template", "spec")
         if isinstance(pod, dict):
             yield f"{JOBS_PATH}[{i}].{POD_PATH}", pod
 
@@ -82,7 +83,7 @@ def images_of(runtime: Mapping[str, Any]) -> list[str]:
 
 
 def ancestor(job: Mapping[str, Any]) -> str | None:
-    labels = _get(job, "template", "metadata", "labels") or {}
+    labels = get_in(job, "template", "metadata", "labels") or {}
     value = labels.get(ANCESTOR)
     return str(value) if value is not None else None
 

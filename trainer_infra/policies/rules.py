@@ -8,7 +8,7 @@ from typing import Any
 
 from trainer_infra.manifests.meta import DECOMMISSIONED, TEAM_LABEL
 from trainer_infra.manifests.pod_rules import pod_spec_problems
-from trainer_infra.manifests.runtime import FRAMEWORK_LABEL, pod_specs, requests_resource, tolerates, unpinned
+from trainer_infra.manifests.runtime import FRAMEWORK_LABEL, get_in, pod_specs, requests_resource, tolerates, unpinned
 from trainer_infra.policies.model import SECRET_MARK, Finding, Rule, Subject, Violation
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -38,14 +38,6 @@ def _walk(value: Any, path: str = "") -> Iterator[tuple[str, str, Any]]:
 
 def _labels(props: Mapping[str, Any]) -> Mapping[str, Any]:
     return (props.get("metadata") or {}).get("labels") or {}
-
-
-def _get(value: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(key)
-    return value
 
 
 # --- images pinned ---------------------------------------------------------------------------------
@@ -96,7 +88,7 @@ def _gpu_runtimes_tolerate(subjects: Sequence[Subject]) -> Iterable[Finding]:
 def _clusterqueue_selector(subjects: Sequence[Subject]) -> Iterable[Finding]:
     """Kueue reads a missing namespaceSelector as 'no namespace may submit': a silent dead queue."""
     for s in subjects:
-        if s.kind == "ClusterQueue" and _get(s.props, "spec", "namespaceSelector") is None:
+        if s.kind == "ClusterQueue" and get_in(s.props, "spec", "namespaceSelector") is None:
             yield s, "spec.namespaceSelector", "ClusterQueue has no namespaceSelector (no namespace can use it)"
 
 
@@ -104,7 +96,7 @@ def _clusterqueue_selector(subjects: Sequence[Subject]) -> Iterable[Finding]:
 
 
 def _namespace_of(s: Subject) -> str | None:
-    ns = _get(s.props, "metadata", "namespace")
+    ns = get_in(s.props, "metadata", "namespace")
     return str(ns) if ns else None
 
 
@@ -112,7 +104,7 @@ def team_namespaces(subjects: Sequence[Subject]) -> set[str]:
     """Namespaces holding user work: labelled as a team's, or where the program puts a LocalQueue
     (users submit TrainJobs there) or a PersistentVolumeClaim (users keep data there)."""
     found = {
-        str(_get(s.props, "metadata", "name"))
+        str(get_in(s.props, "metadata", "name"))
         for s in subjects
         if s.kind == "Namespace" and TEAM_LABEL in _labels(s.props)
     }
@@ -133,11 +125,11 @@ def _data_protected(subjects: Sequence[Subject]) -> Iterable[Finding]:
             continue
         if kind == "CustomResourceDefinition" or kind == "PersistentVolumeClaim":
             what = kind
-        elif kind == "Namespace" and str(_get(s.props, "metadata", "name")) in teams:
+        elif kind == "Namespace" and str(get_in(s.props, "metadata", "name")) in teams:
             what = "team Namespace"
         else:
             continue
-        if not s.protect and _get(s.props, "metadata", "annotations", DECOMMISSIONED) != "true":
+        if not s.protect and get_in(s.props, "metadata", "annotations", DECOMMISSIONED) != "true":
             yield s, "", f"{what} is not protected (resource option protect)"
 
 
@@ -160,7 +152,7 @@ def _no_plaintext_secrets(subjects: Sequence[Subject]) -> Iterable[Finding]:
 
 
 def _missing_requests(resources: Any) -> list[str]:
-    requests = _get(resources, "requests") or {}
+    requests = get_in(resources, "requests") or {}
     return [r for r in ("cpu", "memory") if not requests.get(r)]
 
 
@@ -174,11 +166,11 @@ def _controllers_request(subjects: Sequence[Subject]) -> Iterable[Finding]:
             keys = CONTROLLER_RESOURCES.get(chart)
             if keys is None:
                 continue
-            missing = _missing_requests(_get(s.props.get("values") or {}, *keys))
+            missing = _missing_requests(get_in(s.props.get("values") or {}, *keys))
             if missing:
                 yield s, "values." + ".".join(keys), f"controller has no {' / '.join(missing)} request"
         elif s.kind in WORKLOAD_KINDS:
-            pod = _get(s.props, "spec", "template", "spec") or {}
+            pod = get_in(s.props, "spec", "template", "spec") or {}
             for i, c in enumerate(pod.get("containers") or []):
                 missing = _missing_requests(c.get("resources"))
                 if missing:
@@ -208,7 +200,7 @@ def _runtimes_stay_off_the_node(subjects: Sequence[Subject]) -> Iterable[Finding
     """Runtimes run in team namespaces: host namespaces, privileged containers, added capabilities, hostPath
     (any volume but claims and pod-local ones) or a priority class the stack does not create reach beyond
     the team. The admission policies refuse such pods anyway; this stops the program that would serve them."""
-    own_priority_classes = {str(_get(s.props, "metadata", "name")) for s in subjects if s.kind == "PriorityClass"}
+    own_priority_classes = {str(get_in(s.props, "metadata", "name")) for s in subjects if s.kind == "PriorityClass"}
     for s in subjects:
         if s.kind not in RUNTIME_KINDS:
             continue
