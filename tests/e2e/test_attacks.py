@@ -220,8 +220,8 @@ def test_attack4_an_admitted_job_whose_pods_never_get_ready_gives_its_quota_back
     cpu = int(str(quotas[team.namespace]["spec"]["hard"]["requests.cpu"]))
     admin, ns = sandbox.client, team.namespace
     name = unique("neverready")
-    # two pods of more than half the namespace's cpu quota: Kueue admits (it does not count cpu), the API
-    # server refuses the second pod, the job never has all pods ready.
+    # two pods of more than half the namespace's ResourceQuota cpu: the queue's cpu quota is larger, so Kueue
+    # admits; the API server refuses the second pod (exceeded quota) and the job never has all pods ready.
     member(sandbox, team).create(
         trainjob(name, ns, gpus=platform.gpus_per_node(), nodes=2, queue=team.queue, cpu=str(cpu // 2 + 1))
     )
@@ -358,7 +358,10 @@ def test_members_read_their_own_cluster_queue_only(sandbox: Sandbox, platform: P
     me = member(sandbox, mine)
 
     def allowed(resource: str, name: str | None, group: str, ns: str | None = None, verb: str = "get") -> bool:
-        attrs = {"group": group, "resource": resource, "verb": verb, **({"name": name} if name else {})}
+        base, _, sub = resource.partition("/")
+        attrs = {"group": group, "resource": base, "verb": verb, **({"name": name} if name else {})}
+        if sub:
+            attrs["subresource"] = sub
         if ns:
             attrs["namespace"] = ns
         review = me.request(
