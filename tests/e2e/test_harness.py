@@ -147,7 +147,7 @@ def test_kueue_settings_take_the_stacks_scheduling_not_its_process_config() -> N
 def test_controller_users_follow_the_charts_fullname_rule() -> None:
     """Release `kueue` of chart kueue → `kueue-controller-manager`; release `trainer` of chart kubeflow-trainer
     does not contain the chart name → `trainer-kubeflow-trainer-controller-manager`; overrides win."""
-    releases = [
+    releases: list[dict[str, Any]] = [
         {"name": "kueue", "chart": "oci://registry.k8s.io/kueue/charts/kueue", "namespace": "kueue-system"},
         {"name": "trainer", "chart": "oci://ghcr.io/kubeflow/charts/kubeflow-trainer", "namespace": "kubeflow-system"},
         {"name": "js", "chart": "jobset", "namespace": "jobset-system", "values": {"fullnameOverride": "jobset"}},
