@@ -38,9 +38,7 @@ class Target:
     namespace_map: dict[str, str] = field(default_factory=dict)  # v1 namespace → team namespace
 
     @classmethod
-    def from_manifests(
-        cls, stack: str, trainer_version: str, objects: Iterable[dict[str, Any]]
-    ) -> Target:
+    def from_manifests(cls, stack: str, trainer_version: str, objects: Iterable[dict[str, Any]]) -> Target:
         objs = list(objects)
 
         def of(kind: str) -> list[dict[str, Any]]:

@@ -22,6 +22,13 @@ class Release(StrictModel):
     api_versions: dict[str, str] = Field(default_factory=dict, description="API group → version we write.")
     images: dict[str, str] = Field(default_factory=dict, description="The images the release runs, by role.")
     sources: list[str] = Field(min_length=1)
+    feature_gates: list[str] | None = Field(
+        default=None, description="Gates the controller accepts (None: not known here, not checked)."
+    )
+    locked_feature_gates: dict[str, bool] = Field(
+        default_factory=dict, description="Gates locked to their default: another value stops the controller."
+    )
+    integrations: list[str] | None = Field(default=None, description="Kueue: the integration framework names.")
 
     def api_version(self, group: str) -> str:
         return f"{group}/{self.api_versions[group]}"
