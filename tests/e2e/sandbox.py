@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from tests.e2e.build import Builder, BuildError, module_dir
+from tests.e2e.build import Builder, BuildError, module_dir, monitoring_crd_files
 from tests.e2e.kube import ApiError, FatalWaitError, KubeClient, wait_for
 from tests.e2e.pki import CertificateAuthority, CertPair, service_account_keypair
 from tests.e2e.versions import VersionSet, cache_root, shared_dir
@@ -120,6 +120,9 @@ class Endpoints:
     kueue_health: int = field(default_factory=free_port)
     trainer_webhook: int = field(default_factory=free_port)
     trainer_health: int = field(default_factory=free_port)
+    jobset_metrics: int = field(default_factory=free_port)
+    kueue_metrics: int = field(default_factory=free_port)
+    trainer_metrics: int = field(default_factory=free_port)
 
 
 class Sandbox:
@@ -224,7 +227,7 @@ class Sandbox:
         self._write_state()
 
     def _check_binaries(self) -> None:
-        missing = [t.name for t in self.builder.targets() if not (self.bin_dir / t.name).exists()]
+        missing = [t.name for t in self.builder.targets() if not t.tool and not (self.bin_dir / t.name).exists()]
         if missing:
             raise BuildError(
                 f"binaries {missing} are missing in {self.bin_dir} (version set {self.versions.key}); "
@@ -459,7 +462,7 @@ class Sandbox:
             if not found:
                 raise SandboxError(f"no CRDs in {folder} (set TRAINER_PLATFORM_SHARED to the shared folder)")
             files.extend(found)
-        return files
+        return files + monitoring_crd_files(v.prometheus_operator)
 
     def _apply_crds(self) -> None:
         names = []
@@ -518,7 +521,7 @@ class Sandbox:
                     "leaderElection": {"leaderElect": False},
                     "internalCertManagement": {"enable": False},
                     "webhook": {"port": p.jobset_webhook, "host": "127.0.0.1", "certDir": str(jobset_certs)},
-                    "metrics": {"bindAddress": "0"},
+                    "metrics": {"bindAddress": f"127.0.0.1:{p.jobset_metrics}"},
                     "health": {"healthProbeBindAddress": f"127.0.0.1:{p.jobset_health}"},
                 }
             )
@@ -547,10 +550,14 @@ class Sandbox:
                     "leaderElection": {"leaderElect": False},
                     "internalCertManagement": {"enable": False},
                     "webhook": {"port": p.kueue_webhook, "host": "127.0.0.1", "certDir": str(kueue_certs)},
-                    "metrics": {"bindAddress": "0"},
                     "health": {"healthProbeBindAddress": f"127.0.0.1:{p.kueue_health}"},
                     "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
                     **self.kueue_settings,
+                    # the render's metric settings (enableClusterQueueResources), served here
+                    "metrics": {
+                        **self.kueue_settings.get("metrics", {}),
+                        "bindAddress": f"127.0.0.1:{p.kueue_metrics}",
+                    },
                     # VisibilityOnDemand serves from a fixed /visibility cert dir: off in the sandbox.
                     "featureGates": {**self.kueue_settings.get("featureGates", {}), "VisibilityOnDemand": False},
                 }
@@ -578,7 +585,7 @@ class Sandbox:
                     "leaderElection": {"leaderElect": False},
                     "certManagement": {"enable": False},
                     "webhook": {"port": p.trainer_webhook, "host": "127.0.0.1"},
-                    "metrics": {"bindAddress": "0"},
+                    "metrics": {"bindAddress": f"127.0.0.1:{p.trainer_metrics}", "secureServing": True},
                     "health": {
                         "healthProbeBindAddress": f"127.0.0.1:{p.trainer_health}",
                         "readinessEndpointName": "readyz",
@@ -611,6 +618,15 @@ class Sandbox:
             ],
             env={"TMPDIR": str(trainer_tmp)},
         )
+
+    def metrics_urls(self) -> dict[str, str]:
+        """Each controller's secure metrics endpoint (self-signed TLS; JobSet and Kueue check a token)."""
+        p = self.ports
+        return {
+            "jobset": f"https://127.0.0.1:{p.jobset_metrics}/metrics",
+            "kueue": f"https://127.0.0.1:{p.kueue_metrics}/metrics",
+            "trainer": f"https://127.0.0.1:{p.trainer_metrics}/metrics",
+        }
 
     def _webhook_certs(self, directory: Path) -> None:
         self.ca.issue(

@@ -158,3 +158,12 @@ def test_controller_users_follow_the_charts_fullname_rule() -> None:
         "trainer": "system:serviceaccount:kubeflow-system:trainer-kubeflow-trainer-controller-manager",
         "jobset": "system:serviceaccount:jobset-system:jobset-controller",
     }
+
+
+def test_kueue_settings_take_the_renders_metric_settings_not_its_address() -> None:
+    """With observability on, the sandbox's Kueue reports the per-ClusterQueue gauges the render turns on."""
+    observed = {**MINIMAL, "observability": {"enabled": True}}
+    values = next(r.values for r in plan_of(observed).releases if r.name == "kueue")
+    release = {"name": "kueue", "chart": "oci://registry.k8s.io/kueue/charts/kueue", "values": values}
+    settings = kueue_settings(RenderOutput(Path("."), [], [release]))
+    assert settings["metrics"] == {"enableClusterQueueResources": True}

@@ -13,6 +13,7 @@ from trainer_infra.core.images import split_image
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.types import Duration
 from trainer_infra.manifests import meta
+from trainer_infra.observability.facts import MetricsEndpoint
 
 TRAINJOB_FRAMEWORK = "trainer.kubeflow.org/trainjob"
 # The data cache runs on LeaderWorkerSets; without this integration its pods run outside every quota.
@@ -106,7 +107,11 @@ def kueue_feature_gates(cfg: KueueConfig) -> dict[str, bool]:
 
 
 def kueue_values(
-    cfg: KueueConfig, release: ResolvedRelease, fair_sharing: bool = False, data_cache: bool = False
+    cfg: KueueConfig,
+    release: ResolvedRelease,
+    fair_sharing: bool = False,
+    queue_metrics: bool = False,
+    data_cache: bool = False,
 ) -> dict[str, Any]:
     repo, tag = split_image(release.image("manager"))
     manager_config = {
@@ -120,6 +125,10 @@ def kueue_values(
         "integrations": {"frameworks": kueue_frameworks(cfg, data_cache)},
         "waitForPodsReady": cfg.wait_for_pods_ready.as_kueue(),
     }
+    if queue_metrics:
+        # Per-ClusterQueue quota, reservation and usage gauges (off by default): what the alerts and the
+        # team dashboard read. Reporting only: scheduling is unchanged.
+        manager_config["metrics"] = {"bindAddress": ":8443", "enableClusterQueueResources": True}
     if cfg.fair_sharing or fair_sharing:
         # v1beta2: the block's presence turns fair sharing on (there is no `enable` field any more).
         manager_config["fairSharing"] = {
@@ -159,7 +168,21 @@ class Kueue(Controller):
     def values(self, stack: StackView, release: ResolvedRelease) -> dict[str, Any]:
         # Fair sharing weights on teams only work with fair sharing on in Kueue's configuration.
         weights = any(t.fair_sharing_weight is not None for t in stack.teams)
-        return kueue_values(stack.components.kueue, release, fair_sharing=weights, data_cache=stack.data_cache.enabled)
+        return kueue_values(
+            stack.components.kueue,
+            release,
+            fair_sharing=weights,
+            queue_metrics=stack.observability.enabled,
+            data_cache=stack.data_cache.enabled,
+        )
+
+    def metrics_endpoint(self, release: ResolvedRelease) -> MetricsEndpoint:
+        """Chart templates/manager/auth_proxy_service.yaml: `<fullname>-controller-manager-metrics-service`,
+        port `https` (8443), behind controller-runtime's authn/authz filter (cmd/kueue/main.go)."""
+        selector = {"app.kubernetes.io/name": "kueue", "app.kubernetes.io/instance": self.name}
+        selector["app.kubernetes.io/component"] = "metrics-service"
+        service = f"{self.name}-controller-manager-metrics-service"
+        return MetricsEndpoint(self.name, release.namespace, service, "https", tuple(selector.items()), True)
 
     def probes(self, release: ResolvedRelease, mirror: str | None) -> tuple[dict[str, Any], ...]:
         return (

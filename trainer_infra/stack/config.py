@@ -12,6 +12,7 @@ from trainer_infra.core.model import StrictModel
 from trainer_infra.core.types import KubeMinor
 from trainer_infra.fleet.config import FleetConfig
 from trainer_infra.nodepools.registry import NodePoolConfig
+from trainer_infra.observability.settings import ObservabilitySettings
 from trainer_infra.queues.config import QueuesConfig
 from trainer_infra.storage.config import DataCacheConfig, StorageConfig
 from trainer_infra.tenancy.config import TenancyConfig
@@ -48,6 +49,10 @@ class StackConfig(StrictModel):
     data_cache: DataCacheConfig = Field(default_factory=DataCacheConfig)
     node_pools: list[NodePoolConfig] = Field(default_factory=list, description="GPU (and CPU) node pools.")
     queues: QueuesConfig = Field(default_factory=QueuesConfig)
+    observability: ObservabilitySettings = Field(
+        default_factory=ObservabilitySettings,
+        description="Metrics, alerts and dashboards for the controllers and team queues (docs/observability.md).",
+    )
     fleet: FleetConfig | None = Field(
         default=None, description="Several clusters as one platform (MultiKueue manager + workers, docs/fleet.md)."
     )
