@@ -233,6 +233,12 @@ class Builder:
                 from_module("github.com/kubeflow/trainer/v2", "./cmd/trainer-controller-manager"),
             ),
             Target(
+                "lws-manager",
+                "lws",
+                v.lws,
+                from_module("sigs.k8s.io/lws", "./cmd", "sigs.k8s.io/lws/pkg/version.GitVersion"),
+            ),
+            Target(
                 "promtool",
                 "prometheus",
                 v.prometheus,

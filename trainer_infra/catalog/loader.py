@@ -20,6 +20,7 @@ from packaging.version import Version
 from pydantic import ValidationError
 
 from trainer_infra.catalog import model as m
+from trainer_infra.catalog.fault_tolerance import ttl_problems
 from trainer_infra.catalog.webhook import runtime_findings
 from trainer_infra.core.errors import ConfigError, ConfigIssue, did_you_mean, format_path
 from trainer_infra.core.schema import keys_of, model_at
@@ -216,6 +217,7 @@ def _spec_issues(file: str, rt: m.RuntimeFile, raw: dict[str, Any]) -> list[Conf
         issues.append(ConfigIssue(f"{file}:spec.template.spec.replicatedJobs", "no trainer job", None, hint))
     initializer_volume = "data-cache" not in [r.strip() for r in rt.metadata.annotations.get(m.REQUIRES, "").split(",")]
     issues += [ConfigIssue(f"{file}:{p}", msg) for p, msg in runtime_findings(raw, initializer_volume)]
+    issues += [ConfigIssue(f"{file}:{p}", msg) for p, msg in ttl_problems(raw)]
     return issues
 
 

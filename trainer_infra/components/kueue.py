@@ -16,8 +16,7 @@ from trainer_infra.manifests import meta
 from trainer_infra.observability.facts import MetricsEndpoint
 
 TRAINJOB_FRAMEWORK = "trainer.kubeflow.org/trainjob"
-# The data cache runs on LeaderWorkerSets; without this integration its pods run outside every quota.
-# (Kueue 0.19.2 pkg/controller/jobs/leaderworkerset: FrameworkName; it implicitly enables `pod`.)
+#: Kueue's LeaderWorkerSet integration: on with the data cache (its cache clusters are LWSs).
 LWS_FRAMEWORK = "leaderworkerset.x-k8s.io/leaderworkerset"
 DEFAULT_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
 
@@ -93,11 +92,14 @@ class KueueConfig(ControllerConfig):
     )
 
 
-def kueue_frameworks(cfg: KueueConfig, data_cache: bool = False) -> list[str]:
+def kueue_frameworks(cfg: KueueConfig, lws: bool = False) -> list[str]:
+    """The integrations Kueue runs. With `lws` (the data cache is on) Kueue's real LeaderWorkerSet webhook
+    handles LWSs instead of a no-op: a cache cluster owned by its (Kueue-managed) TrainJob is neither queued
+    nor suspended, and an LWS a team labels with a queue is admitted like any job."""
     frameworks = [f for f in cfg.frameworks if f != TRAINJOB_FRAMEWORK]
     if cfg.train_job_integration:
         frameworks.append(TRAINJOB_FRAMEWORK)
-    if data_cache:
+    if lws:
         frameworks.append(LWS_FRAMEWORK)
     return sorted(set(frameworks))
 
@@ -111,7 +113,7 @@ def kueue_values(
     release: ResolvedRelease,
     fair_sharing: bool = False,
     queue_metrics: bool = False,
-    data_cache: bool = False,
+    lws: bool = False,
 ) -> dict[str, Any]:
     repo, tag = split_image(release.image("manager"))
     manager_config = {
@@ -122,7 +124,7 @@ def kueue_values(
         "webhook": {"port": 9443},
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
         "controller": {"groupKindConcurrency": {"Workload.kueue.x-k8s.io": 10}},
-        "integrations": {"frameworks": kueue_frameworks(cfg, data_cache)},
+        "integrations": {"frameworks": kueue_frameworks(cfg, lws)},
         "waitForPodsReady": cfg.wait_for_pods_ready.as_kueue(),
     }
     if queue_metrics:
@@ -173,7 +175,7 @@ class Kueue(Controller):
             release,
             fair_sharing=weights,
             queue_metrics=stack.observability.enabled,
-            data_cache=stack.data_cache.enabled,
+            lws=stack.data_cache.enabled,
         )
 
     def metrics_endpoint(self, release: ResolvedRelease) -> MetricsEndpoint:

@@ -52,7 +52,7 @@ class Trainer(Controller):
 
     def values(self, stack: StackView, release: ResolvedRelease) -> dict[str, Any]:
         # Data cache values first, so the component's escape hatch still wins.
-        cache = data_cache_values(stack.data_cache, stack.images.registry_mirror, release.version)
+        cache = data_cache_values(stack.data_cache, release.version, release.image("lws"), stack.images.registry_mirror)
         return deep_merge(cache, trainer_values(stack.components.trainer, release))
 
     def metrics_endpoint(self, release: ResolvedRelease) -> MetricsEndpoint:

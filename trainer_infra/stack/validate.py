@@ -244,6 +244,7 @@ def validate_model(cfg: StackConfig, source: str = "", earlier: list[ConfigIssue
         storage=cfg.storage,
         hf_token=any(t.secrets.hf_token is not None for t in cfg.teams),
         default_resources=cfg.runtimes.default_resources,
+        accelerators=tuple(sorted({r for p in d.pools if (r := p.accelerator_resource)})),
     )
     serve = ServeContext(
         d.releases.by_name["trainer"].version, cfg.runtimes, cfg.data_cache, facts, cfg.allow_data_loss
