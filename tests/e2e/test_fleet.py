@@ -100,7 +100,9 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
             worker_render = load_render(out / name)
             # Controllers run as the ServiceAccounts the charts create: the team admission rules trust those names.
             sb = Sandbox(
-                tmp / name, kueue_settings=kueue_settings(worker_render), controller_users=controller_users(worker_render)
+                tmp / name,
+                kueue_settings=kueue_settings(worker_render),
+                controller_users=controller_users(worker_render),
             )
             sb.start()
             workers[name] = sb
