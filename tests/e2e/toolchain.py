@@ -137,6 +137,14 @@ def project_requirements(pyproject: Path, sdks: list[str]) -> list[str]:
     return [*sdks, *kept]
 
 
+def venv_requirements(versions: ToolchainVersions) -> list[str]:
+    """The e2e program's venv: pinned SDKs, the project's other runtime dependencies, the policy pack's SDK."""
+    reqs = project_requirements(REPO_ROOT / "pyproject.toml", versions.python_sdks)
+    policy = (REPO_ROOT / "policy" / "requirements.txt").read_text().splitlines()
+    extra = [r.strip() for r in policy if r.strip() and not r.startswith("#") and not r.lower().startswith("pulumi>")]
+    return [*reqs, *extra]
+
+
 @dataclass(frozen=True)
 class Step:
     """One named build step; ``outputs`` exist once it has run."""
@@ -155,7 +163,10 @@ class Toolchain:
         self.bin_dir = self.dir / "bin"
         self.src_dir = self.dir / "src"
         self.log_dir = self.dir / "logs"
-        self.venv = self.dir / "venv"
+        self.requirements = venv_requirements(self.versions)
+        digest = hashlib.sha256("\n".join(self.requirements).encode()).hexdigest()[:8]
+        #: keyed by what is installed, not by the Go sources: editing the generator does not reinstall it
+        self.venv = self.dir.parent / f"venv-pulumi{self.versions.pulumi}-{digest}"
         self.times_file = self.dir / "build-times.json"
         self.upstream = shared_dir() / "upstream-src"
 
@@ -352,15 +363,8 @@ class Toolchain:
         """
         shutil.rmtree(self.venv, ignore_errors=True)
         self._run("python-venv", [sys.executable, "-m", "venv", str(self.venv)], self.dir, env=dict(os.environ))
-        requirements = self.dir / "requirements.txt"
-        reqs = project_requirements(REPO_ROOT / "pyproject.toml", self.versions.python_sdks)
-        policy_reqs = REPO_ROOT / "policy" / "requirements.txt"
-        extra = [
-            line.strip()
-            for line in policy_reqs.read_text().splitlines()
-            if line.strip() and not line.startswith("#") and not line.lower().startswith("pulumi>")
-        ]
-        requirements.write_text("\n".join([*reqs, *extra]) + "\n")
+        requirements = self.venv / "requirements.txt"
+        requirements.write_text("\n".join(self.requirements) + "\n")
         self._run(
             "python-venv",
             [str(self.python), "-m", "pip", "install", "-q", "-r", str(requirements)],
@@ -368,7 +372,7 @@ class Toolchain:
             env=dict(os.environ),
             about=requirements,
         )
-        self.venv.joinpath(".complete").write_text("\n".join([*reqs, *extra]) + "\n")
+        self.venv.joinpath(".complete").write_text("\n".join(self.requirements) + "\n")
 
     def steps(self) -> list[Step]:
         """Build order: CLI, language host (shares the CLI's compiled pkg), provider, Python venv."""
