@@ -43,8 +43,8 @@ sandbox-up: $(STAMP)  ## try the platform without a cluster: the local stack on 
 sandbox-down: $(STAMP)
 	$(PY) -m tests.e2e.sandbox down
 
-docs: $(STAMP)  ## regenerate the README's configuration reference
-	$(PY) -m tests.update_readme
+docs: $(STAMP)  ## regenerate docs/configuration.md from the config models
+	$(PY) -m tests.update_docs
 
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache

@@ -2,7 +2,7 @@
 
 import sys
 
-from trainer_infra.errors import ConfigError
+from trainer_infra.core.errors import ConfigError
 from trainer_infra.program import run
 
 try:

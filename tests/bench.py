@@ -13,8 +13,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from trainer_infra.program import deploy
 from trainer_infra.render.capture import capture
 from trainer_infra.render.output import assemble, write
+from trainer_infra.stack.build import build_plan
+from trainer_infra.stack.validate import validate
 
 SIZES = (1, 10, 100, 1000)
 
@@ -28,7 +31,8 @@ def synthetic(teams: int) -> dict[str, Any]:
 
 def measure(raw: dict[str, Any]) -> tuple[int, int, float]:
     started = time.perf_counter()
-    rendered = assemble(capture(raw, "bench"))
+    plan = build_plan(validate(raw))
+    rendered = assemble(capture(lambda: deploy(plan), "bench"))
     with tempfile.TemporaryDirectory() as tmp:
         write(rendered, Path(tmp))
     return len(rendered.resources), len(rendered.manifests), time.perf_counter() - started

@@ -14,8 +14,8 @@ import time
 from typing import Any
 
 from tests.helpers import MINIMAL, render
-from trainer_infra.config.loader import validate_config
-from trainer_infra.plan.build import build_plan
+from trainer_infra.stack.build import build_plan
+from trainer_infra.stack.validate import validate
 
 TEAMS = (10, 100, 1000)
 POOLS = (1, 10, 50)
@@ -38,7 +38,7 @@ def measure(teams: int, pools: int) -> tuple[int, float, float, float, float]:
     shared machine; a ClusterQueue grows with the pool count, so size, not count, is what scales."""
     raw = synthetic(teams, pools)
     started = time.process_time()
-    build_plan(validate_config(raw).config)
+    build_plan(validate(raw))
     plan_s = time.process_time() - started
     wall, cpu = time.perf_counter(), time.process_time()
     rendered = render(raw, "bench")

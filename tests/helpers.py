@@ -8,10 +8,14 @@ from typing import Any
 
 import yaml
 
-from trainer_infra.config.loader import LoadedConfig, raw_from_stack_document, validate_config
-from trainer_infra.conformance import Conformance, Finding
+from tests.conformance import Conformance, Finding
+from trainer_infra.core.objects import Plan
+from trainer_infra.program import deploy
 from trainer_infra.render.capture import capture
 from trainer_infra.render.output import Rendered, assemble
+from trainer_infra.stack.build import build_plan
+from trainer_infra.stack.load import raw_from_stack_document
+from trainer_infra.stack.validate import Validated, validate
 
 ROOT = Path(__file__).resolve().parents[1]
 STACKS = ROOT / "stacks"
@@ -29,14 +33,24 @@ def with_changes(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
     return raw
 
 
+def plan_of(raw: dict[str, Any]) -> Plan:
+    return build_plan(validate(raw))
+
+
 def render(raw: dict[str, Any], stack: str = "test") -> Rendered:
-    return assemble(capture(raw, stack))
+    """The real program under mocks for `raw`, the way `trainer-infra render` runs it."""
+    plan = plan_of(raw)
+    return assemble(capture(lambda: deploy(plan), stack))
+
+
+def crd_versions(validated: Validated) -> dict[str, str]:
+    """The installed versions of the components whose CRDs the conformance harness checks against."""
+    return {name: r.version for name, r in validated.releases.by_name.items() if r.crds}
 
 
 def conformance_findings(raw: dict[str, Any], rendered: Rendered) -> list[Finding]:
-    loaded: LoadedConfig = validate_config(raw)
-    cfg = loaded.config
-    checker = Conformance(cfg.kubernetes.version, cfg.components.resolved_versions())
+    validated = validate(raw)
+    checker = Conformance(validated.config.kubernetes.version, crd_versions(validated))
     return checker.check_all(rendered.manifests)
 
 

@@ -6,8 +6,8 @@ import copy
 from typing import Any
 
 from tests.helpers import MINIMAL
-from trainer_infra.config.loader import validate_config
-from trainer_infra.errors import ConfigError, ConfigIssue
+from trainer_infra.core.errors import ConfigError, ConfigIssue
+from trainer_infra.stack.validate import validate
 
 
 def kwok_pool(name: str = "h100", layout: list[int] | None = None, gpus: int = 8, **extra: Any) -> dict[str, Any]:
@@ -25,7 +25,7 @@ def stack(pools: list[dict[str, Any]], teams: list[dict[str, Any]] | None = None
 
 def issues(raw: dict[str, Any]) -> list[ConfigIssue]:
     try:
-        validate_config(raw)
+        validate(raw)
     except ConfigError as exc:
         return list(exc.issues)
     return []

@@ -8,13 +8,25 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
-import yaml
-
-from trainer_infra.config.loader import LoadedConfig, load_file, raw_from_stack_document, stack_file
-from trainer_infra.config.stack import StackConfig
-from trainer_infra.errors import ConfigError, ConfigIssue
+from trainer_infra.catalog.listing import render_table
+from trainer_infra.catalog.loader import load_catalog
+from trainer_infra.core.errors import ConfigError, ConfigIssue
+from trainer_infra.core.objects import Plan
+from trainer_infra.diff import report
+from trainer_infra.diff.compare import diff_renders
+from trainer_infra.diff.git import DiffError, render_both, repo_root
+from trainer_infra.program import deploy
+from trainer_infra.queues.capacity import capacity_lines
+from trainer_infra.render.capture import capture
+from trainer_infra.render.output import Rendered, assemble, summary, write
+from trainer_infra.render.policy import enforce
+from trainer_infra.stack.build import build_plan
+from trainer_infra.stack.config import StackConfig
+from trainer_infra.stack.docs import reference_markdown
+from trainer_infra.stack.load import read_file, stack_file
+from trainer_infra.stack.validate import Validated, validate
+from trainer_infra.tenancy import guard
 
 
 def default_stacks_dir() -> Path:
@@ -29,42 +41,41 @@ def _source(args: argparse.Namespace) -> tuple[Path, str]:
     return stack_file(args.stack, Path(args.stacks_dir)), args.stack
 
 
-def _load(args: argparse.Namespace) -> tuple[LoadedConfig, dict[str, Any], str]:
+def _load(args: argparse.Namespace) -> tuple[Validated, str]:
+    """The stack file, validated once; every command works from this."""
     path, stack = _source(args)
-    loaded = load_file(path)
-    raw = raw_from_stack_document(yaml.safe_load(path.read_text()), str(path))
-    return loaded, raw, stack
+    raw, issues = read_file(path)
+    validated = validate(raw, str(path), issues)
+    for w in validated.warnings:
+        print(f"WARNING: {w}", file=sys.stderr)
+    return validated, stack
+
+
+def render_plan(plan: Plan, stack: str) -> Rendered:
+    """The real program under mocks, fed the plan directly: what `pulumi up` would register."""
+    return assemble(capture(lambda: deploy(plan), stack))
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    loaded, raw, stack = _load(args)
-    from trainer_infra.plan.build import build_plan
-    from trainer_infra.policies.offline import enforce
-    from trainer_infra.render.capture import capture
-    from trainer_infra.render.output import assemble
-
-    plan = build_plan(loaded.config)
-    for w in loaded.warnings:
-        print(f"WARNING: {w}", file=sys.stderr)
-    _check_data_loss(args, loaded, plan)
+    validated, stack = _load(args)
+    plan = build_plan(validated)
+    _check_data_loss(args, validated, plan)
     versions = ", ".join(f"{k} {v}" for k, v in plan.outputs["versions"].items())
+    cfg = validated.config
     print(
-        f"stack {stack}: valid (Kubernetes {loaded.config.kubernetes.version}; {versions}; "
+        f"stack {stack}: valid (Kubernetes {cfg.kubernetes.version}; {versions}; "
         f"{len(plan.objects)} objects, {len(plan.releases)} Helm releases)"
     )
-    from trainer_infra.queues.capacity import capacity_lines
-
-    for line in capacity_lines(loaded.config):
+    for line in capacity_lines(cfg.teams, cfg.queues, validated.queues):
         print(f"  {line}")
-    return enforce(assemble(capture(raw, stack)), loaded.config.allow_data_loss)
+    return enforce(render_plan(plan, stack), cfg.allow_data_loss)
 
 
-def _check_data_loss(args: argparse.Namespace, loaded: LoadedConfig, plan: Any) -> None:
+def _check_data_loss(args: argparse.Namespace, validated: Validated, plan: Plan) -> None:
     """Explain what holds user data and is unprotected now; with --previous, refuse (exit 2) a change
     that would delete or replace protected data (trainer_infra/tenancy/guard.py)."""
-    from trainer_infra.tenancy import guard
-
-    for note in guard.unprotected_now(plan, loaded.config):
+    teams = validated.config.teams
+    for note in guard.unprotected_now(plan, teams):
         print(f"WARNING: {note}", file=sys.stderr)
     if not getattr(args, "previous", None):
         return
@@ -72,10 +83,9 @@ def _check_data_loss(args: argparse.Namespace, loaded: LoadedConfig, plan: Any) 
     if previous_path.is_dir():
         previous = guard.from_render_dir(previous_path)
     else:
-        from trainer_infra.plan.build import build_plan
-
-        previous = guard.from_plan(build_plan(load_file(previous_path).config))
-    losses = guard.data_loss(previous, plan, loaded.config)
+        raw, issues = read_file(previous_path)
+        previous = guard.from_plan(build_plan(validate(raw, str(previous_path), issues)))
+    losses = guard.data_loss(previous, plan, teams)
     for loss in (x for x in losses if not x.refused):
         print(f"WARNING: {loss.render()}", file=sys.stderr)
     refused = [ConfigIssue(x.path, x.message, None, x.hint) for x in losses if x.refused]
@@ -84,27 +94,17 @@ def _check_data_loss(args: argparse.Namespace, loaded: LoadedConfig, plan: Any) 
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    from trainer_infra.policies.offline import enforce
-    from trainer_infra.render.capture import capture
-    from trainer_infra.render.output import assemble, summary, write
-
-    loaded, raw, stack = _load(args)
-    for w in loaded.warnings:
-        print(f"WARNING: {w}", file=sys.stderr)
+    validated, stack = _load(args)
     started = time.perf_counter()
-    rendered = assemble(capture(raw, stack))
+    rendered = render_plan(build_plan(validated), stack)
     out = Path(args.out)
     write(rendered, out)
     print(f"rendered stack {stack} to {out}/ in {time.perf_counter() - started:.2f}s")
     print(summary(rendered))
-    return enforce(rendered, loaded.config.allow_data_loss)  # files stay written: look at what failed
+    return enforce(rendered, validated.config.allow_data_loss)  # files stay written: look at what failed
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from trainer_infra.diff import report
-    from trainer_infra.diff.compare import diff_renders
-    from trainer_infra.diff.git import DiffError, render_both, repo_root
-
     path, stack = _source(args)
     if not path.exists():
         raise ConfigError([ConfigIssue("", f"no such stack file {path}")], str(path))
@@ -128,19 +128,16 @@ def cmd_config_schema(_: argparse.Namespace) -> int:
 
 
 def cmd_config_docs(_: argparse.Namespace) -> int:
-    from trainer_infra.config.docs import reference_markdown
-
     print(reference_markdown(), end="")
     return 0
 
 
 def cmd_catalog_list(args: argparse.Namespace) -> int:
-    from trainer_infra.catalog.listing import render_table
-    from trainer_infra.catalog.loader import load_catalog
-
-    catalog = load_catalog()
-    cfg = _load(args)[0].config if (args.stack or args.config_file) else None
-    print(render_table(catalog, cfg))
+    if args.stack or args.config_file:
+        validated = _load(args)[0]
+        print(render_table(validated.catalog, validated.serve, validated.selection))
+    else:
+        print(render_table(load_catalog()))
     return 0
 
 
@@ -175,7 +172,7 @@ def parser() -> argparse.ArgumentParser:
     df.set_defaults(fn=cmd_diff)
     s = sub.add_parser("config-schema", help="print the JSON Schema of the stack config")
     s.set_defaults(fn=cmd_config_schema)
-    d = sub.add_parser("config-docs", help="print the configuration reference (README section) as Markdown")
+    d = sub.add_parser("config-docs", help="print docs/configuration.md (generated from the models)")
     d.set_defaults(fn=cmd_config_docs)
     c = sub.add_parser("catalog", help="the runtime catalog (runtimes/)")
     catalog_sub = c.add_subparsers(dest="catalog_command", required=True)

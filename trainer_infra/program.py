@@ -1,28 +1,34 @@
-"""The Pulumi program: live config → validated model → plan → TrainingPlatform."""
+"""The Pulumi program: live config → validated stack → plan → TrainingPlatform."""
 
 from __future__ import annotations
 
 import pulumi
 from pulumi.runtime.config import CONFIG, get_config_env
 
-from trainer_infra.config.loader import LoadedConfig, raw_from_pulumi_env, validate_config
-from trainer_infra.plan.build import build_plan
+from trainer_infra.core.objects import Plan
 from trainer_infra.platform.component import TrainingPlatform
+from trainer_infra.stack.build import build_plan
+from trainer_infra.stack.load import raw_from_pulumi_env
+from trainer_infra.stack.validate import Validated, validate
 
 
-def load_from_pulumi() -> LoadedConfig:
+def load_from_pulumi() -> Validated:
     # The language host hands config over with set_all_config; PULUMI_CONFIG is the older channel.
     everything = {**get_config_env(), **CONFIG.get()}
-    return validate_config(raw_from_pulumi_env(everything), f"stack {pulumi.get_stack()}")
+    return validate(raw_from_pulumi_env(everything), f"stack {pulumi.get_stack()}")
 
 
-def run(loaded: LoadedConfig | None = None) -> TrainingPlatform:
-    loaded = loaded or load_from_pulumi()
-    for warning in loaded.warnings:
-        pulumi.log.warn(warning)
-    plan = build_plan(loaded.config)
-    platform = TrainingPlatform("platform", loaded.config, plan)
+def deploy(plan: Plan) -> TrainingPlatform:
+    """Register the plan's resources and the stack outputs (what `render` runs under mocks, too)."""
+    platform = TrainingPlatform("platform", plan)
     pulumi.export("versions", platform.versions)
     pulumi.export("namespaces", platform.namespaces)
-    pulumi.export("kubernetesVersion", loaded.config.kubernetes.version)
+    pulumi.export("kubernetesVersion", plan.outputs["kubernetesVersion"])
     return platform
+
+
+def run() -> TrainingPlatform:
+    validated = load_from_pulumi()
+    for warning in validated.warnings:
+        pulumi.log.warn(warning)
+    return deploy(build_plan(validated))

@@ -13,7 +13,7 @@ from tests.e2e.render import RenderError, RenderOutput, check_versions, kueue_se
 from tests.e2e.sandbox import kwok_complete_stage
 from tests.e2e.versions import VersionSet, shared_dir
 from tests.e2e.webhooks import apply_json_patch, load_upstream_webhooks, localize
-from trainer_infra.controllers.kueue import KueueConfig, kueue_values
+from tests.helpers import MINIMAL, plan_of
 
 
 def test_json_patch_add_replace_remove() -> None:
@@ -133,7 +133,8 @@ def test_render_contract(tmp_path: Path) -> None:
 
 def test_kueue_settings_take_the_stacks_scheduling_not_its_process_config() -> None:
     """The sandbox's Kueue must schedule like the cluster's (fair sharing, TAS gate) but keep its own ports."""
-    values = kueue_values(KueueConfig(), "0.19.2", None, fair_sharing=True)
+    weighted = {**MINIMAL, "teams": [{"name": "a", "fairSharingWeight": 2}]}
+    values = next(r.values for r in plan_of(weighted).releases if r.name == "kueue")
     release = {"name": "kueue", "chart": "oci://registry.k8s.io/kueue/charts/kueue", "values": values}
     settings = kueue_settings(RenderOutput(Path("."), [], [release]))
     assert "preemptionStrategies" in settings["fairSharing"]

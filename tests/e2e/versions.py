@@ -12,6 +12,8 @@ import os
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from trainer_infra.versions import MATRIX
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -22,9 +24,10 @@ class VersionSet:
     kubernetes: str = "1.34.4"
     etcd: str = "3.6.16"
     kwok: str = "0.8.0"
-    jobset: str = "0.12.0"
-    kueue: str = "0.19.2"
-    trainer: str = "2.2.1"
+    # The platform's own components run at the compatibility matrix's defaults: one place to bump.
+    jobset: str = MATRIX.defaults["jobset"]
+    kueue: str = MATRIX.defaults["kueue"]
+    trainer: str = MATRIX.defaults["trainer"]
 
     @property
     def key(self) -> str:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from trainer_infra.catalog.images import image_problem
-from trainer_infra.config.base import StrictModel
-from trainer_infra.config.types import DnsLabel, DnsSubdomain, SemVer
-from trainer_infra.controllers.common import Resources
+from trainer_infra.core.model import Resources, StrictModel
+from trainer_infra.core.types import DnsLabel, DnsSubdomain, SemVer
+from trainer_infra.manifests.runtime import image_problem
 
 RuntimeName = DnsSubdomain
 

@@ -1,25 +1,44 @@
-"""The catalog's platform injections (registered in plan/injections.py INJECTIONS): image mirror, the GPU
-taint toleration, claim templates shadowed by platform volumes, and default resources. Each takes the stack
-config and a runtime manifest and returns a new manifest."""
+"""Platform injections into runtimes: small pure functions, one concern each, applied in a fixed order.
+
+A runtime file in `runtimes/` describes *what* a training job looks like; the platform decides *where and
+how* it runs on this cluster. Each concern is a function of the facts it needs (resolved once for the
+stack, `RuntimeFacts`) and a runtime manifest, returning a new manifest; a new concern is one function plus
+one line in INJECTIONS. The catalog's own concerns live here; the others beside the area that owns them
+(placement: queues, shared volume: storage, HF token: tenancy).
+"""
 
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
-from trainer_infra.catalog.loader import containers, pod_specs
-from trainer_infra.config.images import mirror_image
-from trainer_infra.policies.rules import GPU_RESOURCE, tolerates_gpu_taint
-
-if TYPE_CHECKING:
-    from trainer_infra.config.stack import StackConfig
+from trainer_infra.core.images import mirror_image
+from trainer_infra.core.model import Resources
+from trainer_infra.manifests.runtime import containers, exists_toleration, pod_specs, requests_resource, tolerates
+from trainer_infra.queues.placement import Placement, inject_placement
+from trainer_infra.storage.config import StorageConfig
+from trainer_infra.storage.injection import shared_workspace
+from trainer_infra.tenancy.injection import hf_token_env
 
 Manifest = dict[str, Any]
+GPU_RESOURCE = "nvidia.com/gpu"
 
 
-def mirror_images(cfg: StackConfig, runtime: Manifest) -> Manifest:
+@dataclass(frozen=True)
+class RuntimeFacts:
+    """What the injections know about the stack."""
+
+    mirror: str | None = None
+    placement: Placement = field(default_factory=Placement)
+    storage: StorageConfig | None = None
+    hf_token: bool = False  # some team has a Hugging Face token
+    default_resources: Resources | None = None
+
+
+def mirror_images(mirror: str | None, runtime: Manifest) -> Manifest:
     """Every container image, and env values naming images (`*_IMAGE`), pulled through the registry mirror."""
-    mirror = cfg.images.registry_mirror
     out = copy.deepcopy(runtime)
     if not mirror:
         return out
@@ -33,11 +52,10 @@ def mirror_images(cfg: StackConfig, runtime: Manifest) -> Manifest:
     return out
 
 
-def default_resources(cfg: StackConfig, runtime: Manifest) -> Manifest:
+def default_resources(defaults: Resources | None, runtime: Manifest) -> Manifest:
     """`runtimes.defaultResources` for every main container that sets no resources, so no runtime pod is
     BestEffort (first evicted) unless its file or an override says otherwise."""
     out = copy.deepcopy(runtime)
-    defaults = cfg.runtimes.default_resources
     if defaults is None:
         return out
     for _, pod in pod_specs(out):
@@ -47,24 +65,18 @@ def default_resources(cfg: StackConfig, runtime: Manifest) -> Manifest:
     return out
 
 
-def gpu_tolerations(cfg: StackConfig, runtime: Manifest) -> Manifest:
+def gpu_tolerations(runtime: Manifest) -> Manifest:
     """Pods that ask for `nvidia.com/gpu` tolerate the `nvidia.com/gpu:NoSchedule` taint GPU pools carry
     (policy `gpu-runtimes-tolerate-gpu-taint`), or they stay Pending on tainted GPU nodes. The baseline of
-    the `placement` concern: node-pool placement may add pool-specific tolerations and selectors."""
+    the `placement` concern, which adds every pool's own taints."""
     out = copy.deepcopy(runtime)
-    toleration = {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
     for _, pod in pod_specs(out):
-        wants_gpu = any(
-            GPU_RESOURCE in ((c.get("resources") or {}).get(section) or {})
-            for _, c in containers(pod)
-            for section in ("limits", "requests")
-        )
-        if wants_gpu and not tolerates_gpu_taint(pod.get("tolerations") or []):
-            pod["tolerations"] = [*(pod.get("tolerations") or []), dict(toleration)]
+        if requests_resource(pod, GPU_RESOURCE) and not tolerates(pod.get("tolerations") or [], GPU_RESOURCE):
+            pod["tolerations"] = [*(pod.get("tolerations") or []), exists_toleration(GPU_RESOURCE)]
     return out
 
 
-def claim_templates(cfg: StackConfig, runtime: Manifest) -> Manifest:
+def claim_templates(runtime: Manifest) -> Manifest:
     """Drop `volumeClaimPolicies` templates whose name a pod volume now carries (e.g. `initializer`, backed
     by the team claim once `storage` is set): the platform's volume wins over the per-TrainJob claim, and
     JobSet refuses a template and a volume of the same name."""
@@ -80,4 +92,25 @@ def claim_templates(cfg: StackConfig, runtime: Manifest) -> Manifest:
         spec["volumeClaimPolicies"] = policies
     else:
         spec.pop("volumeClaimPolicies", None)
+    return out
+
+
+Injection = Callable[[RuntimeFacts, Manifest], Manifest]
+
+# (name, function) in application order.
+INJECTIONS: list[tuple[str, Injection]] = [
+    ("images", lambda facts, rt: mirror_images(facts.mirror, rt)),
+    ("placement", lambda facts, rt: inject_placement(facts.placement, rt)),
+    ("shared-volume", lambda facts, rt: shared_workspace(facts.storage, rt)),
+    ("hf-token", lambda facts, rt: hf_token_env(facts.hf_token, rt)),
+    ("gpu-tolerations", lambda facts, rt: gpu_tolerations(rt)),
+    ("claim-templates", lambda facts, rt: claim_templates(rt)),
+    ("resources", lambda facts, rt: default_resources(facts.default_resources, rt)),
+]
+
+
+def apply_injections(facts: RuntimeFacts, runtime: Manifest) -> Manifest:
+    out = copy.deepcopy(runtime)
+    for _, inject in INJECTIONS:
+        out = inject(facts, out)
     return out

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from trainer_infra.catalog.loader import PLACEHOLDER, Catalog, images_of
-from trainer_infra.catalog.plan import build_runtime, select
-
-if TYPE_CHECKING:
-    from trainer_infra.config.stack import StackConfig
+from trainer_infra.catalog.loader import PLACEHOLDER, Catalog
+from trainer_infra.catalog.plan import Selection, ServeContext, build_runtime
+from trainer_infra.manifests.runtime import images_of
 
 HEADER = ("NAME", "FRAMEWORK", "VERSION", "TRAINER", "STATUS", "IMAGES")
 
@@ -35,18 +31,17 @@ def catalog_rows(catalog: Catalog) -> list[tuple[str, ...]]:
     return rows
 
 
-def stack_rows(cfg: StackConfig, catalog: Catalog) -> list[tuple[str, ...]]:
+def stack_rows(ctx: ServeContext, catalog: Catalog, selection: Selection) -> list[tuple[str, ...]]:
     """What the stack serves (images after overrides and injections, e.g. the mirror), then what it skips."""
-    selection = select(cfg, catalog)
     rows: list[tuple[str, ...]] = []
     for s in selection.served:
-        manifest = build_runtime(cfg, catalog, s)
+        manifest = build_runtime(ctx, catalog, s)
         status = "enabled"
         if s.team:
             status += f" (team {s.team}, namespace {s.namespace})"
         if s.pinned:
             status += " (pinned version)"
-        if s.entry.name in cfg.runtimes.retiring:
+        if s.entry.name in ctx.runtimes.retiring:
             status = "retiring (deprecated, unprotected)"
         elif s.entry.deprecated:
             status += ", deprecated"
@@ -58,9 +53,10 @@ def stack_rows(cfg: StackConfig, catalog: Catalog) -> list[tuple[str, ...]]:
     return rows
 
 
-def render_table(catalog: Catalog, cfg: StackConfig | None = None) -> str:
-    rows = stack_rows(cfg, catalog) if cfg is not None else catalog_rows(catalog)
+def render_table(catalog: Catalog, ctx: ServeContext | None = None, selection: Selection | None = None) -> str:
+    served = ctx is not None and selection is not None
+    rows = stack_rows(ctx, catalog, selection) if ctx is not None and selection is not None else catalog_rows(catalog)
     head = f"catalog {catalog.version} ({catalog.directory})"
-    if cfg is None:
+    if not served:
         head += f"; images show {PLACEHOLDER} where the selected Trainer version goes"
     return head + "\n" + _table([HEADER, *rows])

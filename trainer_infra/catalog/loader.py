@@ -9,7 +9,6 @@ from __future__ import annotations
 import copy
 import os
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -21,10 +20,19 @@ from packaging.version import Version
 from pydantic import ValidationError
 
 from trainer_infra.catalog import model as m
-from trainer_infra.catalog.images import image_problem
 from trainer_infra.catalog.webhook import runtime_findings
-from trainer_infra.config.loader import keys_of, model_at
-from trainer_infra.errors import ConfigError, ConfigIssue, did_you_mean, format_path
+from trainer_infra.core.errors import ConfigError, ConfigIssue, did_you_mean, format_path
+from trainer_infra.core.schema import keys_of, model_at
+from trainer_infra.manifests.runtime import (
+    ANCESTOR_LABEL,
+    FRAMEWORK_LABEL,
+    containers,
+    image_problem,
+    image_refs,
+    images_of,
+    pod_specs,
+    quote_quantities,
+)
 from trainer_infra.versions import MATRIX
 
 ENV = "TRAINER_PLATFORM_RUNTIMES"
@@ -39,32 +47,6 @@ def runtimes_dir() -> Path:
     return Path(configured) if configured else DEFAULT_DIR
 
 
-def pod_specs(runtime: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(path, pod spec) for every replicatedJob of a runtime manifest."""
-    for i, job in enumerate(runtime["spec"]["template"]["spec"]["replicatedJobs"]):
-        yield (
-            f"spec.template.spec.replicatedJobs[{i}].template.spec.template.spec",
-            job["template"]["spec"]["template"]["spec"],
-        )
-
-
-def containers(pod: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    for key in ("initContainers", "containers"):
-        items = pod.get(key)
-        for j, c in enumerate(items if isinstance(items, list) else []):
-            yield f"{key}[{j}]", c
-
-
-def image_refs(container: dict[str, Any]) -> Iterator[tuple[str, str]]:
-    """(relative path, image) for the container image and for env values that name images (`*_IMAGE`),
-    such as the data cache's CACHE_IMAGE."""
-    if isinstance(container.get("image"), str):
-        yield "image", container["image"]
-    for k, env in enumerate(container.get("env") or []):
-        if str(env.get("name", "")).endswith("_IMAGE") and isinstance(env.get("value"), str):
-            yield f"env[{k}].value", env["value"]
-
-
 def _substitute(value: Any, trainer_version: str) -> Any:
     if isinstance(value, str):
         return value.replace(PLACEHOLDER, trainer_version)
@@ -73,17 +55,6 @@ def _substitute(value: Any, trainer_version: str) -> Any:
     if isinstance(value, list):
         return [_substitute(v, trainer_version) for v in value]
     return value
-
-
-def quote_quantities(pod: dict[str, Any]) -> None:
-    """`nvidia.com/gpu: 8` → `"8"`: the kubeflow SDK reads an unquoted GPU count as 8.0 and then does not
-    multiply it by numNodes (DESIGN.md §3), so every quantity is rendered as a string."""
-    for _, c in containers(pod):
-        for section in ("requests", "limits"):
-            values = (c.get("resources") or {}).get(section) or {}
-            for key, v in values.items():
-                if isinstance(v, (int, float)) and not isinstance(v, bool):
-                    values[key] = str(v)
 
 
 @dataclass(frozen=True)
@@ -108,7 +79,7 @@ class CatalogEntry:
 
     @property
     def framework(self) -> str:
-        return self.runtime.metadata.labels[m.FRAMEWORK_LABEL]
+        return self.runtime.metadata.labels[FRAMEWORK_LABEL]
 
     @property
     def deprecated(self) -> bool:
@@ -139,11 +110,6 @@ class CatalogEntry:
 
     def images(self, trainer_version: str) -> list[str]:
         return images_of(self.manifest(trainer_version))
-
-
-def images_of(runtime: dict[str, Any]) -> list[str]:
-    found = {img for _, pod in pod_specs(runtime) for _, c in containers(pod) for _, img in image_refs(c)}
-    return sorted(found)
 
 
 @dataclass(frozen=True)
@@ -181,9 +147,9 @@ def _pydantic_issues(file: str, exc: ValidationError) -> list[ConfigIssue]:
 def _metadata_issues(file: str, rt: m.RuntimeFile, stem: str) -> list[ConfigIssue]:
     md = rt.metadata
     issues = []
-    if m.FRAMEWORK_LABEL not in md.labels:
+    if FRAMEWORK_LABEL not in md.labels:
         issues.append(
-            ConfigIssue(f"{file}:metadata.labels", f"missing label {m.FRAMEWORK_LABEL}", None, FRAMEWORKS_HINT)
+            ConfigIssue(f"{file}:metadata.labels", f"missing label {FRAMEWORK_LABEL}", None, FRAMEWORKS_HINT)
         )
     support = md.labels.get(m.SUPPORT_LABEL)
     if support is not None and support != m.DEPRECATED:
@@ -242,7 +208,7 @@ def _spec_issues(file: str, rt: m.RuntimeFile, raw: dict[str, Any]) -> list[Conf
                     issues.append(ConfigIssue(f"{file}:{pod_path}.{key}.{rel}", problem, image))
     jobs = rt.spec.template.spec.replicated_jobs
     if not any(j.template.ancestor == "trainer" for j in jobs):
-        hint = f"label the job that runs training with {m.ANCESTOR_LABEL}: trainer (on the Job template metadata)"
+        hint = f"label the job that runs training with {ANCESTOR_LABEL}: trainer (on the Job template metadata)"
         issues.append(ConfigIssue(f"{file}:spec.template.spec.replicatedJobs", "no trainer job", None, hint))
     initializer_volume = "data-cache" not in [r.strip() for r in rt.metadata.annotations.get(m.REQUIRES, "").split(",")]
     issues += [ConfigIssue(f"{file}:{p}", msg) for p, msg in runtime_findings(raw, initializer_volume)]

@@ -13,12 +13,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
-from trainer_infra.config.types import DnsLabel, DnsSubdomain
+from trainer_infra.core.types import DnsLabel, DnsSubdomain
+from trainer_infra.manifests.runtime import ANCESTOR_LABEL
 
 API_VERSION = "trainer.kubeflow.org/v1alpha1"
 DOMAIN = "trainer-platform.io"
-FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
-ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 SUPPORT_LABEL = "trainer.kubeflow.org/support"
 DEPRECATED = "deprecated"
 # Annotations a runtime file carries for the catalog (stripped or kept as documented in README).

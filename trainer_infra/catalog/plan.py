@@ -2,26 +2,26 @@
 
 Per enabled runtime: the stable name (the catalog version chosen by `runtimes.versions`, default the
 newest that supports the selected Trainer version), optionally every catalog version as `<name>-v<version>`,
-and team-scoped TrainingRuntimes. Overrides apply first, then the platform injections (plan/injections.py)
+and team-scoped TrainingRuntimes. Overrides apply first, then the platform injections (catalog/injections.py)
 in their fixed order. Every reference in `runtimes:` is checked with its exact config path.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from trainer_infra.catalog import model as m
-from trainer_infra.catalog.config import RuntimeOverride
-from trainer_infra.catalog.loader import Catalog, CatalogEntry, containers, load_catalog, pod_specs
-from trainer_infra.errors import ConfigError, ConfigIssue, did_you_mean
+from trainer_infra.catalog.config import RuntimeOverride, RuntimesConfig
+from trainer_infra.catalog.injections import RuntimeFacts, apply_injections
+from trainer_infra.catalog.loader import Catalog, CatalogEntry
+from trainer_infra.core.errors import ConfigIssue, did_you_mean
+from trainer_infra.core.objects import ManagedObject, PlanPart
 from trainer_infra.manifests import meta
-from trainer_infra.plan.injections import apply_injections
-from trainer_infra.plan.model import ManagedObject, PlanPart
-
-if TYPE_CHECKING:
-    from trainer_infra.config.stack import StackConfig
+from trainer_infra.manifests.runtime import containers, pod_specs
+from trainer_infra.storage.config import DataCacheConfig
+from trainer_infra.tenancy.teams import TeamConfig
 
 CATALOG_VERSION = f"{m.DOMAIN}/catalog-version"
 RUNTIME = f"{m.DOMAIN}/runtime"
@@ -51,12 +51,23 @@ class Selection:
     skipped: dict[str, str]  # catalog runtime name → why this stack does not serve it
 
 
+@dataclass(frozen=True)
+class ServeContext:
+    """What building a served runtime needs from the stack, resolved once."""
+
+    trainer: str  # the installed Trainer version
+    runtimes: RuntimesConfig
+    data_cache: DataCacheConfig
+    facts: RuntimeFacts
+    allow_data_loss: bool = False
+
+
 # The one place that knows where the data cache is switched on (runtimes requiring `data-cache`).
 DATA_CACHE_SETTING = "dataCache.enabled"
 
 
-def _features(cfg: StackConfig) -> set[str]:
-    return {"data-cache"} if cfg.data_cache.enabled else set()
+def features(data_cache: DataCacheConfig) -> set[str]:
+    return {"data-cache"} if data_cache.enabled else set()
 
 
 def _why_not(entry: CatalogEntry, trainer: str, features: set[str]) -> str | None:
@@ -74,13 +85,13 @@ def _unknown(path: str, name: str, catalog: Catalog) -> ConfigIssue:
 
 
 def _chosen_versions(
-    cfg: StackConfig, catalog: Catalog, trainer: str, issues: list[ConfigIssue]
+    rc: RuntimesConfig, catalog: Catalog, trainer: str, issues: list[ConfigIssue]
 ) -> dict[str, CatalogEntry]:
     """Per runtime, the catalog version its stable name serves: the pin, else the newest supported."""
     chosen: dict[str, CatalogEntry] = {}
     for name in catalog.names():
         versions = catalog.versions_of(name)
-        pinned = cfg.runtimes.versions.get(name)
+        pinned = rc.versions.get(name)
         if pinned is None:
             chosen[name] = next((e for e in versions if e.supports(trainer)), versions[0])
         elif match := [e for e in versions if e.version == pinned]:
@@ -92,10 +103,9 @@ def _chosen_versions(
 
 
 def _enabled(
-    cfg: StackConfig, catalog: Catalog, chosen: dict[str, CatalogEntry], why_not: WhyNot, issues: list[ConfigIssue]
+    rc: RuntimesConfig, catalog: Catalog, chosen: dict[str, CatalogEntry], why_not: WhyNot, issues: list[ConfigIssue]
 ) -> tuple[list[str], dict[str, str]]:
     """The runtimes to serve, and why each other one is not served."""
-    rc = cfg.runtimes
     if rc.enabled is None:
         reasons = {name: why_not(entry) for name, entry in chosen.items()}
         return [n for n, r in reasons.items() if r is None], {n: r for n, r in reasons.items() if r is not None}
@@ -113,11 +123,16 @@ def _enabled(
 
 
 def _team_runtimes(
-    cfg: StackConfig, catalog: Catalog, chosen: dict[str, CatalogEntry], why_not: WhyNot, issues: list[ConfigIssue]
+    rc: RuntimesConfig,
+    team_list: Sequence[TeamConfig],
+    catalog: Catalog,
+    chosen: dict[str, CatalogEntry],
+    why_not: WhyNot,
+    issues: list[ConfigIssue],
 ) -> list[Served]:
-    teams = {t.name: t for t in cfg.teams}
+    teams = {t.name: t for t in team_list}
     served = []
-    for i, tr in enumerate(cfg.runtimes.teams):
+    for i, tr in enumerate(rc.teams):
         path = f"runtimes.teams[{i}]"
         team = teams.get(tr.team)
         if team is None:
@@ -135,20 +150,20 @@ def _team_runtimes(
     return served
 
 
-def select(cfg: StackConfig, catalog: Catalog) -> Selection:
-    """What this stack serves; every wrong reference in `runtimes:` is reported with its path at once."""
-    rc = cfg.runtimes
-    trainer = cfg.components.resolved_versions()["trainer"]
-    features = _features(cfg)
+def select(
+    rc: RuntimesConfig, teams: Sequence[TeamConfig], trainer: str, available: set[str], catalog: Catalog
+) -> tuple[Selection, list[ConfigIssue]]:
+    """What this stack serves (Trainer version `trainer`, platform features `available`), and every wrong
+    reference in `runtimes:` with its path."""
     issues: list[ConfigIssue] = []
 
     def why_not(entry: CatalogEntry) -> str | None:
-        return _why_not(entry, trainer, features)
+        return _why_not(entry, trainer, available)
 
-    chosen = _chosen_versions(cfg, catalog, trainer, issues)
+    chosen = _chosen_versions(rc, catalog, trainer, issues)
     issues += [_unknown(f"runtimes.versions.{n}", n, catalog) for n in rc.versions if n not in catalog.names()]
     issues += [_unknown(f"runtimes.overrides.{n}", n, catalog) for n in rc.overrides if n not in catalog.names()]
-    enabled, skipped = _enabled(cfg, catalog, chosen, why_not, issues)
+    enabled, skipped = _enabled(rc, catalog, chosen, why_not, issues)
     for i, name in enumerate(rc.retiring):
         if name not in enabled:
             hint = "a retiring runtime stays enabled for one more `pulumi up`; remove it from both lists afterwards"
@@ -161,10 +176,8 @@ def select(cfg: StackConfig, catalog: Catalog) -> Selection:
         if rc.versioned_names:
             pins = [e for e in catalog.versions_of(name) if e.supports(trainer)]
             served += [Served(e, f"{name}-v{e.version}", override=override, pinned=True) for e in pins]
-    served += _team_runtimes(cfg, catalog, chosen, why_not, issues)
-    if issues:
-        raise ConfigError(issues, "runtimes")
-    return Selection(tuple(served), skipped)
+    served += _team_runtimes(rc, teams, catalog, chosen, why_not, issues)
+    return Selection(tuple(served), skipped), issues
 
 
 def _apply_override(runtime: dict[str, Any], override: RuntimeOverride) -> None:
@@ -180,9 +193,9 @@ def _apply_override(runtime: dict[str, Any], override: RuntimeOverride) -> None:
                 c["resources"] = override.resources.as_k8s()
 
 
-def _cache_image(cfg: StackConfig, trainer: str) -> str:
+def _cache_image(data_cache: DataCacheConfig, trainer: str) -> str:
     """`dataCache.cacheImage`, tag defaulting to the Trainer chart's `v<version>` like the chart's own runtime."""
-    image = cfg.data_cache.cache_image
+    image = data_cache.cache_image
     return f"{image.registry}/{image.repository}:{image.tag or f'v{trainer}'}"
 
 
@@ -194,37 +207,34 @@ def _set_env(runtime: dict[str, Any], name: str, value: str) -> None:
                     env["value"] = value
 
 
-def build_runtime(cfg: StackConfig, catalog: Catalog, served: Served) -> dict[str, Any]:
+def build_runtime(ctx: ServeContext, catalog: Catalog, served: Served) -> dict[str, Any]:
     """The manifest of one served runtime: catalog entry → version-resolved → overrides → injections."""
-    trainer = cfg.components.resolved_versions()["trainer"]
     entry = served.entry
-    runtime = entry.manifest(trainer)
+    runtime = entry.manifest(ctx.trainer)
     if "data-cache" in entry.requires:
-        _set_env(runtime, "CACHE_IMAGE", _cache_image(cfg, trainer))
+        _set_env(runtime, "CACHE_IMAGE", _cache_image(ctx.data_cache, ctx.trainer))
     _apply_override(runtime, served.override)
     source = entry.runtime.metadata
     labels = dict(source.labels)
     labels.update({CATALOG_VERSION: catalog.version, m.RUNTIME_VERSION: entry.version, RUNTIME: entry.name})
-    if entry.name in cfg.runtimes.retiring:
+    if entry.name in ctx.runtimes.retiring:
         labels[m.SUPPORT_LABEL] = m.DEPRECATED
     if served.team:
         labels[TEAM] = served.team
     annotations = {k: v for k, v in source.annotations.items() if k != m.TRAINER_VERSIONS}
-    annotations[TRAINER_API] = trainer
+    annotations[TRAINER_API] = ctx.trainer
     runtime["kind"] = served.kind
     runtime["metadata"] = meta.metadata(served.name, served.namespace, labels, annotations)
-    return apply_injections(cfg, runtime)
+    return apply_injections(ctx.facts, runtime)
 
 
-def catalog_plan(cfg: StackConfig) -> PlanPart:
-    catalog = load_catalog()
-    selection = select(cfg, catalog)
+def catalog_plan(ctx: ServeContext, catalog: Catalog, selection: Selection) -> PlanPart:
     objects = []
     for served in selection.served:
         # Running TrainJobs reference runtimes by name: never delete one by accident. Retained in the
         # cluster when dropped from the program, and protected unless it is retiring (or data loss is allowed).
-        unprotected = cfg.allow_data_loss or served.entry.name in cfg.runtimes.retiring
+        unprotected = ctx.allow_data_loss or served.entry.name in ctx.runtimes.retiring
         objects.append(
-            ManagedObject(build_runtime(cfg, catalog, served), protect=not unprotected, retain_on_delete=True)
+            ManagedObject(build_runtime(ctx, catalog, served), protect=not unprotected, retain_on_delete=True)
         )
     return PlanPart(objects=tuple(objects))

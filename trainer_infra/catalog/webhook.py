@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainer_infra.catalog.model import ANCESTOR_LABEL
+from trainer_infra.manifests.runtime import ANCESTOR_LABEL, JOBS_PATH, ancestor, containers, pod_specs, replicated_jobs
 
 Finding = tuple[str, str]
-JOBS = "spec.template.spec.replicatedJobs"
+JOBS = JOBS_PATH
 # Ancestor label value → the container its job must have.
 REQUIRED_CONTAINER = {
     "trainer": "node",
@@ -26,21 +26,9 @@ INITIALIZER_VOLUME = "initializer"
 RESERVED_ENV_PREFIXES = {"torch": ("PET_",), "mpi": ("OMPI_MCA_",), "xgboost": ("DMLC_",)}
 
 
-def _jobs(runtime: dict[str, Any]) -> list[dict[str, Any]]:
-    jobs: list[dict[str, Any]] = runtime.get("spec", {}).get("template", {}).get("spec", {}).get("replicatedJobs", [])
-    return jobs
-
-
 def _containers(job: dict[str, Any], key: str = "containers") -> list[dict[str, Any]]:
     spec = job.get("template", {}).get("spec", {}).get("template", {}).get("spec", {})
-    found: list[dict[str, Any]] = spec.get(key) or []
-    return found
-
-
-def ancestor(job: dict[str, Any]) -> str | None:
-    labels = (job.get("template", {}).get("metadata") or {}).get("labels") or {}
-    value = labels.get(ANCESTOR_LABEL)
-    return str(value) if value is not None else None
+    return [c for _, c in containers(spec, key)]
 
 
 def claim_template_findings(runtime: dict[str, Any]) -> list[Finding]:
@@ -51,8 +39,7 @@ def claim_template_findings(runtime: dict[str, Any]) -> list[Finding]:
     for p, policy in enumerate(spec.get("volumeClaimPolicies") or []):
         for t, template in enumerate(policy.get("templates") or []):
             name = (template.get("metadata") or {}).get("name")
-            for i, job in enumerate(_jobs(runtime)):
-                pod = job.get("template", {}).get("spec", {}).get("template", {}).get("spec", {})
+            for i, (_, pod) in enumerate(pod_specs(runtime)):
                 if name in [v.get("name") for v in pod.get("volumes") or []]:
                     findings.append(
                         (
@@ -68,7 +55,7 @@ def runtime_findings(runtime: dict[str, Any], initializer_volume: bool = True) -
     the `initializer` volume (`initializer_volume=False` for runtimes whose initializer does not, e.g. the
     data cache one)."""
     findings: list[Finding] = claim_template_findings(runtime)
-    for i, job in enumerate(_jobs(runtime)):
+    for i, job in enumerate(replicated_jobs(runtime)):
         step = ancestor(job)
         if step not in REQUIRED_CONTAINER:
             continue
@@ -100,7 +87,7 @@ def trainjob_findings(trainjob: dict[str, Any], runtime: dict[str, Any]) -> list
     """What the TrainJob webhook refuses for this TrainJob against the runtime it references."""
     findings: list[Finding] = []
     spec = trainjob.get("spec", {})
-    jobs = {j.get("name"): j for j in _jobs(runtime)}
+    jobs = {j.get("name"): j for j in replicated_jobs(runtime)}
     for kind, name in (("dataset", "dataset-initializer"), ("model", "model-initializer")):
         if not (spec.get("initializer") or {}).get(kind):
             continue

@@ -5,18 +5,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from trainer_infra.core.objects import ManagedObject
 from trainer_infra.diff.fields import MISSING, FieldChange, changed_under, field_changes
-from trainer_infra.plan.model import ManagedObject
+from trainer_infra.queues.derive import FLAVOR_IMMUTABLE, TOPOLOGY_IMMUTABLE
 
 Op = Literal["added", "removed", "changed"]
 CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
 DATA_KINDS = ("CustomResourceDefinition", "PersistentVolumeClaim")
 
-# Fields the API server refuses to update, so a change means delete and re-create (a replace).
-# Kueue facts are v0.19.2 (DESIGN.md §3); the core ones hold for every supported Kubernetes version.
+# Fields the API server refuses to update, so a change means delete and re-create (a replace). Kueue's are
+# the ones queues/derive.py marks replace-on-change (Kueue v0.19.2: Topology levels `self == oldSelf`;
+# ResourceFlavor nodeLabels, tolerations and topologyName once topologyName is set); the core ones hold
+# for every supported Kubernetes version.
 IMMUTABLE: dict[str, tuple[str, ...]] = {
-    "Topology": ("spec.levels",),
-    "ResourceFlavor": ("spec.topologyName", "spec.nodeLabels", "spec.tolerations"),
+    "Topology": TOPOLOGY_IMMUTABLE,
+    "ResourceFlavor": FLAVOR_IMMUTABLE,
     "PersistentVolumeClaim": (
         "spec.accessModes",
         "spec.storageClassName",

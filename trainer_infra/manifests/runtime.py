@@ -1,24 +1,187 @@
-"""The smallest valid ClusterTrainingRuntime: one torch `node` job. The readiness gate's webhook probe
-and the end-to-end tests build theirs from it, so all agree with the Trainer webhook's rules."""
+"""The runtime vocabulary: how to read and edit (Cluster)TrainingRuntime manifests as plain dicts.
+
+Catalog, placement, storage, tenancy and the policy rules all walk runtimes; they do it through these
+functions so that "a training job", "a pod spec" or "tolerates a taint" means the same thing everywhere.
+Standard library only: the CrossGuard policy pack imports it.
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from trainer_infra.manifests import meta
 
+FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
+# On the Job template of a replicatedJob (not the pod template): where the webhook and the SDK read it.
 ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
+ANCESTOR_LABEL = ANCESTOR
+STEPS = ("dataset-initializer", "model-initializer", "trainer")
+# Reserved replicatedJob names; an MPI runtime's `node` job carries no ancestor label.
+STEP_JOBS = ("dataset-initializer", "model-initializer", "node", "launcher")
+INITIALIZERS = ("dataset-initializer", "model-initializer")
+JOBS_PATH = "spec.template.spec.replicatedJobs"
+POD_PATH = "template.spec.template.spec"
+
+
+def get_in(value: Any, *keys: str) -> Any:
+    """`value[k1][k2]…`, or None where a level is missing or not a mapping."""
+    for key in keys:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
+
+
+def replicated_jobs(runtime: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The JobSet replicatedJobs of a runtime (empty when absent)."""
+    jobs = get_in(runtime, "spec", "template", "spec", "replicatedJobs")
+    return jobs if isinstance(jobs, list) else []
+
+
+def pod_spec(job: dict[str, Any]) -> dict[str, Any]:
+    """The pod spec of a replicatedJob, created empty if missing (for injections that add to it)."""
+    spec: dict[str, Any] = job["template"]["spec"]["template"].setdefault("spec", {})
+    return spec
+
+
+def pod_template_metadata(job: dict[str, Any]) -> dict[str, Any]:
+    md: dict[str, Any] = job["template"]["spec"]["template"].setdefault("metadata", {})
+    return md
+
+
+def pod_specs(runtime: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(path, pod spec) for every replicatedJob whose pod spec is a mapping."""
+    for i, job in enumerate(replicated_jobs(runtime)):
+        pod = get_in(job, "template", "spec", "template", "spec")
+        if isinstance(pod, dict):
+            yield f"{JOBS_PATH}[{i}].{POD_PATH}", pod
+
+
+def containers(pod: Mapping[str, Any], key: str | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(`initContainers[0]`, container) … then (`containers[0]`, container); `key` limits to one list."""
+    for name in (key,) if key else ("initContainers", "containers"):
+        items = pod.get(name)
+        for j, c in enumerate(items if isinstance(items, list) else []):
+            yield f"{name}[{j}]", c
+
+
+def image_refs(container: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """(relative path, image) for the container image and for env values that name images (`*_IMAGE`),
+    such as the data cache's CACHE_IMAGE."""
+    if isinstance(container.get("image"), str):
+        yield "image", container["image"]
+    for k, env in enumerate(container.get("env") or []):
+        if str(env.get("name", "")).endswith("_IMAGE") and isinstance(env.get("value"), str):
+            yield f"env[{k}].value", env["value"]
+
+
+def images_of(runtime: Mapping[str, Any]) -> list[str]:
+    found = {img for _, pod in pod_specs(runtime) for _, c in containers(pod) for _, img in image_refs(c)}
+    return sorted(found)
+
+
+def ancestor(job: Mapping[str, Any]) -> str | None:
+    labels = get_in(job, "template", "metadata", "labels") or {}
+    value = labels.get(ANCESTOR)
+    return str(value) if value is not None else None
+
+
+def is_step_job(job: Mapping[str, Any]) -> bool:
+    """Initializer and trainer jobs: by the ancestor label, or by the reserved replicatedJob names."""
+    return ancestor(job) in STEPS or job.get("name") in STEP_JOBS
+
+
+def is_training(job: Mapping[str, Any]) -> bool:
+    """The pod sets that train: ancestor step `trainer`, or the job named `node`."""
+    return ancestor(job) == "trainer" or job.get("name") == "node"
+
+
+def quote_quantities(pod: Mapping[str, Any]) -> None:
+    """`nvidia.com/gpu: 8` → `"8"`: the kubeflow SDK (0.5.0) reads an unquoted accelerator count as 8.0 and
+    then does not multiply it by numNodes, so every quantity is rendered as a string."""
+    for _, c in containers(pod):
+        for section in ("requests", "limits"):
+            values = (c.get("resources") or {}).get(section) or {}
+            for key, v in values.items():
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    values[key] = str(v)
+
+
+def requests_resource(pod: Mapping[str, Any], resource: str) -> bool:
+    """Some container of the pod requests or limits `resource` (e.g. an accelerator)."""
+    for _, c in containers(pod):
+        res = c.get("resources") or {}
+        if any(resource in (res.get(section) or {}) for section in ("limits", "requests")):
+            return True
+    return False
+
+
+def exists_toleration(key: str, effect: str = "NoSchedule") -> dict[str, str]:
+    return {"key": key, "operator": "Exists", "effect": effect}
+
+
+def tolerates(tolerations: Iterable[Mapping[str, Any]], key: str, effect: str = "NoSchedule") -> bool:
+    """True if some toleration covers a taint with this key and effect, whatever its value."""
+    for t in tolerations:
+        tkey, op, teffect = t.get("key"), t.get("operator", "Equal"), t.get("effect")
+        key_ok = tkey == key or (not tkey and op == "Exists")
+        if key_ok and teffect in (None, "", effect):
+            return True
+    return False
+
+
+def with_tolerations(pod: dict[str, Any], tolerations: Iterable[dict[str, str]]) -> None:
+    """Append each toleration the pod does not list yet (order kept, no duplicates)."""
+    existing = list(pod.get("tolerations", []))
+    pod["tolerations"] = existing + [t for t in tolerations if t not in existing]
+
+
+# --- image references -----------------------------------------------------------------------------
+
+DIGEST = re.compile(r"^sha256:[a-f0-9]{64}$")
+
+
+def image_problem(image: str) -> str | None:
+    """The catalog's rule: an explicit tag other than `latest` (a digest may follow, but does not replace
+    the tag: people read tags). None when pinned."""
+    name, _, digest = image.partition("@")
+    if digest and not DIGEST.match(digest):
+        return "digest must be sha256:<64 hex digits>"
+    repo, sep, tag = name.rpartition(":")
+    if not sep or "/" in tag or not repo:
+        return "image has no tag: pin an explicit tag (and optionally @sha256:<digest>)"
+    if tag == "latest":
+        return "image tag 'latest' is not a pin: use an explicit version tag"
+    return None
+
+
+def unpinned(ref: str) -> str | None:
+    """The policy's rule, for images we did not write (chart values, other objects): a digest pins;
+    otherwise a tag other than latest. None when pinned."""
+    if "@" in ref:
+        return None
+    last = ref.rsplit("/", 1)[-1]
+    _, sep, tag = last.partition(":")
+    if not sep or not tag:
+        return f"image {ref!r} has no tag (resolves to latest)"
+    if tag == "latest":
+        return f"image {ref!r} uses the moving tag latest"
+    return None
 
 
 def minimal_runtime(
     name: str, container: dict[str, Any], replicas: int = 1, pod: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """`container` is the `node` container (its name is set here); `pod` adds pod-spec fields."""
+    """The smallest valid ClusterTrainingRuntime: one torch `node` job. The readiness gate's webhook probe and
+    the end-to-end tests build theirs from it, so all agree with the Trainer webhook's rules. `container` is
+    the `node` container (its name is set here); `pod` adds pod-spec fields."""
     spec = {**(pod or {}), "containers": [{**container, "name": "node"}]}
     return {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "ClusterTrainingRuntime",
-        "metadata": meta.metadata(name, labels={"trainer.kubeflow.org/framework": "torch"}),
+        "metadata": meta.metadata(name, labels={FRAMEWORK_LABEL: "torch"}),
         "spec": {
             "mlPolicy": {"numNodes": 1, "torch": {}},
             "template": {

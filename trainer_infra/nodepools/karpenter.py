@@ -9,18 +9,19 @@ the zone and the hostname are accepted as levels.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import Field
 
-from trainer_infra.config.base import StrictModel
-from trainer_infra.config.types import DnsSubdomain
+from trainer_infra.core.errors import ConfigIssue
+from trainer_infra.core.model import StrictModel
+from trainer_infra.core.objects import ManagedObject
+from trainer_infra.core.quantity import format_quantity
+from trainer_infra.core.types import DnsSubdomain
 from trainer_infra.manifests import meta
-from trainer_infra.nodepools.labels import HOSTNAME, format_quantity
-from trainer_infra.plan.model import ManagedObject
-
-if TYPE_CHECKING:
-    from trainer_infra.nodepools.pool import NodePoolConfig
+from trainer_infra.nodepools.backend import BackendDefaults
+from trainer_infra.nodepools.labels import HOSTNAME
+from trainer_infra.nodepools.model import NodePool, ResolvedPool
 
 EKS_LAYERS = tuple(f"topology.k8s.aws/network-node-layer-{i}" for i in range(1, 5))
 DEFAULT_EKS_TOPOLOGY = (*EKS_LAYERS[:3], HOSTNAME)
@@ -43,9 +44,12 @@ class KarpenterPool(StrictModel):
     consolidate_after: str = Field(default="10m", pattern=r"^(\d+(s|m|h))+$|^Never$")
 
 
-def karpenter_objects(pool: NodePoolConfig) -> list[ManagedObject]:
-    assert pool.karpenter is not None
-    kp = pool.karpenter
+# NodePool template label domains Karpenter's CRD rejects (karpenter.sh_nodepools.yaml CEL rules).
+RESTRICTED_DOMAINS = ("kubernetes.io", "k8s.io", "karpenter.sh", "karpenter.k8s.aws")
+
+
+def karpenter_objects(pool: ResolvedPool) -> list[ManagedObject]:
+    kp: KarpenterPool = pool.settings
     class_name = kp.node_class_name or pool.name
     objects = []
     if kp.node_class is not None:
@@ -67,9 +71,9 @@ def karpenter_objects(pool: NodePoolConfig) -> list[ManagedObject]:
         )
     requirements: list[dict[str, Any]] = [
         {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(kp.instance_types)},
-        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": [pool.capacity_type]},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": [pool.config.capacity_type]},
     ]
-    limits = {k: format_quantity(v, binary=k == "memory") for k, v in sorted(pool.capacity().items())}
+    limits = {k: format_quantity(v, binary=k == "memory") for k, v in sorted(pool.capacity.items())}
     objects.append(
         ManagedObject(
             {
@@ -78,11 +82,11 @@ def karpenter_objects(pool: NodePoolConfig) -> list[ManagedObject]:
                 "metadata": meta.metadata(pool.name),
                 "spec": {
                     "template": {
-                        "metadata": {"labels": pool.node_labels()},
+                        "metadata": {"labels": pool.node_labels},
                         "spec": {
                             "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": class_name},
                             "requirements": requirements,
-                            "taints": [t.as_k8s() for t in pool.resolved_taints],
+                            "taints": [t.as_k8s() for t in pool.taints],
                         },
                     },
                     # Karpenter stops launching at these totals: the pool's `size.max` nodes.
@@ -93,3 +97,44 @@ def karpenter_objects(pool: NodePoolConfig) -> list[ManagedObject]:
         )
     )
     return objects
+
+
+class KarpenterBackend(BackendDefaults):
+    """Karpenter launches the nodes from EC2 instance types; the pool scales from zero to `size.max`."""
+
+    name = "karpenter"
+    settings_model = KarpenterPool
+    settings_hint = "karpenter: {instanceTypes: [...], nodeClass: {...}}"
+
+    def default_topology(self) -> tuple[str, ...]:
+        return DEFAULT_EKS_TOPOLOGY
+
+    def provided_levels(self) -> frozenset[str] | None:
+        return PROVIDED_LEVELS
+
+    def node_count(self, pool: NodePool, settings: Any) -> int:
+        return pool.size.max or 0
+
+    def checks(self, pool: ResolvedPool) -> list[ConfigIssue]:
+        kp: KarpenterPool = pool.settings
+        at, size = pool.at, pool.config.size
+        issues = []
+        for key in pool.config.labels:
+            domain = key.split("/")[0] if "/" in key else ""
+            if domain.endswith(RESTRICTED_DOMAINS):
+                issues.append(
+                    ConfigIssue(f"{at}.labels.{key}", "Karpenter refuses NodePool labels in this domain", domain)
+                )
+        if size.max is None:
+            issues.append(ConfigIssue(f"{at}.size.max", "required for karpenter pools (becomes the NodePool limits)"))
+        if size.min or size.count is not None:
+            issues.append(ConfigIssue(f"{at}.size", "karpenter pools scale from zero: set only max"))
+        if (kp.node_class is None) == (kp.node_class_name is None):
+            issues.append(ConfigIssue(f"{at}.karpenter", "set exactly one of nodeClass, nodeClassName"))
+        return issues
+
+    def objects(self, pool: ResolvedPool) -> list[ManagedObject]:
+        return karpenter_objects(pool)
+
+
+BACKEND = KarpenterBackend()

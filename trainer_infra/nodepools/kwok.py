@@ -15,18 +15,19 @@ and keep a heartbeat lease, pods become Running), so no kwok CRDs are needed.
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Any
+import math
+from typing import Any
 
 from pydantic import Field
 
-from trainer_infra.config.base import StrictModel
-from trainer_infra.config.images import mirror_image
+from trainer_infra.core.errors import ConfigIssue
+from trainer_infra.core.images import mirror_image
+from trainer_infra.core.model import StrictModel
+from trainer_infra.core.objects import ManagedObject
 from trainer_infra.manifests import meta
-from trainer_infra.nodepools.labels import HOSTNAME, Taint, level_name
-from trainer_infra.plan.model import ManagedObject
-
-if TYPE_CHECKING:
-    from trainer_infra.nodepools.pool import NodePoolConfig
+from trainer_infra.nodepools.backend import BackendDefaults
+from trainer_infra.nodepools.labels import DEFAULT_TOPOLOGY, HOSTNAME, Taint, level_name
+from trainer_infra.nodepools.model import NodePool, ResolvedPool
 
 KWOK_VERSION = "v0.8.0"
 KWOK_IMAGE = f"registry.k8s.io/kwok/kwok:{KWOK_VERSION}"
@@ -46,12 +47,12 @@ class KwokPool(StrictModel):
     )
 
 
-def node_slots(pool: NodePoolConfig) -> list[tuple[str, dict[str, str]]]:
+def node_slots(pool: ResolvedPool) -> list[tuple[str, dict[str, str]]]:
     """(node name, topology labels) for every slot of the layout, in order."""
-    assert pool.kwok is not None
-    levels = pool.resolved_topology
+    settings: KwokPool = pool.settings
+    levels = pool.topology
     out = []
-    for path in itertools.product(*(range(n) for n in pool.kwok.layout)):
+    for path in itertools.product(*(range(n) for n in settings.layout)):
         name = "-".join([pool.name, *(str(i) for i in path)])
         labels: dict[str, str] = {}
         for depth, key in enumerate(levels):
@@ -63,18 +64,18 @@ def node_slots(pool: NodePoolConfig) -> list[tuple[str, dict[str, str]]]:
     return out
 
 
-def _resources(pool: NodePoolConfig) -> dict[str, str]:
-    shape = pool.node
+def _resources(pool: ResolvedPool) -> dict[str, str]:
+    shape = pool.config.node
     out = {"cpu": shape.cpu, "memory": shape.memory, "pods": str(shape.pods)}
     if shape.accelerator:
         out[shape.accelerator.resource] = str(shape.accelerator.count)
     return dict(sorted(out.items()))
 
 
-def kwok_nodes(pool: NodePoolConfig) -> list[ManagedObject]:
+def kwok_nodes(pool: ResolvedPool) -> list[ManagedObject]:
     resources = _resources(pool)
     base_labels = {
-        **pool.node_labels(),
+        **pool.node_labels,
         "kubernetes.io/arch": "amd64",
         "kubernetes.io/os": "linux",
         "type": "kwok",
@@ -88,7 +89,7 @@ def kwok_nodes(pool: NodePoolConfig) -> list[ManagedObject]:
                     "apiVersion": "v1",
                     "kind": "Node",
                     "metadata": md,
-                    "spec": {"taints": [t.as_k8s() for t in pool.resolved_taints]},
+                    "spec": {"taints": [t.as_k8s() for t in pool.taints]},
                     # The API server keeps status on create for Nodes (and ignores it on update); kwok
                     # keeps the conditions fresh. So a new node shape replaces the fake node.
                     "status": {"allocatable": resources, "capacity": resources},
@@ -175,3 +176,47 @@ def kwok_controller(mirror: str | None) -> list[ManagedObject]:
         ),
         ManagedObject(deployment),
     ]
+
+
+class KwokBackend(BackendDefaults):
+    """Simulated nodes laid out over the topology."""
+
+    name = "kwok"
+    settings_model = KwokPool
+    settings_hint = "e.g. kwok: {layout: [2, 4, 4]}"
+
+    def default_topology(self) -> tuple[str, ...]:
+        return DEFAULT_TOPOLOGY
+
+    def extra_taints(self) -> tuple[Taint, ...]:
+        return (KWOK_TAINT,)
+
+    def node_count(self, pool: NodePool, settings: Any) -> int:
+        return math.prod(settings.layout) if isinstance(settings, KwokPool) else pool.size.count or 0
+
+    def checks(self, pool: ResolvedPool) -> list[ConfigIssue]:
+        settings: KwokPool = pool.settings
+        at, levels, size = pool.at, pool.topology, pool.config.size
+        if len(settings.layout) != len(levels):
+            expected = f"expected one count per topology level ({len(levels)}: {', '.join(levels)})"
+            return [ConfigIssue(f"{at}.kwok.layout", expected, str(settings.layout))]
+        if min(settings.layout) < 1:
+            return [ConfigIssue(f"{at}.kwok.layout", "every count must be at least 1", str(settings.layout))]
+        issues = []
+        if size.count is not None and size.count != pool.node_count:
+            issues.append(ConfigIssue(f"{at}.size.count", f"the layout makes {pool.node_count} nodes", str(size.count)))
+        longest = max((v for _, labels in node_slots(pool) for v in labels.values()), key=len)
+        if len(longest) > 63:
+            issues.append(
+                ConfigIssue(f"{at}.name", "generated node names/labels exceed 63 characters", longest, "shorten it")
+            )
+        return issues
+
+    def objects(self, pool: ResolvedPool) -> list[ManagedObject]:
+        return kwok_nodes(pool)
+
+    def shared_objects(self, pools: list[ResolvedPool], mirror: str | None) -> list[ManagedObject]:
+        return kwok_controller(mirror) if pools else []
+
+
+BACKEND = KwokBackend()

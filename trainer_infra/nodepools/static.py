@@ -15,17 +15,17 @@ Two ways to name the nodes:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from pydantic import Field
 
-from trainer_infra.config.base import StrictModel
-from trainer_infra.config.types import DnsSubdomain
-from trainer_infra.nodepools.labels import HOSTNAME, LabelKey, LabelValue
-from trainer_infra.plan.model import ManagedObject
-
-if TYPE_CHECKING:
-    from trainer_infra.nodepools.pool import NodePoolConfig
+from trainer_infra.core.errors import ConfigIssue
+from trainer_infra.core.model import StrictModel
+from trainer_infra.core.objects import ManagedObject
+from trainer_infra.core.types import DnsSubdomain, LabelKey, LabelValue
+from trainer_infra.nodepools.backend import BackendDefaults
+from trainer_infra.nodepools.labels import DEFAULT_TOPOLOGY, HOSTNAME
+from trainer_infra.nodepools.model import NodePool, ResolvedPool
 
 FIELD_MANAGER_NOTE = "trainer-platform applies only the labels and taints of its node pool"
 
@@ -45,18 +45,84 @@ class StaticPool(StrictModel):
     apply_taints: bool = Field(default=True, description="Also apply the pool's taints to the named nodes.")
 
 
-def static_node_patches(pool: NodePoolConfig) -> list[ManagedObject]:
-    assert pool.static is not None
+def static_node_patches(pool: ResolvedPool) -> list[ManagedObject]:
+    settings: StaticPool = pool.settings
     objects = []
-    for node in pool.static.nodes:
-        labels = {**pool.node_labels(), **{k: v for k, v in node.topology.items() if k != HOSTNAME}}
+    for node in settings.nodes:
+        labels = {**pool.node_labels, **{k: v for k, v in node.topology.items() if k != HOSTNAME}}
         manifest: dict[str, object] = {
             "apiVersion": "v1",
             "kind": "Node",
             # No ownership labels here: they would be ours on a node we do not own.
             "metadata": {"name": node.name, "labels": dict(sorted(labels.items()))},
         }
-        if pool.static.apply_taints:
-            manifest["spec"] = {"taints": [t.as_k8s() for t in pool.resolved_taints]}
+        if settings.apply_taints:
+            manifest["spec"] = {"taints": [t.as_k8s() for t in pool.taints]}
         objects.append(ManagedObject(manifest, patch=True))
     return objects
+
+
+class StaticBackend(BackendDefaults):
+    """Existing nodes: named ones we label, or adopted ones selected by labels."""
+
+    name = "static"
+    settings_model = StaticPool
+    settings_hint = "static: {nodes: [...]} or {nodeSelector: {...}}"
+
+    def default_topology(self) -> tuple[str, ...]:
+        return DEFAULT_TOPOLOGY
+
+    def node_count(self, pool: NodePool, settings: Any) -> int:
+        if isinstance(settings, StaticPool) and settings.nodes:
+            return len(settings.nodes)
+        return pool.size.count or 0
+
+    def selector(self, settings: Any) -> dict[str, str]:
+        return dict(settings.node_selector) if isinstance(settings, StaticPool) else {}
+
+    def checks(self, pool: ResolvedPool) -> list[ConfigIssue]:
+        st: StaticPool = pool.settings
+        at, levels = pool.at, pool.topology
+        issues = []
+        if bool(st.nodes) == bool(st.node_selector):
+            issues.append(ConfigIssue(f"{at}.static", "set exactly one of nodes, nodeSelector"))
+        for j, node in enumerate(st.nodes):
+            missing = [k for k in levels if k != HOSTNAME and k not in node.topology]
+            unknown = [k for k in node.topology if k not in levels]
+            if missing:
+                issues.append(
+                    ConfigIssue(
+                        f"{at}.static.nodes[{j}].topology",
+                        "the static backend cannot provide these levels without a value per node",
+                        ", ".join(missing),
+                    )
+                )
+            if unknown:
+                issues.append(
+                    ConfigIssue(f"{at}.static.nodes[{j}].topology", "not a level of the pool", ", ".join(unknown))
+                )
+        if st.node_selector and pool.config.size.count is None:
+            issues.append(ConfigIssue(f"{at}.size.count", "required for nodeSelector pools (quota arithmetic)"))
+        return issues
+
+    def shared_checks(self, pools: list[ResolvedPool]) -> list[ConfigIssue]:
+        """A named node belongs to one pool only."""
+        issues = []
+        owners: dict[str, str] = {}
+        for pool in pools:
+            settings: StaticPool = pool.settings
+            for j, node in enumerate(settings.nodes):
+                if node.name in owners and owners[node.name] != pool.name:
+                    issues.append(
+                        ConfigIssue(
+                            f"{pool.at}.static.nodes[{j}]", f"node is already in pool {owners[node.name]}", node.name
+                        )
+                    )
+                owners.setdefault(node.name, pool.name)
+        return issues
+
+    def objects(self, pool: ResolvedPool) -> list[ManagedObject]:
+        return static_node_patches(pool)
+
+
+BACKEND = StaticBackend()

@@ -8,8 +8,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from trainer_infra.config.stack import StackConfig
-from trainer_infra.plan.model import ManagedObject, Plan
+from trainer_infra.core.objects import ManagedObject, Plan
 from trainer_infra.platform.gate import ReadinessGateResource
 from trainer_infra.platform.helm import chart
 from trainer_infra.platform.objects import KubernetesObject
@@ -19,15 +18,14 @@ class TrainingPlatform(pulumi.ComponentResource):
     versions: pulumi.Output[Any]
     namespaces: pulumi.Output[Any]
 
-    def __init__(self, name: str, cfg: StackConfig, plan: Plan, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, plan: Plan, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainer-platform:index:TrainingPlatform", name, None, opts)
-        kubeconfig = (
-            pulumi.Output.secret(cfg.kubernetes.kubeconfig.get_secret_value()) if cfg.kubernetes.kubeconfig else None
-        )
+        cluster = plan.cluster
+        kubeconfig = pulumi.Output.secret(str(cluster.kubeconfig)) if cluster.kubeconfig else None
         self.provider = k8s.Provider(
             "k8s",
             kubeconfig=kubeconfig,
-            context=cfg.kubernetes.context,
+            context=cluster.context,
             opts=pulumi.ResourceOptions(parent=self),
         )
         child = pulumi.ResourceOptions(parent=self, provider=self.provider)
@@ -39,7 +37,7 @@ class TrainingPlatform(pulumi.ComponentResource):
 
         # Releases and gates by name, so `after` can name either.
         ready: dict[str, pulumi.Resource] = {}
-        gates: dict[str, pulumi.Resource] = {}
+        by_group: dict[str, pulumi.Resource] = {}  # API group → the gate of the controller serving it
         for release in plan.releases:
             after = [namespaces[release.namespace]] if release.namespace in namespaces else []
             after += [ready[name] for name in release.after]
@@ -50,17 +48,18 @@ class TrainingPlatform(pulumi.ComponentResource):
             )
             ready[release.name] = helm
             for gate in (g for g in plan.gates if g.release == release.name):
-                ready[gate.name] = gates[gate.component] = ReadinessGateResource(
-                    gate, kubeconfig, cfg.kubernetes.context, pulumi.ResourceOptions(parent=self, depends_on=[helm])
+                ready[gate.name] = ReadinessGateResource(
+                    gate, kubeconfig, cluster.context, pulumi.ResourceOptions(parent=self, depends_on=[helm])
                 )
+                by_group.update({group: ready[gate.name] for group in gate.api_groups})
 
         created: dict[str, pulumi.Resource] = {}
         for obj in plan.objects:
             if obj.manifest["kind"] == "Namespace":
                 continue
             deps: list[pulumi.Resource] = [ready.get(name) or created[name] for name in obj.after]
-            if obj.gate is not None:
-                deps.append(gates[obj.gate])
+            if obj.api_group in by_group:
+                deps.append(by_group[obj.api_group])
             ns = obj.manifest["metadata"].get("namespace")
             if ns in namespaces:
                 deps.append(namespaces[ns])

@@ -13,12 +13,14 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ResourceProvider, UpdateResult
 
-from trainer_infra.plan.model import ReadinessGate
+from trainer_infra.core.objects import ReadinessGate
 
 POLL_SECONDS = 3.0
 
 
 def _client(kubeconfig: str | None, context: str | None) -> Any:
+    # Imported when the gate runs, not when the program loads: the engine runs this provider after
+    # unpickling it, and the Kubernetes client costs most of a second to import on every render.
     import yaml
     from kubernetes import client, config
 

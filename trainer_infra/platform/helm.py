@@ -12,7 +12,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
-from trainer_infra.plan.model import HelmRelease
+from trainer_infra.core.objects import HelmRelease
 
 CRD_TYPE = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 

@@ -7,7 +7,7 @@ from typing import Any
 import pulumi
 from pulumi_kubernetes import _utilities as k8s_utilities
 
-from trainer_infra.plan.model import SecretValue
+from trainer_infra.core.objects import SecretValue
 
 
 def type_token(api_version: str, kind: str) -> str:

@@ -7,10 +7,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from trainer_infra.manifests.meta import DECOMMISSIONED, TEAM_LABEL
+from trainer_infra.manifests.runtime import FRAMEWORK_LABEL, get_in, pod_specs, requests_resource, tolerates, unpinned
 from trainer_infra.policies.model import SECRET_MARK, Finding, Rule, Subject, Violation
 
 GPU_RESOURCE = "nvidia.com/gpu"
-FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
 CATALOG_VERSION_LABEL = "trainer-platform.io/catalog-version"
 MANAGED_BY = ("app.kubernetes.io/managed-by", "trainer-platform")
 RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
@@ -39,28 +39,7 @@ def _labels(props: Mapping[str, Any]) -> Mapping[str, Any]:
     return (props.get("metadata") or {}).get("labels") or {}
 
 
-def _get(value: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(key)
-    return value
-
-
 # --- images pinned ---------------------------------------------------------------------------------
-
-
-def image_problem(ref: str) -> str | None:
-    """Why an image reference is not pinned, or None. A digest pins; otherwise a tag other than latest."""
-    if "@" in ref:
-        return None
-    last = ref.rsplit("/", 1)[-1]
-    _, sep, tag = last.partition(":")
-    if not sep or not tag:
-        return f"image {ref!r} has no tag (resolves to latest)"
-    if tag == "latest":
-        return f"image {ref!r} uses the moving tag latest"
-    return None
 
 
 def _images_pinned(subjects: Sequence[Subject]) -> Iterable[Finding]:
@@ -73,7 +52,7 @@ def _images_pinned(subjects: Sequence[Subject]) -> Iterable[Finding]:
             if key != "image" and not key.endswith("Image"):
                 continue
             if isinstance(value, str):
-                problem = image_problem(value)
+                problem = unpinned(value)
                 if problem:
                     yield s, path, problem
             elif isinstance(value, Mapping) and "tag" in value and not value.get("digest"):
@@ -85,31 +64,10 @@ def _images_pinned(subjects: Sequence[Subject]) -> Iterable[Finding]:
 # --- GPU runtimes tolerate the GPU taint ------------------------------------------------------------
 
 
-def _runtime_pod_specs(s: Subject) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    jobs = _get(s.props, "spec", "template", "spec", "replicatedJobs") or []
-    for i, job in enumerate(jobs):
-        pod = _get(job, "template", "spec", "template", "spec")
-        if isinstance(pod, Mapping):
-            yield f"spec.template.spec.replicatedJobs[{i}].template.spec.template.spec", pod
-
-
 def _uses_gpu(pod: Mapping[str, Any]) -> bool:
-    containers = [*(pod.get("containers") or []), *(pod.get("initContainers") or [])]
-    for c in containers:
-        res = c.get("resources") or {}
-        if any(GPU_RESOURCE in (res.get(k) or {}) for k in ("limits", "requests")):
-            return True
+    if requests_resource(pod, GPU_RESOURCE):
+        return True
     return any(str(k).startswith(GPU_RESOURCE) for k in (pod.get("nodeSelector") or {}))
-
-
-def tolerates_gpu_taint(tolerations: Iterable[Mapping[str, Any]]) -> bool:
-    """True if some toleration covers the `nvidia.com/gpu…:NoSchedule` taint GPU pools carry."""
-    for t in tolerations:
-        key, op, effect = t.get("key"), t.get("operator", "Equal"), t.get("effect")
-        key_ok = key == GPU_RESOURCE or (not key and op == "Exists")
-        if key_ok and effect in (None, "", "NoSchedule"):
-            return True
-    return False
 
 
 def _gpu_runtimes_tolerate(subjects: Sequence[Subject]) -> Iterable[Finding]:
@@ -118,8 +76,8 @@ def _gpu_runtimes_tolerate(subjects: Sequence[Subject]) -> Iterable[Finding]:
     for s in subjects:
         if s.kind not in RUNTIME_KINDS:
             continue
-        for path, pod in _runtime_pod_specs(s):
-            if _uses_gpu(pod) and not tolerates_gpu_taint(pod.get("tolerations") or []):
+        for path, pod in pod_specs(s.props):
+            if _uses_gpu(pod) and not tolerates(pod.get("tolerations") or [], GPU_RESOURCE):
                 yield s, f"{path}.tolerations", f"uses {GPU_RESOURCE} but does not tolerate the {GPU_RESOURCE} taint"
 
 
@@ -129,7 +87,7 @@ def _gpu_runtimes_tolerate(subjects: Sequence[Subject]) -> Iterable[Finding]:
 def _clusterqueue_selector(subjects: Sequence[Subject]) -> Iterable[Finding]:
     """Kueue reads a missing namespaceSelector as 'no namespace may submit': a silent dead queue."""
     for s in subjects:
-        if s.kind == "ClusterQueue" and _get(s.props, "spec", "namespaceSelector") is None:
+        if s.kind == "ClusterQueue" and get_in(s.props, "spec", "namespaceSelector") is None:
             yield s, "spec.namespaceSelector", "ClusterQueue has no namespaceSelector (no namespace can use it)"
 
 
@@ -137,7 +95,7 @@ def _clusterqueue_selector(subjects: Sequence[Subject]) -> Iterable[Finding]:
 
 
 def _namespace_of(s: Subject) -> str | None:
-    ns = _get(s.props, "metadata", "namespace")
+    ns = get_in(s.props, "metadata", "namespace")
     return str(ns) if ns else None
 
 
@@ -145,7 +103,7 @@ def team_namespaces(subjects: Sequence[Subject]) -> set[str]:
     """Namespaces holding user work: labelled as a team's, or where the program puts a LocalQueue
     (users submit TrainJobs there) or a PersistentVolumeClaim (users keep data there)."""
     found = {
-        str(_get(s.props, "metadata", "name"))
+        str(get_in(s.props, "metadata", "name"))
         for s in subjects
         if s.kind == "Namespace" and TEAM_LABEL in _labels(s.props)
     }
@@ -166,11 +124,11 @@ def _data_protected(subjects: Sequence[Subject]) -> Iterable[Finding]:
             continue
         if kind == "CustomResourceDefinition" or kind == "PersistentVolumeClaim":
             what = kind
-        elif kind == "Namespace" and str(_get(s.props, "metadata", "name")) in teams:
+        elif kind == "Namespace" and str(get_in(s.props, "metadata", "name")) in teams:
             what = "team Namespace"
         else:
             continue
-        if not s.protect and _get(s.props, "metadata", "annotations", DECOMMISSIONED) != "true":
+        if not s.protect and get_in(s.props, "metadata", "annotations", DECOMMISSIONED) != "true":
             yield s, "", f"{what} is not protected (resource option protect)"
 
 
@@ -193,7 +151,7 @@ def _no_plaintext_secrets(subjects: Sequence[Subject]) -> Iterable[Finding]:
 
 
 def _missing_requests(resources: Any) -> list[str]:
-    requests = _get(resources, "requests") or {}
+    requests = get_in(resources, "requests") or {}
     return [r for r in ("cpu", "memory") if not requests.get(r)]
 
 
@@ -207,11 +165,11 @@ def _controllers_request(subjects: Sequence[Subject]) -> Iterable[Finding]:
             keys = CONTROLLER_RESOURCES.get(chart)
             if keys is None:
                 continue
-            missing = _missing_requests(_get(s.props.get("values") or {}, *keys))
+            missing = _missing_requests(get_in(s.props.get("values") or {}, *keys))
             if missing:
                 yield s, "values." + ".".join(keys), f"controller has no {' / '.join(missing)} request"
         elif s.kind in WORKLOAD_KINDS:
-            pod = _get(s.props, "spec", "template", "spec") or {}
+            pod = get_in(s.props, "spec", "template", "spec") or {}
             for i, c in enumerate(pod.get("containers") or []):
                 missing = _missing_requests(c.get("resources"))
                 if missing:

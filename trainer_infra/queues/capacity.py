@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING
 
-from trainer_infra.nodepools.labels import format_quantity
-from trainer_infra.queues.derive import nominal
-
-if TYPE_CHECKING:
-    from trainer_infra.config.stack import StackConfig
+from trainer_infra.core.quantity import format_quantity
+from trainer_infra.queues.config import QueuesConfig
+from trainer_infra.queues.resolve import ResolvedQueues
+from trainer_infra.tenancy.teams import TeamConfig
 
 
 @dataclass(frozen=True)
@@ -26,13 +25,13 @@ class PoolTotals:
         return [res for res, total in self.quota.items() if total > self.capacity.get(res, Decimal(0))]
 
 
-def pool_totals(cfg: StackConfig) -> list[PoolTotals]:
+def pool_totals(teams: Sequence[TeamConfig], resolved: ResolvedQueues) -> list[PoolTotals]:
     out = []
-    for index, pool in enumerate(cfg.node_pools):
-        capacity = pool.capacity()
-        by_team = {t.name: nominal(t.quota[pool.name], pool) for t in cfg.teams if pool.name in t.quota}
+    for pool in resolved.pools:
+        capacity = pool.capacity
+        by_team = {t.name: resolved.quota(i, pool.name) for i, t in enumerate(teams) if pool.name in t.quota}
         quota = {res: sum((q[res] for q in by_team.values()), Decimal(0)) for res in capacity}
-        out.append(PoolTotals(pool.name, index, pool.node_count, capacity, quota, by_team))
+        out.append(PoolTotals(pool.name, pool.index, pool.node_count, capacity, quota, by_team))
     return out
 
 
@@ -40,15 +39,15 @@ def _fmt(res: str, value: Decimal) -> str:
     return format_quantity(value, binary=res == "memory")
 
 
-def capacity_lines(cfg: StackConfig) -> list[str]:
+def capacity_lines(teams: Sequence[TeamConfig], queues: QueuesConfig, resolved: ResolvedQueues) -> list[str]:
     """One line per pool for `trainer-infra validate`: capacity and the teams' total nominal quota."""
     lines = []
-    for t in pool_totals(cfg):
+    for t in pool_totals(teams, resolved):
         parts = [f"{res} {_fmt(res, t.quota[res])}/{_fmt(res, cap)}" for res, cap in sorted(t.capacity.items())]
         lines.append(f"pool {t.pool}: {t.nodes} nodes; team quota/capacity: " + ", ".join(parts))
-    if cfg.teams:
+    if teams:
         lines.append(
-            f"queues: {len(cfg.teams)} ClusterQueues in cohort {cfg.queues.cohort.name}"
-            + (" (oversubscription allowed)" if cfg.queues.cohort.oversubscribe else "")
+            f"queues: {len(teams)} ClusterQueues in cohort {queues.cohort.name}"
+            + (" (oversubscription allowed)" if queues.cohort.oversubscribe else "")
         )
     return lines

@@ -1,4 +1,4 @@
-"""Config of the queueing setup: stack-wide `queues:` and the per-team quota fields of `teams[]`."""
+"""Config of the queueing setup: stack-wide `queues:` (the per-team quota is in tenancy/quota.py)."""
 
 from __future__ import annotations
 
@@ -6,26 +6,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from trainer_infra.config.base import StrictModel
-from trainer_infra.config.types import DnsLabel, DnsSubdomain, Quantity
-
-
-class ResourceLimits(StrictModel):
-    """A limit per resource; a resource left out has no limit."""
-
-    gpus: int | None = Field(default=None, ge=0, description="Accelerators (the pool's accelerator resource).")
-    cpu: Quantity | None = None
-    memory: Quantity | None = None
-
-
-class PoolQuota(StrictModel):
-    """A team's nominal quota on one pool (= one ResourceFlavor)."""
-
-    gpus: int = Field(default=0, ge=0, description="Accelerators guaranteed to the team.")
-    cpu: Quantity | None = Field(default=None, description="Default: the node's cpu per accelerator × gpus.")
-    memory: Quantity | None = Field(default=None, description="Default: the node's memory per accelerator × gpus.")
-    borrowing_limit: ResourceLimits | None = Field(default=None, description="Most it may borrow from the cohort.")
-    lending_limit: ResourceLimits | None = Field(default=None, description="Most of its quota others may borrow.")
+from trainer_infra.core.model import StrictModel
+from trainer_infra.core.types import DnsLabel, DnsSubdomain
 
 
 class TopologyPolicy(StrictModel):

@@ -1,4 +1,4 @@
-"""Runtime injection `placement`: GPU tolerations and Topology-Aware-Scheduling annotations.
+"""Runtime injection `placement`: pool tolerations and Topology-Aware-Scheduling annotations.
 
 Every pod set of a runtime may be given any pool's flavor, so every replicated job tolerates the taints
 of every pool (Kueue also adds the flavor's tolerations at admission; the runtime's own tolerations keep
@@ -9,13 +9,13 @@ written as the node label key Kueue expects.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any
 
+from trainer_infra.manifests.runtime import is_training, pod_spec, pod_template_metadata, replicated_jobs
+from trainer_infra.manifests.runtime import with_tolerations as add_tolerations
 from trainer_infra.nodepools.labels import level_name
-from trainer_infra.queues.config import TopologyPolicy
-
-if TYPE_CHECKING:
-    from trainer_infra.config.stack import StackConfig
+from trainer_infra.queues.config import PlacementConfig, TopologyPolicy
 
 Manifest = dict[str, Any]
 
@@ -24,7 +24,6 @@ ANNOTATIONS = {
     "preferred": "kueue.x-k8s.io/podset-preferred-topology",
     "unconstrained": "kueue.x-k8s.io/podset-unconstrained-topology",
 }
-ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 
 
 def resolve_level(level: str, topologies: list[tuple[str, ...]]) -> str | None:
@@ -38,16 +37,12 @@ def resolve_level(level: str, topologies: list[tuple[str, ...]]) -> str | None:
     return keys.pop() if len(keys) == 1 else None
 
 
-def policy_for(cfg: StackConfig, runtime_name: str) -> TopologyPolicy:
-    return cfg.queues.placement.runtimes.get(runtime_name, cfg.queues.placement.default)
-
-
-def tas_annotations(cfg: StackConfig, policy: TopologyPolicy) -> dict[str, str]:
-    if not cfg.components.kueue.tas.enabled or not cfg.node_pools:
+def tas_annotations(policy: TopologyPolicy, topologies: list[tuple[str, ...]]) -> dict[str, str]:
+    """The pod-set annotation of one policy (`topologies` empty: TAS off or no pools → none)."""
+    if not topologies:
         return {}
     if policy.unconstrained:
         return {ANNOTATIONS["unconstrained"]: "true"}
-    topologies = sorted({p.resolved_topology for p in cfg.node_pools})
     for mode in ("required", "preferred"):
         level = getattr(policy, mode)
         if level is not None:
@@ -58,33 +53,35 @@ def tas_annotations(cfg: StackConfig, policy: TopologyPolicy) -> dict[str, str]:
     return {}
 
 
-def pool_tolerations(cfg: StackConfig) -> list[dict[str, str]]:
-    seen: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
-    for pool in cfg.node_pools:
-        for taint in pool.resolved_taints:
-            tol = taint.toleration()
-            seen.setdefault(tuple(sorted(tol.items())), tol)
-    return [seen[k] for k in sorted(seen)]
+@dataclass(frozen=True)
+class Placement:
+    """What the `placement` injection adds, resolved once for the stack."""
+
+    active: bool = False  # the stack has node pools
+    tolerations: list[dict[str, str]] = field(default_factory=list)
+    default: dict[str, str] = field(default_factory=dict)
+    by_runtime: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @classmethod
+    def resolve(
+        cls, cfg: PlacementConfig, pools: bool, tolerations: list[dict[str, str]], topologies: list[tuple[str, ...]]
+    ) -> Placement:
+        return cls(
+            pools,
+            tolerations,
+            tas_annotations(cfg.default, topologies),
+            {name: tas_annotations(p, topologies) for name, p in cfg.runtimes.items()},
+        )
 
 
-def _is_training(job: dict[str, Any]) -> bool:
-    labels = (job.get("template", {}).get("metadata") or {}).get("labels") or {}
-    return bool(labels.get(ANCESTOR_LABEL) == "trainer" or job.get("name") == "node")
-
-
-def inject_placement(cfg: StackConfig, runtime: Manifest) -> Manifest:
+def inject_placement(placement: Placement, runtime: Manifest) -> Manifest:
     """Add pool tolerations to every pod set and TAS annotations to the training pod sets."""
-    from trainer_infra.plan.injections import pod_spec, pod_template_metadata, replicated_jobs
-
-    if not cfg.node_pools:
+    if not placement.active:
         return runtime
-    tolerations = pool_tolerations(cfg)
-    annotations = tas_annotations(cfg, policy_for(cfg, str(runtime["metadata"]["name"])))
+    annotations = placement.by_runtime.get(str(runtime["metadata"]["name"]), placement.default)
     for job in replicated_jobs(runtime):
-        spec = pod_spec(job)
-        existing = list(spec.get("tolerations", []))
-        spec["tolerations"] = existing + [t for t in tolerations if t not in existing]
-        if annotations and _is_training(job):
+        add_tolerations(pod_spec(job), placement.tolerations)
+        if annotations and is_training(job):
             md = pod_template_metadata(job)
             # The platform's policy replaces any TAS mode the runtime file chose: Kueue accepts only one.
             kept = {k: v for k, v in (md.get("annotations") or {}).items() if k not in ANNOTATIONS.values()}

@@ -1,16 +1,15 @@
-"""The planner of this area: node pool objects and the Kueue objects derived from pools and teams."""
+"""The planner of this area: the Kueue objects derived from resolved pools and teams."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
-from trainer_infra.nodepools.plan import node_pool_objects
-from trainer_infra.plan.model import PlanPart
+from trainer_infra.core.objects import PlanPart
+from trainer_infra.queues.config import QueuesConfig
 from trainer_infra.queues.derive import queue_objects
+from trainer_infra.queues.resolve import ResolvedQueues
+from trainer_infra.tenancy.teams import TeamConfig
 
-if TYPE_CHECKING:
-    from trainer_infra.config.stack import StackConfig
 
-
-def pools_and_queues_plan(cfg: StackConfig) -> PlanPart:
-    return PlanPart(objects=tuple(node_pool_objects(cfg) + queue_objects(cfg)))
+def queues_plan(api: str, q: QueuesConfig, teams: Sequence[TeamConfig], resolved: ResolvedQueues) -> PlanPart:
+    return PlanPart(objects=tuple(queue_objects(api, q, teams, resolved)))

@@ -6,7 +6,7 @@ inputs, parent, dependencies and protection options. Nothing here talks to a clu
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +18,7 @@ from pulumi.runtime.config import set_all_config
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
-from trainer_infra.config.loader import NAMESPACE, SECRET_PLACEHOLDER
+from trainer_infra.stack.load import SECRET_PLACEHOLDER
 
 SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 SIG_KEY = "4dabf18193072939515e22adb298388d"
@@ -96,7 +96,7 @@ class _CapturingMonitor(pulumi_mocks.MockMonitor):
         return super().RegisterResourceOutputs(request)  # type: ignore[no-untyped-call]
 
 
-def _run_program(run: Any) -> None:
+def _run_program(run: Callable[[], object]) -> None:
     run()
     # set_mocks registered the root Stack's (empty) outputs before the program ran; register the
     # exports now, as the real engine does at the end of a program.
@@ -111,15 +111,14 @@ class Capture:
     stack_outputs: dict[str, Any]
 
 
-def capture(raw_config: dict[str, Any], stack: str) -> Capture:
-    """Register the whole program against the capturing mock engine; returns every registration."""
-    from trainer_infra.program import run
-
+def capture(program: Callable[[], object], stack: str) -> Capture:
+    """Run `program` (it registers resources, e.g. `lambda: deploy(plan)`) against the capturing mock
+    engine; returns every registration."""
     monitor = _CapturingMonitor()
     pulumi_settings.ROOT.set(None)  # a fresh stack per render
     pulumi.runtime.set_mocks(_Mocks(), project=PROJECT, stack=stack, preview=False, monitor=monitor)
-    set_all_config({f"{NAMESPACE}:{k}": json.dumps(v) if not isinstance(v, str) else v for k, v in raw_config.items()})
+    set_all_config({})
     pulumi_settings.SETTINGS.rpc_manager.clear()
     pulumi_settings.SETTINGS.outputs.clear()
-    _sync_await(run_pulumi_func(lambda: _run_program(run)))
+    _sync_await(run_pulumi_func(lambda: _run_program(program)))
     return Capture(monitor.records, monitor.stack_outputs)

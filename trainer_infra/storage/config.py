@@ -2,36 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
-from trainer_infra.config.base import StrictModel
-from trainer_infra.config.types import DnsLabel, DnsSubdomain
-from trainer_infra.storage.backends import (
-    AbsolutePath,
-    AzureFileBackend,
-    Backend,
-    EfsBackend,
-    ExistingBackend,
-    FilestoreBackend,
-    LustreBackend,
-    NfsBackend,
-)
-
-BACKEND_KEYS = ("nfs", "efs", "filestore", "azurefile", "lustre", "existing")
+from trainer_infra.core.model import StrictModel
+from trainer_infra.core.registry import model_with_settings
+from trainer_infra.core.types import DnsLabel, DnsSubdomain
+from trainer_infra.storage.backend import AbsolutePath, StorageBackend
+from trainer_infra.storage.registry import BACKENDS
 
 
-class StorageConfig(StrictModel):
+class Storage(StrictModel):
     """Shared ReadWriteMany storage: one backend (exactly one of the backend keys), one StorageClass,
     and in every team namespace one claim named `claimName`, mounted at `mountPath` by every runtime."""
 
-    nfs: NfsBackend | None = None
-    efs: EfsBackend | None = None
-    filestore: FilestoreBackend | None = None
-    azurefile: AzureFileBackend | None = None
-    lustre: LustreBackend | None = None
-    existing: ExistingBackend | None = None
     class_name: DnsSubdomain = Field(
         default="trainer-platform-shared", description="StorageClass we create (ignored with `existing`)."
     )
@@ -49,21 +34,33 @@ class StorageConfig(StrictModel):
     )
 
     @model_validator(mode="after")
-    def _exactly_one_backend(self) -> StorageConfig:
-        chosen = [k for k in BACKEND_KEYS if getattr(self, k) is not None]
+    def _exactly_one_backend(self) -> Storage:
+        chosen = [b.name for b in BACKENDS if getattr(self, b.name, None) is not None]
         if len(chosen) != 1:
             found = ", ".join(chosen) or "none"
-            raise ValueError(f"exactly one backend key ({', '.join(BACKEND_KEYS)}); found {found}")
+            raise ValueError(f"exactly one backend key ({', '.join(BACKENDS.names())}); found {found}")
         return self
 
     @property
-    def backend(self) -> Backend:
-        chosen: Backend = next(getattr(self, k) for k in BACKEND_KEYS if getattr(self, k) is not None)
-        return chosen
+    def backend(self) -> StorageBackend:
+        return next(b for b in BACKENDS if getattr(self, b.name, None) is not None)
+
+    @property
+    def settings(self) -> Any:
+        """The chosen backend's settings block (`storage.<backend>`)."""
+        return getattr(self, self.backend.name)
 
     @property
     def storage_class_name(self) -> str:
-        return self.existing.class_name if self.existing else self.class_name
+        return self.backend.class_name(self.settings) or self.class_name
+
+
+if TYPE_CHECKING:
+    StorageConfig = Storage
+else:
+    StorageConfig = model_with_settings(
+        "StorageConfig", Storage, {b.name: (b.settings_model | None, None) for b in BACKENDS}
+    )
 
 
 class CacheImageConfig(StrictModel):

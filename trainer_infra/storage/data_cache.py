@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainer_infra.config.images import mirror_image
-from trainer_infra.controllers.common import split_image
+from trainer_infra.core.images import mirror_image, split_image
+from trainer_infra.core.objects import ManagedObject
 from trainer_infra.manifests import meta
-from trainer_infra.plan.model import ManagedObject
 from trainer_infra.storage.config import DataCacheConfig
 
 CACHE_INITIALIZER = "kubeflow-trainer-cache-initializer"

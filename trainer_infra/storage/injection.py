@@ -16,19 +16,10 @@ import copy
 import posixpath
 from typing import Any
 
-from trainer_infra.config.stack import StackConfig
+from trainer_infra.manifests.runtime import is_step_job, pod_spec, replicated_jobs
+from trainer_infra.storage.config import StorageConfig
 
 VOLUME = "initializer"
-ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
-STEPS = ("dataset-initializer", "model-initializer", "trainer")
-STEP_JOBS = ("dataset-initializer", "model-initializer", "node", "launcher")
-
-
-def is_step_job(job: dict[str, Any]) -> bool:
-    """Initializer and trainer jobs: by the ancestor label on the Job template, or by the reserved
-    replicatedJob names (an MPI runtime's `node` job carries no label)."""
-    labels = job.get("template", {}).get("metadata", {}).get("labels", {})
-    return labels.get(ANCESTOR_LABEL) in STEPS or job.get("name") in STEP_JOBS
 
 
 def _inside(path: str, root: str) -> bool:
@@ -46,10 +37,7 @@ def _mounts(container: dict[str, Any], mount_path: str) -> list[dict[str, Any]]:
     return [*kept, {"name": VOLUME, "mountPath": mount_path}]
 
 
-def shared_workspace(cfg: StackConfig, runtime: dict[str, Any]) -> dict[str, Any]:
-    from trainer_infra.plan.injections import pod_spec, replicated_jobs  # that module lists this function
-
-    storage = cfg.storage
+def shared_workspace(storage: StorageConfig | None, runtime: dict[str, Any]) -> dict[str, Any]:
     if storage is None:
         return runtime
     out = copy.deepcopy(runtime)

@@ -1,46 +1,58 @@
-"""The NFS backend's moving parts: the upstream NFS CSI driver chart, and for sandboxes an NFS server
-inside the cluster (the same server image the driver's own examples use)."""
+"""The NFS backend: an NFS export (`server:share`) through the upstream NFS CSI driver (chart
+`csi-driver-nfs`, installed as the chart component of that name), each claim a subdirectory; for
+sandboxes an NFS server inside the cluster (the same server image the driver's own examples use)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from trainer_infra.config.images import mirror_image
-from trainer_infra.controllers.common import split_image
-from trainer_infra.manifests import meta
-from trainer_infra.plan.model import HelmRelease, ManagedObject
-from trainer_infra.storage.backends import NfsBackend
+from pydantic import Field
 
-CHART = "csi-driver-nfs"
-CHART_REPOSITORY = "https://raw.githubusercontent.com/kubernetes-csi/csi-driver-nfs/master/charts"
-RELEASE = "csi-driver-nfs"
+from trainer_infra.core.errors import ConfigIssue
+from trainer_infra.core.images import mirror_image
+from trainer_infra.core.model import StrictModel
+from trainer_infra.core.objects import ManagedObject
+from trainer_infra.core.types import DnsLabel, SemVer
+from trainer_infra.manifests import meta
+from trainer_infra.storage.backend import AbsolutePath, StorageDefaults
+
+DRIVER_RELEASE = "csi-driver-nfs"
 SERVER_NAME = "nfs-server"
 SERVER_LABELS = {"app.kubernetes.io/name": SERVER_NAME, "app.kubernetes.io/component": "storage"}
+NFS_SERVER_IMAGE = "itsthenetwork/nfs-server-alpine:12"  # the image of csi-driver-nfs' own example server
 
 
-def driver_release(backend: NfsBackend, image_mirror: str | None, chart_mirror: str | None) -> HelmRelease:
-    """csi-driver-nfs from its classic Helm repository, or from the OCI chart mirror when one is set
-    (mirrored under the repository's host and path, like every other chart)."""
-    values: dict[str, Any] = {"storageClass": {"create": False}}  # we own the StorageClass
-    if image_mirror:
-        plugin = f"registry.k8s.io/sig-storage/nfsplugin:v{backend.driver.version}"
-        nfs_repo, _ = split_image(mirror_image(plugin, image_mirror))
-        # The chart joins `baseRepo` with each sidecar's path (`/sig-storage/csi-provisioner`).
-        values["image"] = {"baseRepo": f"{image_mirror.rstrip('/')}/registry.k8s.io", "nfs": {"repository": nfs_repo}}
-    if chart_mirror:
-        path = CHART_REPOSITORY.removeprefix("https://")
-        chart, repository = f"{chart_mirror.rstrip('/')}/{path}/{CHART}", None
-    else:
-        chart, repository = CHART, CHART_REPOSITORY
-    return HelmRelease(
-        name=RELEASE,
-        component="csi-driver-nfs",
-        chart=chart,
-        version=backend.driver.version,
-        namespace=backend.driver.namespace,
-        values=values,
-        repository=repository,
+class NfsDriverConfig(StrictModel):
+    """The upstream NFS CSI driver (chart `csi-driver-nfs` of kubernetes-csi), installed by us unless the
+    cluster already runs it."""
+
+    install: bool = Field(default=True, description="Install the csi-driver-nfs chart (provisioner nfs.csi.k8s.io).")
+    version: SemVer | None = Field(
+        default=None, description="csi-driver-nfs chart version (default: the compatibility matrix's)."
     )
+    namespace: DnsLabel = Field(default="kube-system", description="Namespace of the driver (upstream default).")
+
+
+class NfsInClusterServerConfig(StrictModel):
+    """An NFS server inside the cluster, so the whole platform runs on a laptop cluster (kind). Its data
+    sits in a hostPath on one node: fine for a sandbox, never for production."""
+
+    enabled: bool = False
+    image: str = Field(default=NFS_SERVER_IMAGE, description="NFS server image (exports one directory over NFSv4).")
+    namespace: DnsLabel = Field(default="trainer-platform-storage", description="Namespace of the server.")
+    host_path: AbsolutePath = Field(
+        default="/var/lib/trainer-platform/nfs", description="Node directory that holds the exported data."
+    )
+
+
+class NfsBackend(StrictModel):
+    """An NFS export (`server:share`) through the upstream NFS CSI driver; each claim is a subdirectory."""
+
+    server: str | None = Field(default=None, description="NFS server host name or IP (omit with inClusterServer).")
+    share: AbsolutePath = Field(default="/", description="Exported path.")
+    mount_permissions: str | None = Field(default=None, description='chmod of each volume directory, e.g. "0775".')
+    in_cluster_server: NfsInClusterServerConfig = Field(default_factory=NfsInClusterServerConfig)
+    driver: NfsDriverConfig = Field(default_factory=NfsDriverConfig)
 
 
 def server_address(backend: NfsBackend) -> str:
@@ -96,3 +108,44 @@ def in_cluster_server(backend: NfsBackend, image_mirror: str | None) -> list[Man
         ManagedObject(service),
         ManagedObject(deployment),
     ]
+
+
+class NfsStorage(StorageDefaults):
+    name = "nfs"
+    settings_model = NfsBackend
+
+    def provisioner(self, settings: Any) -> str | None:
+        return "nfs.csi.k8s.io"
+
+    def parameters(self, settings: Any) -> dict[str, str]:
+        s: NfsBackend = settings
+        server = server_address(s) if s.in_cluster_server.enabled else str(s.server)
+        out = {"server": server, "share": s.share}
+        if s.mount_permissions:
+            out["mountPermissions"] = s.mount_permissions
+        return dict(sorted(out.items()))
+
+    def mount_options(self, settings: Any) -> list[str]:
+        return ["hard", "nfsvers=4.1"]
+
+    def checks(self, settings: Any) -> list[ConfigIssue]:
+        s: NfsBackend = settings
+        if s.in_cluster_server.enabled and s.server:
+            hint = "use either an external server or the in-cluster one"
+            return [ConfigIssue("storage.nfs.server", "set together with inClusterServer.enabled", s.server, hint)]
+        if not s.in_cluster_server.enabled and not s.server:
+            hint = "give the NFS server address, or set inClusterServer.enabled: true for a sandbox"
+            return [ConfigIssue("storage.nfs.server", "required key is missing", None, hint)]
+        return []
+
+    def objects(self, settings: Any, mirror: str | None) -> list[ManagedObject]:
+        s: NfsBackend = settings
+        return in_cluster_server(s, mirror) if s.in_cluster_server.enabled else []
+
+    def after(self, settings: Any, objects: list[ManagedObject]) -> tuple[str, ...]:
+        s: NfsBackend = settings
+        driver = (DRIVER_RELEASE,) if s.driver.install else ()
+        return driver + tuple(o.key for o in objects if o.manifest["kind"] == "Deployment")
+
+
+BACKEND = NfsStorage()

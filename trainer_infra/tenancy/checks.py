@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
-from trainer_infra.config.stack import StackConfig
-from trainer_infra.errors import ConfigIssue
-from trainer_infra.teams import TeamConfig
+from collections.abc import Mapping, Sequence
+
+from trainer_infra.core.errors import ConfigIssue
+from trainer_infra.tenancy.teams import TeamConfig
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
-def tenancy_issues(cfg: StackConfig) -> list[ConfigIssue]:
+def check_teams(teams: Sequence[TeamConfig], platform: Mapping[str, str]) -> list[ConfigIssue]:
+    """`platform`: namespaces the platform itself uses → whose they are (e.g. "the kueue controller's")."""
     issues: list[ConfigIssue] = []
-    reserved = {ns: f"the {c} controller's namespace" for c, ns in cfg.components.resolved_namespaces().items()}
-    reserved |= {ns: "a Kubernetes system namespace" for ns in SYSTEM_NAMESPACES}
-    if cfg.storage is not None and cfg.storage.nfs is not None and cfg.storage.nfs.in_cluster_server.enabled:
-        reserved[cfg.storage.nfs.in_cluster_server.namespace] = "the in-cluster NFS server's namespace"
+    reserved = {**{ns: "a Kubernetes system namespace" for ns in SYSTEM_NAMESPACES}, **platform}
     names: dict[str, int] = {}
     namespaces: dict[str, int] = {}
-    for i, team in enumerate(cfg.teams):
+    for i, team in enumerate(teams):
         if team.name in names:
+            # One mistake, one error: the clashing namespace and queue follow from the name.
             issues.append(ConfigIssue(f"teams[{i}].name", f"duplicate of teams[{names[team.name]}].name", team.name))
+            continue
         names.setdefault(team.name, i)
         ns = team.resolved_namespace
         path = f"teams[{i}].namespace" if team.namespace else f"teams[{i}].name"

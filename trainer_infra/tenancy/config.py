@@ -7,8 +7,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, StringConstraints
 
-from trainer_infra.config.base import StrictModel
-from trainer_infra.config.types import DnsLabel, Quantity
+from trainer_infra.core.model import StrictModel
+from trainer_infra.core.types import DnsLabel, Quantity
 
 ServiceAccountRef = Annotated[
     str, StringConstraints(pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?/)?[a-z0-9]([-.a-z0-9]*[a-z0-9])?$")

@@ -12,16 +12,17 @@ removal happens in a later one — and this check explains what each step would 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
-from kubernetes.utils.quantity import parse_quantity
 
-from trainer_infra.config.stack import StackConfig
-from trainer_infra.plan.model import ManagedObject, Plan
+from trainer_infra.core.objects import ManagedObject, Plan
+from trainer_infra.core.quantity import quantity
 from trainer_infra.tenancy.protection import TEAM_LABEL
+from trainer_infra.tenancy.teams import TeamConfig
 
 # Fields whose change makes Pulumi replace the object (pulumi-kubernetes force-new fields) or that
 # the API server refuses to update (StorageClass reclaimPolicy/volumeBindingMode, PVC volumeMode).
@@ -91,18 +92,18 @@ def _what(manifest: dict[str, Any]) -> str:
     return f"{kind} {md['name']}"
 
 
-def _team_path(cfg: StackConfig, manifest: dict[str, Any]) -> tuple[str, str | None]:
+def _team_path(teams: Sequence[TeamConfig], manifest: dict[str, Any]) -> tuple[str, str | None]:
     """Config path of the object's team, and the team name when the team left the config."""
     team = manifest["metadata"].get("labels", {}).get(TEAM_LABEL) or (
         manifest["metadata"]["name"] if manifest["kind"] == "Namespace" else None
     )
-    for i, t in enumerate(cfg.teams):
+    for i, t in enumerate(teams):
         if t.name == team or (manifest["kind"] == "Namespace" and t.resolved_namespace == manifest["metadata"]["name"]):
             return f"teams[{i}]", None
     return "teams", team
 
 
-def _hint(cfg: StackConfig, manifest: dict[str, Any], team_gone: str | None) -> str:
+def _hint(teams: Sequence[TeamConfig], manifest: dict[str, Any], team_gone: str | None) -> str:
     if manifest["kind"] == "StorageClass":
         return (
             "move team data deliberately: set allowDataLoss: true and run pulumi up (drops the protection, "
@@ -121,14 +122,14 @@ def _holds_data(manifest: dict[str, Any], protect: bool) -> bool:
     return manifest["kind"] in REPLACED_BY and (protect or (team and manifest["kind"] != "StorageClass"))
 
 
-def data_loss(previous: dict[str, Deployed], plan: Plan, cfg: StackConfig) -> list[Loss]:
+def data_loss(previous: dict[str, Deployed], plan: Plan, teams: Sequence[TeamConfig]) -> list[Loss]:
     current = {o.key: o for o in plan.objects}
     losses: list[Loss] = []
     for key, old in sorted(previous.items()):
         kind = old.manifest["kind"]
         if not _holds_data(old.manifest, old.protect):
             continue
-        path, team_gone = _team_path(cfg, old.manifest) if kind != "StorageClass" else ("storage", None)
+        path, team_gone = _team_path(teams, old.manifest) if kind != "StorageClass" else ("storage", None)
         what = _what(old.manifest)
         new = current.get(key)
         if new is None:
@@ -136,7 +137,7 @@ def data_loss(previous: dict[str, Deployed], plan: Plan, cfg: StackConfig) -> li
                 path = f"{path} (team '{team_gone}' removed)"
             if old.protect:
                 message = f"would delete {what}, which is protected in the previous deployment"
-                losses.append(Loss(path, message, _hint(cfg, old.manifest, team_gone), True))
+                losses.append(Loss(path, message, _hint(teams, old.manifest, team_gone), True))
             else:
                 message = f"will DELETE {what} (its protection was dropped earlier)"
                 losses.append(Loss(path, message, "make sure its data is copied or no longer needed", False))
@@ -145,25 +146,25 @@ def data_loss(previous: dict[str, Deployed], plan: Plan, cfg: StackConfig) -> li
         if kind == "PersistentVolumeClaim":
             path += ".storage" if path.startswith("teams[") else ""
             was, now = (m["spec"]["resources"]["requests"]["storage"] for m in (old.manifest, new.manifest))
-            if parse_quantity(now) < parse_quantity(was):
+            if quantity(now) < quantity(was):
                 md = old.manifest["metadata"]
                 message = f"would shrink claim {md['namespace']}/{md['name']} from {was} to {now}; claims only grow"
                 losses.append(Loss(path, message, f"keep size {was} or larger", True))
         if changed and old.protect:
             message = f"changing {', '.join(changed)} replaces {what}: the new one starts empty"
-            losses.append(Loss(path, message, _hint(cfg, old.manifest, team_gone), True))
+            losses.append(Loss(path, message, _hint(teams, old.manifest, team_gone), True))
         elif changed:
             message = f"will REPLACE {what} (changing {', '.join(changed)}; protection was dropped earlier)"
             losses.append(Loss(path, message, "make sure its data is copied or no longer needed", False))
     return losses
 
 
-def unprotected_now(plan: Plan, cfg: StackConfig) -> list[str]:
+def unprotected_now(plan: Plan, teams: Sequence[TeamConfig]) -> list[str]:
     """Notes for objects that hold data but are unprotected in this config (decommission/allowDataLoss)."""
     notes = []
     for obj in plan.objects:
         retain_class = obj.manifest["kind"] == "StorageClass" and obj.manifest.get("reclaimPolicy") == "Retain"
         if not obj.protect and (_holds_data(obj.manifest, False) or retain_class):
-            path, _ = _team_path(cfg, obj.manifest) if obj.manifest["kind"] != "StorageClass" else ("storage", None)
+            path, _ = _team_path(teams, obj.manifest) if obj.manifest["kind"] != "StorageClass" else ("storage", None)
             notes.append(f"{path}: {_what(obj.manifest)} is NOT protected; removing it from the config deletes it")
     return notes

@@ -8,16 +8,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from trainer_infra.config.stack import StackConfig
+from trainer_infra.manifests.runtime import INITIALIZERS, pod_spec, replicated_jobs
 from trainer_infra.tenancy.policies import HF_TOKEN_KEY, HF_TOKEN_SECRET
 
-INITIALIZERS = ("dataset-initializer", "model-initializer")
 
-
-def hf_token_env(cfg: StackConfig, runtime: dict[str, Any]) -> dict[str, Any]:
-    from trainer_infra.plan.injections import pod_spec, replicated_jobs  # that module lists this function
-
-    if not any(t.secrets.hf_token is not None for t in cfg.teams):
+def hf_token_env(some_team_has_token: bool, runtime: dict[str, Any]) -> dict[str, Any]:
+    if not some_team_has_token:
         return runtime
     out = copy.deepcopy(runtime)
     env = {

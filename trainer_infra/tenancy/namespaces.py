@@ -2,32 +2,31 @@
 
 from __future__ import annotations
 
-from trainer_infra.config.stack import StackConfig
+from trainer_infra.core.objects import ManagedObject
 from trainer_infra.manifests import meta
-from trainer_infra.plan.model import ManagedObject
-from trainer_infra.teams import TeamConfig
 from trainer_infra.tenancy.protection import TEAM_LABEL, decommission_annotations, team_data_protected
+from trainer_infra.tenancy.teams import TeamConfig
 
 PSA = "pod-security.kubernetes.io"
 
 
-def namespace_labels(cfg: StackConfig, team: TeamConfig) -> dict[str, str]:
+def namespace_labels(team: TeamConfig, kubernetes: str) -> dict[str, str]:
     """`trainer-platform.io/team` (select team namespaces, e.g. in Kueue's managedJobsNamespaceSelector) and
     Pod Security admission. Enforcement is pinned to the cluster's minor version so a Kubernetes upgrade
     never tightens it silently; audit records what `restricted` would reject, for a later tightening."""
     return {
         TEAM_LABEL: team.name,
         f"{PSA}/enforce": team.pod_security,
-        f"{PSA}/enforce-version": f"v{cfg.kubernetes.version}",
+        f"{PSA}/enforce-version": f"v{kubernetes}",
         f"{PSA}/warn": team.pod_security,
-        f"{PSA}/warn-version": f"v{cfg.kubernetes.version}",
+        f"{PSA}/warn-version": f"v{kubernetes}",
         f"{PSA}/audit": "restricted",
     }
 
 
-def team_namespace(cfg: StackConfig, team: TeamConfig) -> ManagedObject:
-    manifest = meta.namespace(team.resolved_namespace, labels=namespace_labels(cfg, team))
+def team_namespace(team: TeamConfig, kubernetes: str, allow_data_loss: bool) -> ManagedObject:
+    manifest = meta.namespace(team.resolved_namespace, labels=namespace_labels(team, kubernetes))
     if team.decommission:
         manifest["metadata"]["annotations"] = decommission_annotations(team)
-    keep = team_data_protected(cfg, team)
+    keep = team_data_protected(team, allow_data_loss)
     return ManagedObject(manifest, protect=keep, retain_on_delete=keep)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainer_infra.core.objects import ManagedObject, SecretValue
 from trainer_infra.manifests import meta
-from trainer_infra.plan.model import ManagedObject, SecretValue
-from trainer_infra.teams import TeamConfig
 from trainer_infra.tenancy.protection import TEAM_LABEL
+from trainer_infra.tenancy.teams import TeamConfig
 
 POLICY_NAME = "trainer-platform-team"
 HF_TOKEN_SECRET = "hf-token"

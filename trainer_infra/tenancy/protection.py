@@ -8,15 +8,14 @@ the deletion happens in a later `pulumi up`, after a human removed the team on p
 
 from __future__ import annotations
 
-from trainer_infra.config.stack import StackConfig
 from trainer_infra.manifests.meta import DECOMMISSIONED, TEAM_LABEL
-from trainer_infra.teams import TeamConfig
+from trainer_infra.tenancy.teams import TeamConfig
 
 __all__ = ["TEAM_LABEL", "decommission_annotations", "team_data_protected"]
 
 
-def team_data_protected(cfg: StackConfig, team: TeamConfig) -> bool:
-    return not (team.decommission or cfg.allow_data_loss)
+def team_data_protected(team: TeamConfig, allow_data_loss: bool) -> bool:
+    return not (team.decommission or allow_data_loss)
 
 
 def decommission_annotations(team: TeamConfig) -> dict[str, str] | None:

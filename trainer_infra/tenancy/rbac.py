@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainer_infra.core.objects import ManagedObject
 from trainer_infra.manifests import meta
-from trainer_infra.plan.model import ManagedObject
-from trainer_infra.teams import TeamConfig
 from trainer_infra.tenancy.protection import TEAM_LABEL
+from trainer_infra.tenancy.teams import TeamConfig
 
 RBAC_API = "rbac.authorization.k8s.io"
 READ = ["get", "list", "watch"]

@@ -1,10 +1,5 @@
 """Pinned component versions and the compatibility matrix (data in matrix.yaml)."""
 
-from trainer_infra.versions.matrix import (
-    COMPONENTS,
-    MATRIX,
-    CompatFinding,
-    check_compatibility,
-)
+from trainer_infra.versions.matrix import MATRIX, CompatFinding, Release, check_compatibility
 
-__all__ = ["COMPONENTS", "MATRIX", "CompatFinding", "check_compatibility"]
+__all__ = ["MATRIX", "CompatFinding", "Release", "check_compatibility"]

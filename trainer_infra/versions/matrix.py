@@ -4,17 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib import resources
-from typing import Literal
 
 import yaml
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from trainer_infra.config.base import StrictModel
-
-Component = Literal["jobset", "trainer", "kueue"]
-COMPONENTS: tuple[Component, ...] = ("jobset", "trainer", "kueue")
+from trainer_infra.core.model import StrictModel
 
 
 class Release(StrictModel):
@@ -22,13 +18,27 @@ class Release(StrictModel):
     chart_version: str
     min_kubernetes: str
     train_job_api: str | None = None
+    crds: list[str] = Field(default_factory=list, description="CRDs the chart installs (what readiness waits for).")
+    api_versions: dict[str, str] = Field(default_factory=dict, description="API group → version we write.")
+    images: dict[str, str] = Field(default_factory=dict, description="The images the release runs, by role.")
     sources: list[str] = Field(min_length=1)
+
+    def api_version(self, group: str) -> str:
+        return f"{group}/{self.api_versions[group]}"
 
 
 class ComponentMatrix(StrictModel):
     chart: str
+    default: str = Field(description="The version installed unless the stack pins another.")
+    repository: str | None = Field(default=None, description="Classic chart repository (charts not on OCI).")
     namespace: str
     releases: list[Release] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _default_is_a_release(self) -> ComponentMatrix:
+        if self.release(self.default) is None:
+            raise ValueError(f"default {self.default} is not one of the releases {self.versions}")
+        return self
 
     def release(self, version: str) -> Release | None:
         return next((r for r in self.releases if r.version == version), None)
@@ -40,7 +50,7 @@ class ComponentMatrix(StrictModel):
 
 class KnownBad(StrictModel):
     id: str
-    when: dict[Component, str]
+    when: dict[str, str]
     train_job_integration: bool | None = None
     reason: str
     instead: str
@@ -48,9 +58,12 @@ class KnownBad(StrictModel):
 
 
 class Matrix(StrictModel):
-    components: dict[Component, ComponentMatrix]
-    defaults: dict[Component, str]
+    components: dict[str, ComponentMatrix]
     known_bad: list[KnownBad]
+
+    @property
+    def defaults(self) -> dict[str, str]:
+        return {name: row.default for name, row in self.components.items()}
 
 
 def _load() -> Matrix:
@@ -76,16 +89,19 @@ def _minor(version: str) -> tuple[int, int]:
 
 
 def check_compatibility(
-    versions: dict[Component, str],
+    versions: dict[str, str],
     kubernetes: str,
     train_job_integration: bool,
+    paths: dict[str, str] | None = None,
 ) -> list[CompatFinding]:
-    """Every reason the chosen versions must not be installed together (empty list: fine)."""
+    """Every reason the chosen versions must not be installed together (empty list: fine). `paths`: the
+    config path of each component's version (default `components.<name>.version`)."""
     findings: list[CompatFinding] = []
+    where = {name: f"components.{name}.version" for name in versions} | (paths or {})
     for name, version in versions.items():
         comp = MATRIX.components[name]
         release = comp.release(version)
-        path = f"components.{name}.version"
+        path = where[name]
         if release is None:
             findings.append(
                 CompatFinding(
@@ -103,6 +119,7 @@ def check_compatibility(
                     f"upgrade the cluster to >= {release.min_kubernetes} or pick an older {name}",
                 )
             )
+    findings += _trainjob_api(versions, train_job_integration, where)
     for rule in MATRIX.known_bad:
         if rule.train_job_integration is not None and rule.train_job_integration != train_job_integration:
             continue
@@ -110,9 +127,32 @@ def check_compatibility(
             involved = ", ".join(f"{c} {versions[c]}" for c in rule.when)
             findings.append(
                 CompatFinding(
-                    f"components.{next(iter(rule.when))}.version",
+                    where[next(iter(rule.when))],
                     f"known-bad combination [{rule.id}] ({involved}): {rule.reason}",
                     f"pick {rule.instead} (sources: {'; '.join(rule.sources)})",
                 )
             )
     return findings
+
+
+def _trainjob_api(versions: dict[str, str], integration: bool, where: dict[str, str]) -> list[CompatFinding]:
+    """Kueue's TrainJob integration writes the TrainJob API its release was built against (`trainJobApi`)."""
+    trainer = MATRIX.components["trainer"].release(versions.get("trainer", ""))
+    kueue = MATRIX.components["kueue"].release(versions.get("kueue", ""))
+    if not (integration and trainer and kueue and trainer.train_job_api and kueue.train_job_api):
+        return []
+    if trainer.train_job_api == kueue.train_job_api:
+        return []
+    matching = [r.version for r in MATRIX.components["trainer"].releases if r.train_job_api == kueue.train_job_api]
+    return [
+        CompatFinding(
+            where["trainer"],
+            f"TrainJob API mismatch [trainjob-api] (trainer {trainer.version}, kueue {kueue.version}): Kueue "
+            f"{kueue.version} is built against the Trainer v{kueue.train_job_api} TrainJob API, Trainer "
+            f"{trainer.version} serves v{trainer.train_job_api}; upstream: \"Trainer v2.2 and v2.3 don't have API "
+            "compatibility\"",
+            f"pick Trainer {' or '.join(matching) or '(none in the matrix)'} with Kueue {kueue.version}, or keep "
+            f"Trainer {trainer.version} and set components.kueue.trainJobIntegration: false (TrainJobs are then "
+            "not queued by Kueue) (sources: the trainJobApi of each release in versions/matrix.yaml)",
+        )
+    ]

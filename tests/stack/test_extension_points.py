@@ -1,0 +1,230 @@
+"""The declared ways to add things work as documented (docs/extending.md): a node-pool backend, a storage
+backend and a chart component are each one new module plus one registry entry (plus, for a component, one
+row in the compatibility matrix). The test makes exactly those edits in a copy of the package, then
+type-checks it and renders a stack that uses all three."""
+
+from __future__ import annotations
+
+import difflib
+import filecmp
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from tests.helpers import ROOT
+
+FAKE_POOL = '''"""A node-pool backend that exists only in a test: nodes are declared, never created."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainer_infra.core.errors import ConfigIssue
+from trainer_infra.core.model import StrictModel
+from trainer_infra.core.objects import ManagedObject
+from trainer_infra.nodepools.backend import BackendDefaults, NodePoolBackend
+from trainer_infra.nodepools.labels import HOSTNAME, Taint
+from trainer_infra.nodepools.model import NodePool, ResolvedPool
+
+
+class FakePool(StrictModel):
+    nodes: int
+
+
+class FakeBackend(BackendDefaults):
+    name = "fake"
+    settings_model = FakePool
+    settings_hint = "fake: {nodes: 2}"
+
+    def default_topology(self) -> tuple[str, ...]:
+        return (HOSTNAME,)
+
+    def extra_taints(self) -> tuple[Taint, ...]:
+        return (Taint(key="example.com/fake", effect="NoSchedule"),)
+
+    def node_count(self, pool: NodePool, settings: Any) -> int:
+        return settings.nodes if isinstance(settings, FakePool) else 0
+
+    def checks(self, pool: ResolvedPool) -> list[ConfigIssue]:
+        return [] if pool.node_count <= 8 else [ConfigIssue(f"{pool.at}.fake.nodes", "at most 8 fake nodes")]
+
+    def objects(self, pool: ResolvedPool) -> list[ManagedObject]:
+        data = {"nodes": str(pool.node_count)}
+        metadata = {"name": f"fake-{pool.name}", "namespace": "default"}
+        return [ManagedObject({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data})]
+
+
+BACKEND: NodePoolBackend = FakeBackend()
+'''
+
+FAKE_STORAGE = '''"""A storage backend that exists only in a test."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainer_infra.core.model import StrictModel
+from trainer_infra.storage.backend import StorageBackend, StorageDefaults
+
+
+class FakeFs(StrictModel):
+    tier: str
+
+
+class FakeFsBackend(StorageDefaults):
+    name = "fakefs"
+    settings_model = FakeFs
+
+    def provisioner(self, settings: Any) -> str | None:
+        return "fake.csi.example.com"
+
+    def parameters(self, settings: Any) -> dict[str, str]:
+        return {"tier": settings.tier}
+
+
+BACKEND: StorageBackend = FakeFsBackend()
+'''
+
+FAKE_COMPONENT = '''"""A chart component that exists only in a test."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainer_infra.components.component import ChartComponent, Controller, ResolvedRelease, StackView
+from trainer_infra.components.settings import ControllerConfig
+
+
+class FakeChartConfig(ControllerConfig):
+    """A controller installed from a test chart."""
+
+
+class FakeChart(Controller):
+    name = "fakechart"
+    settings_model = FakeChartConfig
+    after = ("kueue",)
+
+    def values(self, stack: StackView, release: ResolvedRelease) -> dict[str, Any]:
+        return {"image": release.image("manager")}
+
+    def probes(self, release: ResolvedRelease, mirror: str | None) -> tuple[dict[str, Any], ...]:
+        return ()
+
+
+COMPONENT: ChartComponent = FakeChart()
+'''
+
+MATRIX_ROW = """  fakechart:
+    chart: oci://example.com/charts/fakechart
+    default: 1.0.0
+    namespace: fakechart-system
+    releases:
+      - version: 1.0.0
+        chartVersion: 1.0.0
+        minKubernetes: "1.29"
+        images: {manager: example.com/fakechart:v1.0.0}
+        sources: [tests/stack/test_extension_points.py]
+"""
+
+
+def _register(path: Path, module: str, entry: str) -> None:
+    """The registry edit a contributor makes: name the module in the import and list its entry last."""
+    text = path.read_text()
+    head, sep, tail = text.partition("Registry(\n")
+    imports = [line for line in head.splitlines() if line.startswith(f"from trainer_infra.{path.parent.name} import")]
+    assert len(imports) == 1, f"{path}: one import line of the area's modules"
+    modules = sorted([*imports[0].split(" import ")[1].split(", "), module])
+    head = head.replace(imports[0], f"from trainer_infra.{path.parent.name} import {', '.join(modules)}")
+    body, close, rest = tail.partition("\n)")
+    path.write_text(f"{head}{sep}{body}\n    {module}.{entry},{close}{rest}")
+
+
+def _changed_lines(before: Path, after: Path) -> list[str]:
+    diff = difflib.unified_diff(before.read_text().splitlines(), after.read_text().splitlines(), n=0)
+    return [line for line in diff if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+
+
+def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=600)
+
+
+def test_a_backend_a_storage_backend_and_a_component_are_one_module_and_one_entry_each(tmp_path: Path) -> None:
+    pkg = tmp_path / "trainer_infra"
+    shutil.copytree(ROOT / "trainer_infra", pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "runtimes", tmp_path / "runtimes")
+    (pkg / "nodepools" / "fake.py").write_text(FAKE_POOL)
+    (pkg / "storage" / "fakefs.py").write_text(FAKE_STORAGE)
+    (pkg / "components" / "fakechart.py").write_text(FAKE_COMPONENT)
+    _register(pkg / "nodepools" / "registry.py", "fake", "BACKEND")
+    _register(pkg / "storage" / "registry.py", "fakefs", "BACKEND")
+    _register(pkg / "components" / "registry.py", "fakechart", "COMPONENT")
+    matrix = pkg / "versions" / "matrix.yaml"
+    matrix.write_text(matrix.read_text().replace("components:\n", "components:\n" + MATRIX_ROW, 1))
+
+    # Only new files, plus the registry entries (and the matrix row) in existing ones.
+    compare = filecmp.dircmp(ROOT / "trainer_infra", pkg, ignore=["__pycache__"])
+    changed: dict[str, list[str]] = {}
+
+    def walk(cmp: filecmp.dircmp[str], prefix: str) -> None:
+        for name in cmp.diff_files:
+            changed[prefix + name] = _changed_lines(Path(cmp.left) / name, Path(cmp.right) / name)
+        assert not cmp.left_only, f"removed: {cmp.left_only}"
+        for name, sub in cmp.subdirs.items():
+            walk(sub, f"{prefix}{name}/")
+
+    walk(compare, "")
+    assert sorted(changed) == [
+        "components/registry.py",
+        "nodepools/registry.py",
+        "storage/registry.py",
+        "versions/matrix.yaml",
+    ]
+    for name, lines in changed.items():
+        if name.endswith("registry.py"):  # the import line names the module; one entry line lists it
+            assert [line for line in lines if line.startswith("+") and "import" not in line] == [
+                line for line in lines if line.startswith("+    ")
+            ]
+            assert len([line for line in lines if line.startswith("+    ")]) == 1, lines
+
+    # The Protocols are what mypy checks the new modules against.
+    typed = _run(["-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"), "trainer_infra"], tmp_path)
+    assert typed.returncode == 0, typed.stdout[-2000:]
+
+    stack = {
+        "config": {
+            "trainer-platform:kubernetes": {"version": "1.34"},
+            "trainer-platform:nodePools": [
+                {"name": "sim", "backend": "fake", "fake": {"nodes": 2}, "node": {"cpu": "8", "memory": "32Gi"}}
+            ],
+            "trainer-platform:storage": {"fakefs": {"tier": "gold"}},
+            "trainer-platform:teams": [{"name": "alpha", "quota": {"sim": {"cpu": "8"}}}],
+            "trainer-platform:components": {"fakechart": {"replicas": 2}},
+        }
+    }
+    config = tmp_path / "Pulumi.fake.yaml"
+    config.write_text(yaml.safe_dump(stack))
+    out = tmp_path / "out"
+    done = _run(["-m", "trainer_infra", "render", "--config-file", str(config), "--out", str(out)], tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    manifests = list(yaml.safe_load_all((out / "manifests.yaml").read_text()))
+    by_kind = {(m["kind"], m["metadata"]["name"]): m for m in manifests}
+    assert by_kind[("ConfigMap", "fake-sim")]["data"] == {"nodes": "2"}
+    assert by_kind[("StorageClass", "trainer-platform-shared")]["provisioner"] == "fake.csi.example.com"
+    assert ("Namespace", "fakechart-system") in by_kind
+    flavor = next(m for m in manifests if m["kind"] == "ResourceFlavor")
+    assert {"key": "example.com/fake", "operator": "Exists", "effect": "NoSchedule"} in flavor["spec"]["tolerations"]
+    queue = by_kind[("ClusterQueue", "alpha")]["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
+    assert {"name": "cpu", "nominalQuota": "8"} in queue
+    releases = yaml.safe_load((out / "helm-releases.yaml").read_text())["releases"]
+    fake = next(r for r in releases if r["name"] == "fakechart")
+    assert fake["version"] == "1.0.0" and fake["values"] == {"image": "example.com/fakechart:v1.0.0"}
+
+    # Its checks and its settings model are part of validation like everyone else's.
+    stack["config"]["trainer-platform:nodePools"][0]["fake"] = {"nodes": 9, "colour": "red"}
+    config.write_text(yaml.safe_dump(stack))
+    refused = _run(["-m", "trainer_infra", "validate", "--config-file", str(config)], tmp_path)
+    assert refused.returncode == 2, refused.stderr
+    assert "nodePools[0].fake.colour: unknown key 'colour'" in refused.stderr

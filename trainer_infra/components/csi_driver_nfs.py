@@ -1,0 +1,40 @@
+"""The upstream NFS CSI driver (chart `csi-driver-nfs` of kubernetes-csi), installed for the `nfs` storage
+backend unless `storage.nfs.driver.install` is false (the cluster already runs it). Its settings live with
+the backend (`storage.nfs.driver`); the StorageClass is ours, so the chart's stays off."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainer_infra.components.component import ComponentSettings, ResolvedRelease, StackView
+from trainer_infra.core.images import split_image
+from trainer_infra.storage.nfs import NfsBackend
+
+
+class CsiDriverNfs:
+    name = "csi-driver-nfs"
+    settings_model = None
+    version_path = "storage.nfs.driver.version"
+    after: tuple[str, ...] = ()
+    owns_namespace = False  # kube-system by default, like upstream
+
+    def settings(self, stack: StackView) -> ComponentSettings | None:
+        backend = stack.storage.settings if stack.storage is not None else None
+        if isinstance(backend, NfsBackend) and backend.driver.install:
+            return backend.driver
+        return None
+
+    def values(self, stack: StackView, release: ResolvedRelease) -> dict[str, Any]:
+        values: dict[str, Any] = {"storageClass": {"create": False}}  # we own the StorageClass
+        mirror = stack.images.registry_mirror
+        if mirror:
+            nfs_repo, _ = split_image(release.image("nfs"))
+            # The chart joins `baseRepo` with each sidecar's path (`/sig-storage/csi-provisioner`).
+            values["image"] = {"baseRepo": f"{mirror.rstrip('/')}/registry.k8s.io", "nfs": {"repository": nfs_repo}}
+        return values
+
+    def probes(self, release: ResolvedRelease, mirror: str | None) -> tuple[dict[str, Any], ...]:
+        return ()
+
+
+COMPONENT = CsiDriverNfs()

@@ -1,1 +1,0 @@
-"""The controller stack: JobSet, Kubeflow Trainer and Kueue, installed from their official charts."""

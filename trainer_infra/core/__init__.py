@@ -1,0 +1,1 @@
+"""The foundation every area builds on: errors, base model, scalar types, plan objects, registries."""

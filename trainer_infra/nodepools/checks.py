@@ -1,0 +1,117 @@
+"""Checks of `nodePools[]`: each pool alone (topology, taints, its backend's own rules), then pools against
+each other (names, flavors that would select each other's nodes, the backends' cross-pool rules)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from trainer_infra.core.errors import ConfigIssue
+from trainer_infra.nodepools.labels import HOSTNAME, level_name
+from trainer_infra.nodepools.model import ResolvedPool
+from trainer_infra.nodepools.registry import BACKENDS
+
+MAX_FLAVORS = 64  # flavors per ClusterQueue resource group
+MAX_FLAVOR_FIELDS = 8  # nodeLabels / tolerations per ResourceFlavor
+MAX_LEVELS = 16
+
+
+def _topology(pool: ResolvedPool) -> list[ConfigIssue]:
+    at = f"{pool.at}.topology"
+    levels = pool.topology
+    found = ", ".join(levels)
+    issues = []
+    if not levels or levels[-1] != HOSTNAME:
+        issues.append(ConfigIssue(at, f"topology must end with {HOSTNAME}", found, "order levels coarse → fine"))
+    repeated = sorted(k for k, n in Counter(levels).items() if n > 1)
+    if repeated:
+        issues.append(ConfigIssue(at, "topology repeats a level", ", ".join(repeated), "list each label key once"))
+    names = sorted(n for n, c in Counter(level_name(k) for k in levels).items() if c > 1)
+    if names and not repeated:
+        issues.append(
+            ConfigIssue(
+                at, "two levels share a short name, so placement policies cannot tell them apart", ", ".join(names)
+            )
+        )
+    if len(levels) > MAX_LEVELS:
+        issues.append(ConfigIssue(at, f"Kueue allows at most {MAX_LEVELS} topology levels", str(len(levels))))
+    return issues
+
+
+def _backend(pool: ResolvedPool) -> list[ConfigIssue]:
+    """Exactly the settings block of the pool's backend, the levels its nodes carry, then its own rules."""
+    at, name = pool.at, pool.config.backend
+    backend = BACKENDS[name]
+    issues = [
+        ConfigIssue(f"{at}.{other.name}", f"settings for backend {other.name} on a {name} pool")
+        for other in BACKENDS
+        if other.name != name and getattr(pool.config, other.name, None) is not None
+    ]
+    if pool.settings is None:
+        issues.append(ConfigIssue(f"{at}.{name}", "required key is missing", None, backend.settings_hint))
+        return issues
+    provided = backend.provided_levels()
+    unknown = [k for k in pool.topology if provided is not None and k not in provided]
+    if unknown:
+        issues.append(
+            ConfigIssue(
+                f"{at}.topology",
+                f"{name.capitalize()} nodes do not carry these labels",
+                ", ".join(unknown),
+                "use " + ", ".join(sorted(provided or ())),
+            )
+        )
+    return issues + backend.checks(pool)
+
+
+def check_pools(pools: tuple[ResolvedPool, ...]) -> list[ConfigIssue]:
+    issues: list[ConfigIssue] = []
+    if len(pools) > MAX_FLAVORS:
+        issues.append(
+            ConfigIssue("nodePools", f"Kueue allows at most {MAX_FLAVORS} flavors per queue", str(len(pools)))
+        )
+    seen: dict[str, int] = {}
+    for pool in pools:
+        if pool.name in seen:
+            issues.append(
+                ConfigIssue(f"{pool.at}.name", f"duplicate pool name (also nodePools[{seen[pool.name]}])", pool.name)
+            )
+        seen.setdefault(pool.name, pool.index)
+        if pool.config.node.accelerator and not pool.config.configured_taints:
+            issues.append(
+                ConfigIssue(
+                    f"{pool.at}.taints",
+                    "a GPU pool needs a taint, or CPU-only pods will fill its nodes",
+                    "[]",
+                    "drop `taints: []` to get nvidia.com/gpu=present:NoSchedule",
+                )
+            )
+        if len(pool.taints) > MAX_FLAVOR_FIELDS or len(pool.flavor_labels) > MAX_FLAVOR_FIELDS:
+            issues.append(
+                ConfigIssue(pool.at, f"a ResourceFlavor takes at most {MAX_FLAVOR_FIELDS} labels and tolerations")
+            )
+        issues += _topology(pool) + _backend(pool)
+    issues += _flavors_overlap(pools)
+    for backend in BACKENDS:
+        issues += backend.shared_checks([p for p in pools if p.config.backend == backend.name and p.settings])
+    return issues
+
+
+def _flavors_overlap(pools: tuple[ResolvedPool, ...]) -> list[ConfigIssue]:
+    """Two flavors tell their pools apart only if each one's nodeLabels fail to match the other's nodes."""
+    issues = []
+    for i, a in enumerate(pools):
+        for b in pools[:i]:
+            if a.name == b.name:
+                continue
+            for x, y in ((a, b), (b, a)):
+                if x.flavor_labels.items() <= y.node_labels.items():
+                    issues.append(
+                        ConfigIssue(
+                            x.at,
+                            f"its flavor selects the nodes of pool {y.name} too",
+                            str(x.flavor_labels),
+                            "give the pools distinct nodeSelector labels",
+                        )
+                    )
+                    break
+    return issues

@@ -1,0 +1,129 @@
+"""`nodePools[]`: what every pool declares whatever its backend, and the facts resolved from it once.
+
+A backend adds its own settings block (`nodePools[].<backend>`, see nodepools/registry.py) and decides what
+only it knows: default topology, the taints it puts on nodes, how many nodes the pool has, its objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Literal
+
+from pydantic import Field
+
+from trainer_infra.core.model import StrictModel
+from trainer_infra.core.quantity import quantity
+from trainer_infra.core.types import DnsLabel, LabelKey, LabelValue, Quantity
+from trainer_infra.nodepools.labels import GPU_TAINT, Taint
+
+
+class Accelerator(StrictModel):
+    """The extended resource a node advertises (device plugin), and its product label."""
+
+    resource: LabelKey = Field(default="nvidia.com/gpu", description="Extended resource name.")
+    count: int = Field(ge=1, le=64, description="Devices per node.")
+    product: LabelValue | None = Field(default=None, description='e.g. "NVIDIA-H100-80GB-HBM3".')
+    product_label: LabelKey = Field(
+        default="nvidia.com/gpu.product", description="Label that carries the product (GPU Feature Discovery's)."
+    )
+
+
+class NodeShape(StrictModel):
+    """What one node offers to pods (allocatable)."""
+
+    cpu: Quantity
+    memory: Quantity
+    pods: int = Field(default=110, ge=1)
+    accelerator: Accelerator | None = None
+
+
+class PoolSize(StrictModel):
+    """`count` for fixed pools (kwok: derived from the layout); `min`/`max` for autoscaling (karpenter)."""
+
+    count: int | None = Field(default=None, ge=0)
+    min: int | None = Field(default=None, ge=0)
+    max: int | None = Field(default=None, ge=0)
+
+
+class NodePool(StrictModel):
+    """A GPU (or CPU) node pool. Its nodes carry `trainer-platform.io/node-pool: <name>`, which its
+    Kueue ResourceFlavor selects."""
+
+    name: DnsLabel = Field(description="Pool name; also the ResourceFlavor name.")
+    backend: str = Field(description="The backend that makes or adopts the nodes (nodepools/registry.py).")
+    node: NodeShape
+    size: PoolSize = Field(default_factory=PoolSize)
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, description="Extra node labels.")
+    taints: list[Taint] | None = Field(
+        default=None,
+        description="Node taints; default for pools with an accelerator: nvidia.com/gpu=present:NoSchedule.",
+    )
+    capacity_type: Literal["on-demand", "spot", "reserved"] = "on-demand"
+    topology: list[LabelKey] | None = Field(
+        default=None,
+        description=(
+            "Topology level label keys, coarse → fine, ending with kubernetes.io/hostname. Default: "
+            "trainer-platform.io/block, trainer-platform.io/rack, kubernetes.io/hostname (karpenter: "
+            "topology.k8s.aws/network-node-layer-1..3, kubernetes.io/hostname)."
+        ),
+    )
+
+    @property
+    def configured_taints(self) -> list[Taint]:
+        """The pool's own taints: as configured, or the GPU default for pools with an accelerator."""
+        return list(self.taints) if self.taints is not None else ([GPU_TAINT] if self.node.accelerator else [])
+
+    @property
+    def settings(self) -> Any:
+        """The backend's settings block (`nodePools[].<backend>`), None when absent."""
+        return getattr(self, self.backend, None)
+
+    @property
+    def accelerator_resource(self) -> str | None:
+        return self.node.accelerator.resource if self.node.accelerator else None
+
+    def per_node(self) -> dict[str, Decimal]:
+        out = {"cpu": quantity(self.node.cpu), "memory": quantity(self.node.memory)}
+        if self.node.accelerator:
+            out[self.node.accelerator.resource] = Decimal(self.node.accelerator.count)
+        return out
+
+
+@dataclass(frozen=True)
+class ResolvedPool:
+    """A pool's derived facts, worked out once (nodepools/resolve.py) and read by every consumer: node
+    objects, ResourceFlavors, quotas, runtime tolerations and policies."""
+
+    config: NodePool
+    index: int
+    taints: tuple[Taint, ...]  # configured + what the backend puts on its nodes
+    topology: tuple[str, ...]
+    node_count: int
+    per_node: dict[str, Decimal]
+    node_labels: dict[str, str]  # every node of the pool carries these (topology aside)
+    flavor_labels: dict[str, str]  # what its ResourceFlavor selects on
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def at(self) -> str:
+        return f"nodePools[{self.index}]"
+
+    @property
+    def settings(self) -> Any:
+        return self.config.settings
+
+    @property
+    def accelerator_resource(self) -> str | None:
+        return self.config.accelerator_resource
+
+    @property
+    def tolerations(self) -> list[dict[str, str]]:
+        return [t.toleration() for t in self.taints]
+
+    @property
+    def capacity(self) -> dict[str, Decimal]:
+        return {k: v * self.node_count for k, v in self.per_node.items()}

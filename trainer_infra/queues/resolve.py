@@ -1,0 +1,120 @@
+"""Pools + teams → the queueing facts, once: Topology names, flavor names and specs, every team's nominal
+quota on every pool, the covered resources, and the tolerations every runtime needs for the pools."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import ROUND_FLOOR, Decimal
+from typing import Any
+
+from trainer_infra.core.quantity import quantity
+from trainer_infra.nodepools.labels import level_name
+from trainer_infra.nodepools.model import ResolvedPool
+from trainer_infra.tenancy.quota import PoolQuota, ResourceLimits
+from trainer_infra.tenancy.teams import TeamConfig
+
+
+@dataclass(frozen=True)
+class Flavor:
+    name: str
+    spec: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ResolvedQueues:
+    pools: tuple[ResolvedPool, ...]
+    topologies: dict[tuple[str, ...], str]  # levels → Topology name; empty with TAS off
+    flavors: dict[str, Flavor]  # pool name → its ResourceFlavor
+    nominal: dict[tuple[int, str], dict[str, Decimal]]  # (team index, pool name) → quota per resource
+    covered: list[str]
+    tolerations: list[dict[str, str]]  # every pool taint's toleration, once each, sorted
+
+    def quota(self, team: int, pool: str) -> dict[str, Decimal]:
+        return self.nominal[(team, pool)]
+
+
+def covered_resources(pools: Sequence[ResolvedPool]) -> list[str]:
+    """cpu, memory, then every accelerator resource: one resource group, since Kueue lets a resource
+    appear in only one group; a pool without some accelerator gets quota 0 for it."""
+    accelerators = sorted({p.accelerator_resource for p in pools if p.accelerator_resource})
+    return ["cpu", "memory", *accelerators]
+
+
+def topology_names(pools: Sequence[ResolvedPool]) -> dict[tuple[str, ...], str]:
+    """A readable name per distinct level list (`block-rack-hostname`), hashed only on collision."""
+    by_name: dict[str, set[tuple[str, ...]]] = defaultdict(set)
+    for levels in {p.topology for p in pools}:
+        name = re.sub(r"[^a-z0-9]+", "-", "-".join(level_name(k) for k in levels).lower()).strip("-")
+        by_name[name[:200] or "topology"].add(levels)
+    out = {}
+    for name, variants in by_name.items():
+        for levels in variants:
+            suffix = "-" + hashlib.sha256("\n".join(levels).encode()).hexdigest()[:8] if len(variants) > 1 else ""
+            out[levels] = name + suffix
+    return out
+
+
+def nominal(quota: PoolQuota | None, pool: ResolvedPool) -> dict[str, Decimal]:
+    """The team's nominal quota on a pool per resource; cpu/memory default to the node's share per GPU."""
+    quota = quota or PoolQuota()
+    acc = pool.config.node.accelerator
+    out: dict[str, Decimal] = {}
+    for res in ("cpu", "memory"):
+        given = getattr(quota, res)
+        if given is not None:
+            out[res] = quantity(given)
+        else:
+            share = pool.per_node[res] * quota.gpus / acc.count if acc else Decimal(0)
+            # Round down (whole bytes, millicores): shares then never add up to more than the node has.
+            out[res] = share.quantize(Decimal(1) if res == "memory" else Decimal("0.001"), rounding=ROUND_FLOOR)
+    if acc:
+        out[acc.resource] = Decimal(quota.gpus)
+    return out
+
+
+def limit_for(limits: ResourceLimits | None, res: str, accelerator: str | None) -> Decimal | None:
+    if limits is None:
+        return None
+    if res == accelerator:
+        return None if limits.gpus is None else Decimal(limits.gpus)
+    value = getattr(limits, res, None) if res in ("cpu", "memory") else None
+    return None if value is None else quantity(value)
+
+
+def flavor(pool: ResolvedPool, topology: str | None) -> Flavor:
+    """Named `<pool>-<hash of the immutable fields>`. A change of those fields makes a new flavor that the
+    queues switch to, and the old one is deleted afterwards. Replacing in place under one name would
+    deadlock: Kueue's `resource-in-use` finalizer holds the delete while ClusterQueues still name it."""
+    spec: dict[str, Any] = {"nodeLabels": pool.flavor_labels}
+    if pool.taints:
+        spec["tolerations"] = pool.tolerations
+    if topology:
+        spec["topologyName"] = topology
+    digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:8]
+    return Flavor(f"{pool.name}-{digest}", spec)
+
+
+def resolve_queues(pools: tuple[ResolvedPool, ...], teams: Sequence[TeamConfig], tas: bool) -> ResolvedQueues:
+    topologies = topology_names(pools) if tas else {}
+    by_name = {p.name: p for p in pools}
+    seen: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+    for pool in pools:
+        for tol in pool.tolerations:
+            seen.setdefault(tuple(sorted(tol.items())), tol)
+    return ResolvedQueues(
+        pools=pools,
+        topologies=topologies,
+        flavors={p.name: flavor(p, topologies.get(p.topology)) for p in pools},
+        nominal={
+            (i, pool.name): nominal(team.quota.get(pool.name), pool)
+            for i, team in enumerate(teams)
+            for pool in by_name.values()
+        },
+        covered=covered_resources(pools),
+        tolerations=[seen[k] for k in sorted(seen)],
+    )

@@ -1,0 +1,97 @@
+"""Validated stack → Plan: the one place where every area's planner is called, in a fixed order.
+
+Each planner reads the validated config and the facts resolved during validation; a new area is one
+function plus one line in PLANNERS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from trainer_infra.catalog.plan import catalog_plan
+from trainer_infra.components.plan import components_plan
+from trainer_infra.components.registry import COMPONENTS
+from trainer_infra.core.errors import ConfigError, ConfigIssue
+from trainer_infra.core.objects import ClusterAccess, ManagedObject, Plan, PlanPart, SecretValue
+from trainer_infra.nodepools.plan import node_pool_objects
+from trainer_infra.queues.plan import queues_plan
+from trainer_infra.stack.validate import Validated
+from trainer_infra.storage.plan import storage_plan
+from trainer_infra.tenancy.plan import tenancy_plan
+
+KIND_ORDER = ("Namespace", "CustomResourceDefinition", "StorageClass", "ClusterRole", "ClusterRoleBinding")
+
+
+def plan_components(v: Validated) -> PlanPart:
+    return components_plan(v.config, v.releases)
+
+
+def plan_tenancy(v: Validated) -> PlanPart:
+    cfg = v.config
+    trainer_ns = v.releases.by_name["trainer"].namespace
+    return tenancy_plan(cfg.teams, trainer_ns, cfg.kubernetes.version, cfg.allow_data_loss)
+
+
+def plan_storage(v: Validated) -> PlanPart:
+    cfg = v.config
+    return storage_plan(cfg.storage, cfg.data_cache, cfg.teams, cfg.images.registry_mirror, cfg.allow_data_loss)
+
+
+def plan_pools_and_queues(v: Validated) -> PlanPart:
+    cfg = v.config
+    kueue_api = v.releases.by_name["kueue"].api_versions["kueue.x-k8s.io"]
+    pools = node_pool_objects(v.pools, cfg.images.registry_mirror)
+    return PlanPart(objects=(*pools, *queues_plan(kueue_api, cfg.queues, cfg.teams, v.queues).objects))
+
+
+def plan_catalog(v: Validated) -> PlanPart:
+    return catalog_plan(v.serve, v.catalog, v.selection)
+
+
+PLANNERS: list[Callable[[Validated], PlanPart]] = [
+    plan_components,
+    plan_tenancy,
+    plan_storage,
+    plan_pools_and_queues,
+    plan_catalog,
+]
+
+
+def _sort_key(obj: ManagedObject) -> tuple[int, str, str, str, str]:
+    m = obj.manifest
+    kind = str(m["kind"])
+    rank = KIND_ORDER.index(kind) if kind in KIND_ORDER else len(KIND_ORDER)
+    md = m["metadata"]
+    return (rank, str(m["apiVersion"]), kind, str(md.get("namespace", "")), str(md["name"]))
+
+
+def build_plan(v: Validated) -> Plan:
+    parts = [planner(v) for planner in PLANNERS]
+    unique: dict[str, ManagedObject] = {}
+    clashes: list[ConfigIssue] = []
+    for obj in (o for p in parts for o in p.objects):
+        seen = unique.setdefault(obj.key, obj)
+        if seen != obj:
+            md = obj.manifest["metadata"]
+            name = f"{md['namespace']}/{md['name']}" if md.get("namespace") else md["name"]
+            hint = "rename one: a team, namespace, pool or runtime is named like another or like a platform object"
+            clashes.append(ConfigIssue("", f"two different {obj.manifest['kind']} objects named {name}", None, hint))
+    if clashes:
+        raise ConfigError(clashes, "the plan")
+    cfg = v.config
+    controllers = {c.name for c in COMPONENTS if c.settings_model is not None}
+    kubeconfig = cfg.kubernetes.kubeconfig
+    return Plan(
+        releases=tuple(r for p in parts for r in p.releases),
+        gates=tuple(g for p in parts for g in p.gates),
+        objects=tuple(sorted(unique.values(), key=_sort_key)),
+        protect_crds=not cfg.allow_data_loss,
+        outputs={
+            "kubernetesVersion": cfg.kubernetes.version,
+            "versions": {k: r for k, r in v.releases.versions().items() if k in controllers},
+            "namespaces": {k: ns for k, ns in v.releases.namespaces().items() if k in controllers},
+        },
+        cluster=ClusterAccess(
+            SecretValue(kubeconfig.get_secret_value()) if kubeconfig is not None else None, cfg.kubernetes.context
+        ),
+    )

@@ -1,0 +1,52 @@
+"""The whole stack config (`trainer-platform:*` keys) as one strict model, composed from every area's own
+config models (each lives beside the code it configures)."""
+
+from __future__ import annotations
+
+from pydantic import Field, SecretStr
+
+from trainer_infra.catalog.config import RuntimesConfig
+from trainer_infra.components.registry import ComponentsConfig
+from trainer_infra.core.images import ChartsConfig, ImagesConfig
+from trainer_infra.core.model import StrictModel
+from trainer_infra.core.types import KubeMinor
+from trainer_infra.nodepools.registry import NodePoolConfig
+from trainer_infra.queues.config import QueuesConfig
+from trainer_infra.storage.config import DataCacheConfig, StorageConfig
+from trainer_infra.tenancy.teams import TeamConfig
+
+
+class KubernetesConfig(StrictModel):
+    """The target cluster. `version` selects the schemas render validates against and the matrix minimums."""
+
+    version: KubeMinor = Field(description='Target Kubernetes minor version, e.g. "1.34".')
+    context: str | None = Field(default=None, description="kubeconfig context to use.")
+    kubeconfig: SecretStr | None = Field(
+        default=None, description="kubeconfig contents; set it with `pulumi config set --secret`."
+    )
+
+
+class StackConfig(StrictModel):
+    """Everything under the `trainer-platform:` namespace of a stack file."""
+
+    kubernetes: KubernetesConfig
+    components: ComponentsConfig = Field(default_factory=ComponentsConfig)
+    images: ImagesConfig = Field(default_factory=ImagesConfig)
+    charts: ChartsConfig = Field(default_factory=ChartsConfig)
+    teams: list[TeamConfig] = Field(default_factory=list, description="Tenants of the platform.")
+    runtimes: RuntimesConfig = Field(default_factory=RuntimesConfig)
+    storage: StorageConfig | None = Field(default=None, description="Shared ReadWriteMany storage for team data.")
+    data_cache: DataCacheConfig = Field(default_factory=DataCacheConfig)
+    node_pools: list[NodePoolConfig] = Field(default_factory=list, description="GPU (and CPU) node pools.")
+    queues: QueuesConfig = Field(default_factory=QueuesConfig)
+    allow_unsupported_versions: bool = Field(
+        default=False,
+        description="Install version combinations the matrix refuses (each one is printed as a warning).",
+    )
+    allow_data_loss: bool = Field(
+        default=False,
+        description=(
+            "Drop the protection of CRDs and other objects holding user work so that a removal or "
+            "replacement goes through. Leave false except to tear down on purpose."
+        ),
+    )

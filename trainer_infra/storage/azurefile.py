@@ -1,0 +1,54 @@
+"""Azure Files: one file share per team claim (NFS on Premium SKUs, or SMB)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from trainer_infra.core.errors import ConfigIssue
+from trainer_infra.core.model import StrictModel
+from trainer_infra.storage.backend import GI, StorageDefaults
+
+
+class AzureFileBackend(StrictModel):
+    """Azure Files through the Azure Files CSI driver (`file.csi.azure.com`, built into AKS)."""
+
+    sku_name: Literal["Standard_LRS", "Standard_ZRS", "Standard_GRS", "Premium_LRS", "Premium_ZRS"] = "Premium_LRS"
+    protocol: Literal["nfs", "smb"] = Field(
+        default="nfs", description="NFS needs a Premium SKU; SMB works with every SKU."
+    )
+
+
+class AzureFileStorage(StorageDefaults):
+    name = "azurefile"
+    settings_model = AzureFileBackend
+
+    def provisioner(self, settings: Any) -> str | None:
+        return "file.csi.azure.com"
+
+    def parameters(self, settings: Any) -> dict[str, str]:
+        s: AzureFileBackend = settings
+        return dict(sorted({"skuName": s.sku_name, "protocol": s.protocol}.items()))
+
+    def mount_options(self, settings: Any) -> list[str]:
+        s: AzureFileBackend = settings
+        if s.protocol == "smb":
+            # Training images run as many uids: open permissions, symlinks, no byte-range locks (as AKS docs).
+            return ["dir_mode=0777", "file_mode=0777", "mfsymlinks", "cache=strict", "actimeo=30", "nobrl"]
+        return []
+
+    def minimum_bytes(self, settings: Any) -> tuple[int, str] | None:
+        s: AzureFileBackend = settings
+        return (100 * GI, "Azure Files Premium shares start at 100Gi") if s.sku_name.startswith("Premium") else None
+
+    def checks(self, settings: Any) -> list[ConfigIssue]:
+        s: AzureFileBackend = settings
+        if s.protocol == "nfs" and "Premium" not in s.sku_name:
+            message = f"NFS shares need a Premium SKU, not {s.sku_name}"
+            hint = "use skuName Premium_LRS or Premium_ZRS, or protocol smb"
+            return [ConfigIssue("storage.azurefile.protocol", message, "nfs", hint)]
+        return []
+
+
+BACKEND = AzureFileStorage()

@@ -1,0 +1,72 @@
+"""A Lustre file system per team claim: Amazon FSx for Lustre or Google Cloud Managed Lustre."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from trainer_infra.core.errors import ConfigIssue
+from trainer_infra.core.model import StrictModel
+from trainer_infra.storage.backend import GI, StorageDefaults
+
+
+class LustreBackend(StrictModel):
+    """A Lustre file system per claim: Amazon FSx for Lustre (`fsx.csi.aws.com`) or Google Cloud Managed
+    Lustre (`lustre.csi.storage.gke.io`)."""
+
+    provider: Literal["fsx", "gke"]
+    subnet_id: str | None = Field(default=None, description="fsx: subnet of the file systems.")
+    security_group_ids: list[str] = Field(default_factory=list, description="fsx: security groups.")
+    deployment_type: Literal["SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2"] = Field(
+        default="PERSISTENT_2", description="fsx: durability; SCRATCH_2 loses data when a server fails."
+    )
+    per_unit_storage_throughput: int | None = Field(
+        default=None, description="MB/s per TiB (fsx PERSISTENT_*: 125-1000; gke: 125, 250, 500 or 1000)."
+    )
+    network: str | None = Field(default=None, description="gke: VPC network of the cluster.")
+
+
+class LustreStorage(StorageDefaults):
+    name = "lustre"
+    settings_model = LustreBackend
+
+    def provisioner(self, settings: Any) -> str | None:
+        s: LustreBackend = settings
+        return "fsx.csi.aws.com" if s.provider == "fsx" else "lustre.csi.storage.gke.io"
+
+    def parameters(self, settings: Any) -> dict[str, str]:
+        s: LustreBackend = settings
+        out: dict[str, str] = {}
+        if s.provider == "fsx":
+            out = {"deploymentType": s.deployment_type, "fileSystemTypeVersion": "2.15"}
+            if s.subnet_id:
+                out["subnetId"] = s.subnet_id
+            if s.security_group_ids:
+                out["securityGroupIds"] = ",".join(s.security_group_ids)
+        elif s.network:
+            out["network"] = s.network
+        if s.per_unit_storage_throughput is not None:
+            out["perUnitStorageThroughput"] = str(s.per_unit_storage_throughput)
+        return dict(sorted(out.items()))
+
+    def minimum_bytes(self, settings: Any) -> tuple[int, str] | None:
+        s: LustreBackend = settings
+        return (1200 * GI, "FSx for Lustre file systems start at 1200Gi") if s.provider == "fsx" else None
+
+    def checks(self, settings: Any) -> list[ConfigIssue]:
+        s: LustreBackend = settings
+        if s.provider != "fsx":
+            return []
+        issues = []
+        if not s.subnet_id:
+            hint = "FSx for Lustre creates each file system in this subnet"
+            issues.append(ConfigIssue("storage.lustre.subnetId", "required with provider fsx", None, hint))
+        if s.deployment_type.startswith("PERSISTENT") and s.per_unit_storage_throughput is None:
+            message = f"required with deploymentType {s.deployment_type}"
+            hint = "MB/s per TiB: 125, 250, 500 or 1000 for PERSISTENT_2 (50, 100 or 200 for PERSISTENT_1)"
+            issues.append(ConfigIssue("storage.lustre.perUnitStorageThroughput", message, None, hint))
+        return issues
+
+
+BACKEND = LustreStorage()

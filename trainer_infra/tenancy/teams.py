@@ -1,0 +1,48 @@
+"""Teams (`teams[]`): the tenants of the platform: who (members), where (namespace, Pod Security), their data
+(storage, secrets) and their share of the pools (quota, LocalQueue, fair sharing weight)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from trainer_infra.core.model import StrictModel
+from trainer_infra.core.types import DnsLabel, Quantity
+from trainer_infra.tenancy.config import (
+    LimitRangeConfig,
+    MembersConfig,
+    PodSecurityLevel,
+    ResourceQuotaConfig,
+    TeamSecretsConfig,
+    TeamStorageConfig,
+)
+from trainer_infra.tenancy.quota import PoolQuota
+
+
+class TeamConfig(StrictModel):
+    name: DnsLabel = Field(description="Team name; used in object names.")
+    namespace: DnsLabel | None = Field(default=None, description="Team namespace (default: the team name).")
+    # Tenancy (trainer_infra/tenancy): who, where their data lives, what they may use.
+    members: MembersConfig = Field(default_factory=MembersConfig)
+    storage: TeamStorageConfig = Field(default_factory=TeamStorageConfig)
+    secrets: TeamSecretsConfig = Field(default_factory=TeamSecretsConfig)
+    resource_quota: ResourceQuotaConfig | None = None
+    limit_range: LimitRangeConfig | None = None
+    pod_security: PodSecurityLevel = Field(
+        default="baseline",
+        description="Pod Security Standard enforced on the namespace. baseline admits the MPI/sshd runtimes "
+        "(non-root sshd on port 2222, no added capabilities); restricted rejects them.",
+    )
+    decommission: bool = Field(
+        default=False,
+        description="Drop the protection of the team namespace and claim (step 1 of removing a team; "
+        "deletes nothing by itself).",
+    )
+    quota: dict[str, PoolQuota] = Field(default_factory=dict, description="Nominal quota per node pool name.")
+    local_queue: DnsLabel = Field(default="default", description="LocalQueue name in the team namespace.")
+    fair_sharing_weight: Quantity | None = Field(
+        default=None, description="The team's share in the cohort under fair sharing (Kueue default 1)."
+    )
+
+    @property
+    def resolved_namespace(self) -> str:
+        return self.namespace or self.name
