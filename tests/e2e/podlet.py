@@ -176,7 +176,8 @@ class Podlet:
     # -- one pass ----------------------------------------------------------------
     def sync(self) -> None:
         """Start new Pods, refresh volumes of running ones, stop Pods that went away, restart crashed ones."""
-        pods = [p for p in self.client.list("v1", "Pod") if p.get("spec", {}).get("nodeName") == self.node]
+        answer = self.client.request("GET", "/api/v1/pods", params={"fieldSelector": f"spec.nodeName={self.node}"})
+        pods: list[Obj] = answer.get("items", [])
         seen: set[str] = set()
         with self._lock:
             for pod in pods:
@@ -347,7 +348,7 @@ class Podlet:
             elif "fieldRef" in var.get("valueFrom", {}):
                 env[var["name"]] = _field(pod, var["valueFrom"]["fieldRef"]["fieldPath"])
         argv = [*container.get("command", [])[1:], *container.get("args", [])]
-        script = mount_script(running.root / "rootfs", mounts, str(binary.path), argv)
+        script = mount_script(running.root / "rootfs", running.root / "volumes", mounts, str(binary.path), argv)
         log = running.root / "container.log"
         with log.open("ab") as fh:
             popen = subprocess.Popen(
@@ -372,20 +373,29 @@ class Podlet:
         return "\n".join(lines)
 
 
-def mount_script(root: Path, mounts: list[tuple[Path, str]], binary: str, argv: list[str]) -> str:
-    """Shell run by ``unshare -m``: overlay the host root, bind the Pod's volumes, exec the binary in it."""
+def mount_script(root: Path, volumes: Path, mounts: list[tuple[Path, str]], binary: str, argv: list[str]) -> str:
+    """Shell run by ``unshare -m``: overlay the host root, bind the Pod's volumes, exec the binary in it.
+
+    The volume mounts are made inside the chroot so that paths resolve against the Pod's root (``/var/run`` is
+    a symlink to ``/run``); their sources are reached through ``/.podlet-volumes``, a bind of the host folder
+    the podlet keeps in sync (so Secret updates show, as with the kubelet).
+    """
     upper, work, merged = root / "upper", root / "work", root / "merged"
-    lines = [
+    outer = [
         f"mkdir -p {upper} {work} {merged}",
         f"mount -t overlay overlay -o lowerdir=/,upperdir={upper},workdir={work} {merged}",
         *(f"mount --rbind /{d} {merged}/{d}" for d in ("proc", "sys", "dev")),
+        f"mkdir -p {merged}/.podlet-volumes",
+        f"mount --bind {shlex.quote(str(volumes))} {merged}/.podlet-volumes",
     ]
+    inner = []
     for source, target in mounts:
-        dest = f"{merged}{target}"
+        inside = "/.podlet-volumes/" + str(source.relative_to(volumes))
         if source.is_dir():
-            lines.append(f"mkdir -p {shlex.quote(dest)}")
+            inner.append(f"mkdir -p {shlex.quote(target)}")
         else:
-            lines.append(f"mkdir -p {shlex.quote(os.path.dirname(dest))} && touch {shlex.quote(dest)}")
-        lines.append(f"mount --bind {shlex.quote(str(source))} {shlex.quote(dest)}")
-    lines.append(f"exec chroot {merged} {shlex.join([binary, *argv])}")
-    return "\n".join(lines)
+            inner.append(f"mkdir -p {shlex.quote(os.path.dirname(target))} && touch {shlex.quote(target)}")
+        inner.append(f"mount --bind {shlex.quote(inside)} {shlex.quote(target)}")
+    inner.append(f"exec {shlex.join([binary, *argv])}")
+    outer.append(f"exec chroot {merged} /bin/sh -ec {shlex.quote(chr(10).join(inner))}")
+    return "\n".join(outer)

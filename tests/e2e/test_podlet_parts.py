@@ -46,18 +46,25 @@ def test_only_component_configurations_are_rewritten_and_kueue_gets_its_visibili
 
 
 def test_mount_script_binds_volumes_inside_an_overlay_root(tmp_path: Path) -> None:
-    cert_dir = tmp_path / "cert"
-    cert_dir.mkdir()
-    config = tmp_path / "config.yaml"
+    volumes = tmp_path / "volumes"
+    cert_dir = volumes / "cert"
+    cert_dir.mkdir(parents=True)
+    config = volumes / "config" / "config.yaml"
+    config.parent.mkdir()
     config.write_text("x")
     script = mount_script(
         tmp_path / "rootfs",
-        [(cert_dir, "/tmp/k8s-webhook-server/serving-certs"), (config, "/controller_manager_config.yaml")],
+        volumes,
+        [(cert_dir, "/var/run/certs"), (config, "/controller_manager_config.yaml")],
         "/bin/manager",
         ["--config=/controller_manager_config.yaml"],
     )
     merged = tmp_path / "rootfs" / "merged"
     assert f"lowerdir=/,upperdir={tmp_path / 'rootfs' / 'upper'}" in script
-    assert f"mount --bind {cert_dir} {merged}/tmp/k8s-webhook-server/serving-certs" in script
-    assert f"touch {merged}/controller_manager_config.yaml" in script  # a file mount needs a file to bind onto
-    assert script.splitlines()[-1] == f"exec chroot {merged} /bin/manager --config=/controller_manager_config.yaml"
+    assert f"mount --bind {volumes} {merged}/.podlet-volumes" in script
+    # inside the chroot, so that /var/run (a symlink to /run) resolves in the Pod's root, not the host's
+    inner = script[script.index("exec chroot") :]
+    assert inner.startswith(f"exec chroot {merged} /bin/sh -ec ")
+    assert "mount --bind /.podlet-volumes/cert /var/run/certs" in inner
+    assert "touch /controller_manager_config.yaml" in inner  # a file mount needs a file to bind onto
+    assert "exec /bin/manager --config=/controller_manager_config.yaml" in inner

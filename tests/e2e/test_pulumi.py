@@ -182,8 +182,8 @@ def test_up_installs_the_platform_from_the_charts(deployed: Deployed) -> None:
     assert podlet is not None
     running = {p.namespace for p in podlet.pods.values() if p.process.alive()}
     assert {"jobset-system", "kueue-system", "kubeflow-system"} <= running, deployed.failure_context()
-    for pod in client.list("v1", "Pod"):
-        if pod["metadata"]["namespace"] in ("jobset-system", "kueue-system", "kubeflow-system"):
+    for ns in ("jobset-system", "kueue-system", "kubeflow-system"):
+        for pod in client.list("v1", "Pod", ns):
             assert pod["spec"]["nodeName"] == SYSTEM_NODE
     # webhooks are the charts' (Service references, caBundle injected by the controllers), reached via Services
     for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
