@@ -269,6 +269,16 @@ class Toolchain:
         )
         self._install(out, "pulumi-language-python")
         self._install(cmd_dir / "pulumi-language-python-exec", "pulumi-language-python-exec")
+        self.write_dynamic_provider_plugin()
+
+    def write_dynamic_provider_plugin(self) -> None:
+        """``pulumi-resource-pulumi-python``: the engine starts it for ``pulumi.dynamic`` resources (the readiness
+        gates). Upstream ships it as a shell script beside the CLI; ours runs the SDK's own ``pulumi.dynamic``
+        module with the toolchain venv's interpreter."""
+        script = self.dir / "tmp" / "pulumi-resource-pulumi-python"
+        script.parent.mkdir(parents=True, exist_ok=True)
+        script.write_text(f'#!/bin/sh\nexec "{self.python}" -u -m pulumi.dynamic "$@"\n')
+        self._install(script, "pulumi-resource-pulumi-python")
 
     def _provider_tree(self) -> Path:
         return self.src_dir / "pulumi-kubernetes"
@@ -380,7 +390,11 @@ class Toolchain:
             Step("pulumi", (self.pulumi,), self.build_cli),
             Step(
                 "pulumi-language-python",
-                (self.bin_dir / "pulumi-language-python", self.bin_dir / "pulumi-language-python-exec"),
+                (
+                    self.bin_dir / "pulumi-language-python",
+                    self.bin_dir / "pulumi-language-python-exec",
+                    self.bin_dir / "pulumi-resource-pulumi-python",
+                ),
                 self.build_language_host,
             ),
             Step(
