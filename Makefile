@@ -43,7 +43,7 @@ sandbox-up: $(STAMP)  ## try the platform without a cluster: the local stack on 
 sandbox-down: $(STAMP)
 	$(PY) -m tests.e2e.sandbox down
 
-docs: $(STAMP)  ## regenerate docs/configuration.md from the config models
+docs: $(STAMP)  ## regenerate docs/configuration.md and the migration mapping table from the code
 	$(PY) -m tests.update_docs
 
 clean:

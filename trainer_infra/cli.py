@@ -16,14 +16,18 @@ from trainer_infra.core.objects import Plan
 from trainer_infra.diff import report
 from trainer_infra.diff.compare import diff_renders
 from trainer_infra.diff.git import DiffError, render_both, repo_root
+from trainer_infra.migrate import command as migrate_command
+from trainer_infra.migrate.target import Target, stack_target
 from trainer_infra.program import deploy
 from trainer_infra.queues.capacity import capacity_lines
 from trainer_infra.render.capture import capture
+from trainer_infra.render.fleet import render_fleet
 from trainer_infra.render.output import Rendered, assemble, summary, write
 from trainer_infra.render.policy import enforce
 from trainer_infra.stack.build import build_plan
 from trainer_infra.stack.config import StackConfig
 from trainer_infra.stack.docs import reference_markdown
+from trainer_infra.stack.fleet import ValidatedFleet, build_fleet, is_fleet, validate_fleet
 from trainer_infra.stack.load import read_file, stack_file
 from trainer_infra.stack.validate import Validated, validate
 from trainer_infra.tenancy import guard
@@ -56,7 +60,45 @@ def render_plan(plan: Plan, stack: str) -> Rendered:
     return assemble(capture(lambda: deploy(plan), stack))
 
 
+def _load_fleet(args: argparse.Namespace) -> tuple[ValidatedFleet, str] | None:
+    """The stack as a fleet, or None for a single-cluster stack."""
+    path, stack = _source(args)
+    raw, issues = read_file(path)
+    if not is_fleet(raw):
+        return None
+    if issues:
+        raise ConfigError(issues, str(path))
+    fleet = validate_fleet(raw, str(path))
+    for w in fleet.warnings:
+        print(f"WARNING: {w}", file=sys.stderr)
+    return fleet, stack
+
+
+def _fleet_command(args: argparse.Namespace, write_to: Path | None) -> int | None:
+    """validate/render of a fleet stack: every cluster's plan, rendered in one program run, then
+    reported and policy-checked per cluster (written to <out>/<cluster>/)."""
+    loaded = _load_fleet(args)
+    if loaded is None:
+        return None
+    fleet, stack = loaded
+    started = time.perf_counter()
+    renders = render_fleet(build_fleet(fleet), stack)
+    worst = 0
+    for cluster, rendered in renders.items():
+        role = "manager" if cluster == fleet.fleet.manager_name else "worker"
+        if write_to is not None:
+            write(rendered, write_to / cluster)
+        print(f"{role} {cluster}: {summary(rendered)}")
+        worst = max(worst, enforce(rendered, fleet.config.allow_data_loss))
+    where = f" to {write_to}/<cluster>/" if write_to is not None else ""
+    print(f"fleet stack {stack}: {len(renders)} clusters valid{where} in {time.perf_counter() - started:.2f}s")
+    return worst
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
+    fleet = _fleet_command(args, None)
+    if fleet is not None:
+        return fleet
     validated, stack = _load(args)
     plan = build_plan(validated)
     _check_data_loss(args, validated, plan)
@@ -94,6 +136,9 @@ def _check_data_loss(args: argparse.Namespace, validated: Validated, plan: Plan)
 
 
 def cmd_render(args: argparse.Namespace) -> int:
+    fleet = _fleet_command(args, Path(args.out))
+    if fleet is not None:
+        return fleet
     validated, stack = _load(args)
     started = time.perf_counter()
     rendered = render_plan(build_plan(validated), stack)
@@ -141,6 +186,14 @@ def cmd_catalog_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_migrate(args: argparse.Namespace) -> int:
+    def target(_: argparse.Namespace) -> Target:
+        validated, stack = _load(args)
+        return stack_target(stack, validated, build_plan(validated))
+
+    return migrate_command.run(args, target, migrate_command.cluster_api)
+
+
 def _add_source(p: argparse.ArgumentParser) -> None:
     group = p.add_mutually_exclusive_group(required=True)
     group.add_argument("--stack", help="stack name: reads stacks/Pulumi.<NAME>.yaml")
@@ -182,6 +235,14 @@ def parser() -> argparse.ArgumentParser:
     source.add_argument("--config-file", help="a file in the Pulumi stack format")
     cl.add_argument("--stacks-dir", default=str(default_stacks_dir()), help="where stack files live")
     cl.set_defaults(fn=cmd_catalog_list)
+    m = sub.add_parser(
+        "migrate",
+        help="Training Operator v1 jobs → TrainJobs for the stack's catalog; exit 0 converted, 1 some job needs "
+        "--allow-lossy or is refused, 2 bad input",
+    )
+    _add_source(m)
+    migrate_command.add_arguments(m)
+    m.set_defaults(fn=cmd_migrate)
     return p
 
 

@@ -2,20 +2,41 @@
 
 from __future__ import annotations
 
-import pulumi
-from pulumi.runtime.config import CONFIG, get_config_env
+from typing import Any
 
-from trainer_infra.core.objects import Plan
+import pulumi
+from pulumi.runtime.config import CONFIG, get_config_env, get_config_secret_keys_env, is_config_secret
+
+from trainer_infra.core.objects import FleetPlan, Plan
 from trainer_infra.platform.component import TrainingPlatform
+from trainer_infra.platform.fleet import Fleet
 from trainer_infra.stack.build import build_plan
-from trainer_infra.stack.load import raw_from_pulumi_env
+from trainer_infra.stack.fleet import build_fleet, is_fleet, validate_fleet
+from trainer_infra.stack.load import NAMESPACE, raw_from_pulumi_env
 from trainer_infra.stack.validate import Validated, validate
 
 
-def load_from_pulumi() -> Validated:
+def _raw() -> dict[str, Any]:
     # The language host hands config over with set_all_config; PULUMI_CONFIG is the older channel.
     everything = {**get_config_env(), **CONFIG.get()}
-    return validate(raw_from_pulumi_env(everything), f"stack {pulumi.get_stack()}")
+    return raw_from_pulumi_env(everything)
+
+
+def load_from_pulumi() -> Validated:
+    return validate(_raw(), f"stack {pulumi.get_stack()}")
+
+
+def _secret_keys(raw: dict[str, Any]) -> frozenset[str]:
+    listed = set(get_config_secret_keys_env())
+    prefix = f"{NAMESPACE}:"
+    return frozenset(k for k in raw if is_config_secret(prefix + k) or prefix + k in listed)
+
+
+def deploy_fleet(fleet: FleetPlan) -> Fleet:
+    """Every cluster of a fleet in one program: one provider per cluster, one preview for all."""
+    component = Fleet("fleet", fleet)
+    pulumi.export("clusters", component.clusters)
+    return component
 
 
 def deploy(plan: Plan) -> TrainingPlatform:
@@ -27,7 +48,13 @@ def deploy(plan: Plan) -> TrainingPlatform:
     return platform
 
 
-def run() -> TrainingPlatform:
+def run() -> TrainingPlatform | Fleet:
+    raw = _raw()
+    if is_fleet(raw):
+        fleet = validate_fleet(raw, f"stack {pulumi.get_stack()}", _secret_keys(raw))
+        for warning in fleet.warnings:
+            pulumi.log.warn(warning)
+        return deploy_fleet(build_fleet(fleet))  # every plan is built (and checked) before anything registers
     validated = load_from_pulumi()
     for warning in validated.warnings:
         pulumi.log.warn(warning)

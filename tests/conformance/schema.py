@@ -22,6 +22,14 @@ LABEL_KEY = re.compile(
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 
+def go_pattern(pattern: str) -> str:
+    """RE2 (the API server's regex engine) accepts a flag group after `^`, e.g. `^(?i)[a-z]` in Kueue's
+    AdmissionCheck schema; Python wants global flags first."""
+    if pattern.startswith("^(?i)"):
+        return "(?i)^" + pattern[len("^(?i)") :]
+    return pattern
+
+
 class SchemaValidator:
     def __init__(self) -> None:
         self.errors: list[str] = []
@@ -146,7 +154,7 @@ class SchemaValidator:
                 self._err(path, f"longer than {schema['maxLength']} characters")
             if "minLength" in schema and len(value) < schema["minLength"]:
                 self._err(path, f"shorter than {schema['minLength']} characters")
-            if "pattern" in schema and not re.search(schema["pattern"], value):
+            if "pattern" in schema and not re.search(go_pattern(schema["pattern"]), value):
                 self._err(path, f"does not match {schema['pattern']}: {value!r}")
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             if "minimum" in schema and value < schema["minimum"]:

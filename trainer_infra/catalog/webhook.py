@@ -3,15 +3,25 @@
 The real webhook runs in the cluster; these checks run on every runtime file, every rendered runtime and
 every TrainJob the SDK builds in tests, so a runtime that the webhook would refuse never reaches `pulumi up`.
 Sources: kubeflow/trainer `pkg/webhooks/trainingruntime_webhook.go` (ancestor jobs: replicas 1 and the
-required container) and `pkg/runtime/framework/plugins/*` Validate (initializers, reserved env names).
+required container) and `pkg/runtime/framework/plugins/*` Validate (initializers, reserved env names,
+runtimePatches in `plugins/jobset/jobset.go`).
 Each finding is `(path, message)` with a path inside the object, e.g. `spec.template.spec.replicatedJobs[0].replicas`.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from trainer_infra.manifests.runtime import ANCESTOR_LABEL, JOBS_PATH, ancestor, containers, pod_specs, replicated_jobs
+from trainer_infra.manifests.runtime import (
+    ANCESTOR_LABEL,
+    JOBS_PATH,
+    ancestor,
+    containers,
+    get_in,
+    pod_specs,
+    replicated_jobs,
+)
 
 Finding = tuple[str, str]
 JOBS = JOBS_PATH
@@ -24,6 +34,10 @@ REQUIRED_CONTAINER = {
 INITIALIZER_VOLUME = "initializer"
 # Env names the ML policy plugins own on the trainer: a TrainJob may not set them.
 RESERVED_ENV_PREFIXES = {"torch": ("PET_",), "mpi": ("OMPI_MCA_",), "xgboost": ("DMLC_",)}
+# Containers whose env a runtimePatch may not set (spec.trainer.env / the initializers' env instead).
+NO_PATCHED_ENV = ("node", "dataset-initializer", "model-initializer")
+# validation.IsDomainPrefixedPath: a DNS subdomain, a slash, a non-empty path.
+DOMAIN_PATH = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/\S+$")
 
 
 def _containers(job: dict[str, Any], key: str = "containers") -> list[dict[str, Any]]:
@@ -105,4 +119,30 @@ def trainjob_findings(trainjob: dict[str, Any], runtime: dict[str, Any]) -> list
     for i, env in enumerate((spec.get("trainer") or {}).get("env") or []):
         if prefixes and str(env.get("name", "")).startswith(prefixes):
             findings.append((f"spec.trainer.env[{i}].name", f"{env.get('name')} is reserved by the ML policy"))
+    return findings
+
+
+def runtime_patch_findings(trainjob: dict[str, Any], runtime: dict[str, Any]) -> list[Finding]:
+    """What the TrainJob webhook refuses in runtimePatches (Trainer 2.2): a domain-prefixed manager, only jobs
+    and containers the runtime has, no env on the node and initializer containers."""
+    findings: list[Finding] = []
+    jobs = {str(j.get("name")): j for j in replicated_jobs(runtime)}
+    for p, patch in enumerate(get_in(trainjob, "spec", "runtimePatches") or []):
+        base = f"spec.runtimePatches[{p}]"
+        if not DOMAIN_PATH.match(str(patch.get("manager", ""))):
+            findings.append((f"{base}.manager", "must be a domain-prefixed path (example.com/name)"))
+        for j, job in enumerate(get_in(patch, "trainingRuntimeSpec", "template", "spec", "replicatedJobs") or []):
+            path = f"{base}.trainingRuntimeSpec.template.spec.replicatedJobs[{j}]"
+            runtime_job = jobs.get(str(job.get("name")))
+            if runtime_job is None:
+                findings.append((f"{path}.name", f"the runtime has no replicated job {job.get('name')!r}"))
+                continue
+            names = {c.get("name") for c in _containers(runtime_job) + _containers(runtime_job, "initContainers")}
+            pod = get_in(job, "template", "spec", "template", "spec") or {}
+            for where, container in containers(pod):
+                at, name = f"{path}.template.spec.template.spec.{where}", container.get("name")
+                if name not in names:
+                    findings.append((at, f"the runtime's {job.get('name')} job has no container {name!r}"))
+                elif where.startswith("containers") and container.get("env") and name in NO_PATCHED_ENV:
+                    findings.append((f"{at}.env", "the node and initializer containers take env from spec.trainer"))
     return findings

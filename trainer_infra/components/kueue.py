@@ -83,6 +83,16 @@ def kueue_values(cfg: KueueConfig, release: ResolvedRelease, fair_sharing: bool 
     return deep_merge(values, cfg.values)
 
 
+def with_multikueue(values: dict[str, Any], multi_kueue: dict[str, str]) -> dict[str, Any]:
+    """The chart values with the Configuration's `multiKueue` block (a MultiKueue manager's settings)."""
+    manager = values["managerConfig"]
+    config = {**yaml.safe_load(manager["controllerManagerConfigYaml"]), "multiKueue": dict(sorted(multi_kueue.items()))}
+    return {
+        **values,
+        "managerConfig": {**manager, "controllerManagerConfigYaml": yaml.safe_dump(config, sort_keys=True)},
+    }
+
+
 class Kueue(Controller):
     """Installed last: it only enables integrations whose CRDs (TrainJob, JobSet) already exist."""
 

@@ -11,6 +11,18 @@ class SecretValue(str):
 
 
 @dataclass(frozen=True)
+class WorkerKubeconfig:
+    """A manifest value only `pulumi up` can know: a kubeconfig for `server`, authenticated by the token
+    the worker `cluster`'s token controller writes into the Secret `token_secret` (the object key of
+    that Secret in the worker's plan). The platform resolves it to a Pulumi secret; render shows `<secret>`."""
+
+    cluster: str
+    token_secret: str
+    server: str
+    user: str
+
+
+@dataclass(frozen=True)
 class HelmRelease:
     name: str
     component: str
@@ -91,3 +103,12 @@ class Plan:
     protect_crds: bool
     outputs: dict[str, Any] = field(default_factory=dict)
     cluster: ClusterAccess = field(default_factory=ClusterAccess)
+
+
+@dataclass(frozen=True)
+class FleetPlan:
+    """One Plan per cluster of a MultiKueue fleet, workers first: the manager's objects read the workers'
+    tokens (`WorkerKubeconfig`)."""
+
+    manager: str
+    plans: dict[str, Plan]

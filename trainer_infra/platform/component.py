@@ -3,12 +3,14 @@ ordering (charts → readiness gates → custom resources) and data protection."
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from trainer_infra.core.objects import ManagedObject, Plan
+from trainer_infra.core.objects import ManagedObject, Plan, WorkerKubeconfig
 from trainer_infra.platform.gate import ReadinessGateResource
 from trainer_infra.platform.helm import chart
 from trainer_infra.platform.objects import KubernetesObject
@@ -18,12 +20,24 @@ class TrainingPlatform(pulumi.ComponentResource):
     versions: pulumi.Output[Any]
     namespaces: pulumi.Output[Any]
 
-    def __init__(self, name: str, plan: Plan, opts: pulumi.ResourceOptions | None = None):
+    def __init__(
+        self,
+        name: str,
+        plan: Plan,
+        opts: pulumi.ResourceOptions | None = None,
+        prefix: str = "",
+        resolved: Mapping[WorkerKubeconfig, pulumi.Output[str]] | None = None,
+    ):
+        """`prefix` keeps resource names unique when several clusters share one program (a fleet);
+        `resolved` gives the values of the plan's `WorkerKubeconfig` placeholders."""
         super().__init__("trainer-platform:index:TrainingPlatform", name, None, opts)
+        self._prefix = prefix
+        self._resolved = resolved or {}
+        self.created: dict[str, pulumi.Resource] = {}
         cluster = plan.cluster
         kubeconfig = pulumi.Output.secret(str(cluster.kubeconfig)) if cluster.kubeconfig else None
         self.provider = k8s.Provider(
-            "k8s",
+            f"{prefix}k8s",
             kubeconfig=kubeconfig,
             context=cluster.context,
             opts=pulumi.ResourceOptions(parent=self),
@@ -33,7 +47,7 @@ class TrainingPlatform(pulumi.ComponentResource):
         namespaces: dict[str, pulumi.Resource] = {}
         for obj in plan.objects:
             if obj.manifest["kind"] == "Namespace":
-                namespaces[obj.manifest["metadata"]["name"]] = self._object(obj, child, [])
+                namespaces[obj.manifest["metadata"]["name"]] = self.created[obj.key] = self._object(obj, child, [])
 
         # Releases and gates by name, so `after` can name either.
         ready: dict[str, pulumi.Resource] = {}
@@ -42,21 +56,22 @@ class TrainingPlatform(pulumi.ComponentResource):
             after = [namespaces[release.namespace]] if release.namespace in namespaces else []
             after += [ready[name] for name in release.after]
             helm = chart(
-                release,
+                replace(release, name=prefix + release.name),
                 plan.protect_crds,
                 pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=after)),
             )
             ready[release.name] = helm
             for gate in (g for g in plan.gates if g.release == release.name):
                 ready[gate.name] = ReadinessGateResource(
-                    gate, kubeconfig, cluster.context, pulumi.ResourceOptions(parent=self, depends_on=[helm])
+                    replace(gate, name=prefix + gate.name),
+                    kubeconfig,
+                    cluster.context,
+                    pulumi.ResourceOptions(parent=self, depends_on=[helm]),
                 )
                 by_group.update({group: ready[gate.name] for group in gate.api_groups})
 
-        created: dict[str, pulumi.Resource] = {}
-        for obj in plan.objects:
-            if obj.manifest["kind"] == "Namespace":
-                continue
+        created = self.created
+        for obj in _after_first([o for o in plan.objects if o.manifest["kind"] != "Namespace"]):
             deps: list[pulumi.Resource] = [ready.get(name) or created[name] for name in obj.after]
             if obj.api_group in by_group:
                 deps.append(by_group[obj.api_group])
@@ -82,4 +97,31 @@ class TrainingPlatform(pulumi.ComponentResource):
                 replace_on_changes=list(obj.replace_on_changes) or None,
             ),
         )
-        return KubernetesObject(obj.key, obj.manifest, opts, patch=obj.patch)
+        manifest = _resolve(obj.manifest, self._resolved) if self._resolved else obj.manifest
+        return KubernetesObject(self._prefix + obj.key, manifest, opts, patch=obj.patch)
+
+
+def _after_first(objects: list[ManagedObject]) -> list[ManagedObject]:
+    """Plan order, except that an object comes after the objects its `after` names."""
+    keys = {o.key for o in objects}
+    done: set[str] = set()
+    out: list[ManagedObject] = []
+    pending = list(objects)
+    while pending:
+        ready = [o for o in pending if all(a in done or a not in keys for a in o.after)]
+        if not ready:
+            raise ValueError(f"objects wait for each other: {sorted(o.key for o in pending)}")
+        out += ready
+        done |= {o.key for o in ready}
+        pending = [o for o in pending if o.key not in done]
+    return out
+
+
+def _resolve(value: Any, resolved: Mapping[WorkerKubeconfig, pulumi.Output[str]]) -> Any:
+    if isinstance(value, WorkerKubeconfig):
+        return resolved[value]
+    if isinstance(value, dict):
+        return {k: _resolve(v, resolved) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_resolve(v, resolved) for v in value]
+    return value

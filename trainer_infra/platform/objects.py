@@ -9,6 +9,8 @@ from pulumi_kubernetes import _utilities as k8s_utilities
 
 from trainer_infra.core.objects import SecretValue
 
+TOKEN_SECRET_TYPE = "kubernetes.io/service-account-token"
+
 
 def type_token(api_version: str, kind: str) -> str:
     """The pulumi-kubernetes token: `v1` → `kubernetes:core/v1:Namespace`."""
@@ -20,6 +22,8 @@ def wrap_secrets(value: Any) -> Any:
     """SecretValue leaves become Pulumi secrets: encrypted in state, `[secret]` in previews."""
     if isinstance(value, SecretValue):
         return pulumi.Output.secret(str(value))
+    if isinstance(value, pulumi.Output):
+        return value
     if isinstance(value, dict):
         return {k: wrap_secrets(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -35,9 +39,11 @@ class KubernetesObject(pulumi.CustomResource):
     ) -> None:
         version = k8s_utilities.get_version()  # type: ignore[no-untyped-call]
         extra = pulumi.ResourceOptions(version=version)
+        props = wrap_secrets(manifest)
         if manifest["kind"] == "Secret":
             extra.additional_secret_outputs = ["data", "stringData"]
-        props = wrap_secrets(manifest)
+            if manifest.get("type") == TOKEN_SECRET_TYPE:
+                props["data"] = None  # filled by the token controller; the provider waits for it (read as .data)
         super().__init__(
             type_token(manifest["apiVersion"], manifest["kind"] + ("Patch" if patch else "")),
             name,

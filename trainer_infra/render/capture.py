@@ -39,6 +39,7 @@ class Registration:
     delete_before_replace: bool
     child_transforms: tuple[Any, ...] = field(default=(), compare=False)
     replace_on_changes: tuple[str, ...] = ()
+    provider: str = ""  # the provider reference (`urn::id`); a fleet has one per cluster
 
 
 def clean(value: Any) -> Any:
@@ -86,6 +87,7 @@ class _CapturingMonitor(pulumi_mocks.MockMonitor):
                     delete_before_replace=bool(request.deleteBeforeReplace),
                     child_transforms=tuple(pulumi_mocks._resolve_callbacks(request.transforms)),
                     replace_on_changes=tuple(request.replaceOnChanges),
+                    provider=request.provider,
                 )
             )
         return response

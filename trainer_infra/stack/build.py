@@ -6,7 +6,7 @@ function plus one line in PLANNERS.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from trainer_infra.catalog.plan import catalog_plan
 from trainer_infra.components.plan import components_plan
@@ -65,11 +65,11 @@ def _sort_key(obj: ManagedObject) -> tuple[int, str, str, str, str]:
     return (rank, str(m["apiVersion"]), kind, str(md.get("namespace", "")), str(md["name"]))
 
 
-def build_plan(v: Validated) -> Plan:
-    parts = [planner(v) for planner in PLANNERS]
+def unique_sorted(objects: Iterable[ManagedObject]) -> tuple[ManagedObject, ...]:
+    """Objects in apply order; two different objects under one key are a config error, not a silent pick."""
     unique: dict[str, ManagedObject] = {}
     clashes: list[ConfigIssue] = []
-    for obj in (o for p in parts for o in p.objects):
+    for obj in objects:
         seen = unique.setdefault(obj.key, obj)
         if seen != obj:
             md = obj.manifest["metadata"]
@@ -78,13 +78,19 @@ def build_plan(v: Validated) -> Plan:
             clashes.append(ConfigIssue("", f"two different {obj.manifest['kind']} objects named {name}", None, hint))
     if clashes:
         raise ConfigError(clashes, "the plan")
+    return tuple(sorted(unique.values(), key=_sort_key))
+
+
+def build_plan(v: Validated) -> Plan:
+    parts = [planner(v) for planner in PLANNERS]
+    objects = unique_sorted(o for p in parts for o in p.objects)
     cfg = v.config
     controllers = {c.name for c in COMPONENTS if c.settings_model is not None}
     kubeconfig = cfg.kubernetes.kubeconfig
     return Plan(
         releases=tuple(r for p in parts for r in p.releases),
         gates=tuple(g for p in parts for g in p.gates),
-        objects=tuple(sorted(unique.values(), key=_sort_key)),
+        objects=objects,
         protect_crds=not cfg.allow_data_loss,
         outputs={
             "kubernetesVersion": cfg.kubernetes.version,

@@ -10,6 +10,7 @@ from trainer_infra.components.registry import ComponentsConfig
 from trainer_infra.core.images import ChartsConfig, ImagesConfig
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.types import KubeMinor
+from trainer_infra.fleet.config import FleetConfig
 from trainer_infra.nodepools.registry import NodePoolConfig
 from trainer_infra.queues.config import QueuesConfig
 from trainer_infra.storage.config import DataCacheConfig, StorageConfig
@@ -39,6 +40,9 @@ class StackConfig(StrictModel):
     data_cache: DataCacheConfig = Field(default_factory=DataCacheConfig)
     node_pools: list[NodePoolConfig] = Field(default_factory=list, description="GPU (and CPU) node pools.")
     queues: QueuesConfig = Field(default_factory=QueuesConfig)
+    fleet: FleetConfig | None = Field(
+        default=None, description="Several clusters as one platform (MultiKueue manager + workers, docs/fleet.md)."
+    )
     allow_unsupported_versions: bool = Field(
         default=False,
         description="Install version combinations the matrix refuses (each one is printed as a warning).",

@@ -62,7 +62,7 @@ def _creator(manifest: dict[str, Any]) -> str:
     return str(labels.get("app.kubernetes.io/name") or "the node-pool or storage backend")
 
 
-def _shape(raw: Mapping[str, Any], source: str, earlier: list[ConfigIssue]) -> StackConfig:
+def shape(raw: Mapping[str, Any], source: str, earlier: list[ConfigIssue]) -> StackConfig:
     try:
         return StackConfig.model_validate(dict(raw))
     except ValidationError as exc:
@@ -123,7 +123,17 @@ def validate(raw: Mapping[str, Any], source: str = "", earlier: list[ConfigIssue
     """The single entry point. `earlier` issues (e.g. misspelt namespaces in the stack file) are reported
     together with these."""
     earlier = list(earlier or [])
-    cfg = _shape(raw, source, earlier)
+    return validate_model(shape(raw, source, earlier), source, earlier)
+
+
+def validate_model(cfg: StackConfig, source: str = "", earlier: list[ConfigIssue] | None = None) -> Validated:
+    """Every check after the shape: the fleet validates each cluster's derived config through here."""
+    earlier = list(earlier or [])
+    if cfg.fleet is not None:
+        hint = "`trainer-infra validate`/`render` and the Pulumi program handle fleets (stack/fleet.py)"
+        raise ConfigError(
+            [*earlier, ConfigIssue("fleet", "a fleet stack is validated per cluster", None, hint)], source
+        )
     d = _draft(cfg)
     issues = earlier + [issue for check in CHECKS for issue in check(d)]
     if issues:

@@ -1,0 +1,189 @@
+"""What a team member may not run, checked on a pod template (plain dict) before a job is migrated.
+
+The Pod Security `baseline` checks use the API server's own wording (k8s.io/pod-security-admission
+`policy/check_*.go`), so a refused migration reads exactly like the refusal the member would see at
+admission: `violates PodSecurity "baseline:v1.34": hostPath volumes (volume "data")`. They apply whatever
+the namespace's level, because the platform refuses these fields in team namespaces outright. The platform's
+own rules (issue #12's admission policies) add to them: only the in-pod volume kinds and the team's claims
+(inline nfs/csi/… reach any team's data; a claim cannot follow a job into a new namespace), no added
+capabilities or privilege escalation, only the team's service accounts.
+One function per rule; RULES lists them in the order they are reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+# Volume sources a team pod may use: the team's claims and the in-pod kinds (issue #12's admission policy).
+SAFE_VOLUMES = frozenset(
+    {"name", "configMap", "secret", "emptyDir", "projected", "downwardAPI", "persistentVolumeClaim"}
+)
+# Pod Security baseline: capabilities a container may add (check_capabilities_baseline.go).
+BASELINE_CAPABILITIES = frozenset(
+    {"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE", "SETFCAP",
+     "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"}
+)
+
+
+@dataclass(frozen=True)
+class Context:
+    source_namespace: str
+    namespace: str  # where the TrainJob goes
+    pod_security: str  # e.g. baseline:v1.34
+    claims: tuple[str, ...] = ()  # the team's claims
+    service_accounts: tuple[str, ...] = ()  # the team's service accounts besides `default`
+
+
+@dataclass(frozen=True)
+class Refusal:
+    path: str  # inside the pod spec, e.g. volumes[0].hostPath
+    reason: str  # Pod Security's forbidden reason or the platform rule
+    detail: str
+    pod_security: bool  # worded as a Pod Security violation
+
+
+Rule = Callable[[dict[str, Any], Context], Iterator[Refusal]]
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    """Input is hostile: a field of the wrong type is judged as absent here (the converter reports its type)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _containers(pod: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    for key in ("initContainers", "containers"):
+        for i, c in enumerate(_list(pod.get(key))):
+            if isinstance(c, dict):
+                yield f"{key}[{i}]", c
+
+
+def _host_namespaces(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
+    for key in ("hostNetwork", "hostPID", "hostIPC"):
+        if pod.get(key) is True:
+            yield Refusal(key, "host namespaces", f"{key}=true", True)
+
+
+def _privileged(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
+    for path, c in _containers(pod):
+        if _dict(c.get("securityContext")).get("privileged") is True:
+            detail = f"container {c.get('name')!r} must not set securityContext.privileged=true".replace("'", '"')
+            yield Refusal(f"{path}.securityContext.privileged", "privileged", detail, True)
+
+
+def _capabilities(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
+    for path, c in _containers(pod):
+        added = _list(_dict(_dict(c.get("securityContext")).get("capabilities")).get("add"))
+        bad = sorted(str(a) for a in added if str(a) not in BASELINE_CAPABILITIES)
+        if bad:
+            caps = ", ".join(f'"{a}"' for a in bad)
+            detail = f'container "{c.get("name")}" must not include {caps} in securityContext.capabilities.add'
+            yield Refusal(f"{path}.securityContext.capabilities.add", "non-default capabilities", detail, True)
+        elif added:  # the platform refuses any added capability, baseline ones too
+            yield Refusal(f"{path}.securityContext.capabilities.add", "added capabilities",
+                          f'container "{c.get("name")}": capabilities.add is refused in team namespaces', False)
+
+
+def _escalation(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
+    for path, c in _containers(pod):
+        sc = _dict(c.get("securityContext"))
+        if sc.get("allowPrivilegeEscalation") is True:
+            yield Refusal(f"{path}.securityContext.allowPrivilegeEscalation", "privilege escalation",
+                          f'container "{c.get("name")}": allowPrivilegeEscalation=true is refused in team namespaces',
+                          False)
+        if _dict(sc.get("windowsOptions")).get("hostProcess") is True:
+            yield Refusal(f"{path}.securityContext.windowsOptions.hostProcess", "hostProcess",
+                          f'container "{c.get("name")}" must not set securityContext.windowsOptions.hostProcess=true',
+                          True)
+
+
+def _host_ports(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
+    for path, c in _containers(pod):
+        for p, port in enumerate(_list(c.get("ports"))):
+            if isinstance(port, dict) and port.get("hostPort"):
+                detail = f'container "{c.get("name")}" uses hostPort {port["hostPort"]}'
+                yield Refusal(f"{path}.ports[{p}].hostPort", "hostPort", detail, True)
+
+
+def _host_path(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
+    for v, vol in enumerate(_list(pod.get("volumes"))):
+        if isinstance(vol, dict) and "hostPath" in vol:
+            yield Refusal(f"volumes[{v}].hostPath", "hostPath volumes", f'volume "{vol.get("name")}"', True)
+
+
+def _inline_volumes(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
+    for v, vol in enumerate(_list(pod.get("volumes"))):
+        if not isinstance(vol, dict):
+            continue
+        for kind in sorted(set(vol) - SAFE_VOLUMES - {"hostPath"}):
+            yield Refusal(
+                f"volumes[{v}].{kind}",
+                "inline volume",
+                f'volume "{vol.get("name")}": inline {kind} volumes are refused in team namespaces '
+                "(they reach storage past the team's claims); mount a claim of the team namespace",
+                False,
+            )
+
+
+def _foreign_claims(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
+    """Only the team's claims: a claim of the v1 job's old namespace cannot follow it, and a claim the
+    platform did not create for the team is not the team's."""
+    for v, vol in enumerate(_list(pod.get("volumes"))):
+        claim = _dict(_dict(vol).get("persistentVolumeClaim")).get("claimName")
+        if not claim:
+            continue
+        path = f"volumes[{v}].persistentVolumeClaim.claimName"
+        if ctx.source_namespace != ctx.namespace:
+            yield Refusal(
+                path, "claim of another namespace",
+                f'volume "{vol.get("name")}": claim {claim!r} lives in namespace {ctx.source_namespace!r}; '
+                f"a pod in {ctx.namespace!r} can only mount claims of its own namespace (copy the data first)",
+                False,
+            )
+        elif claim not in ctx.claims:
+            yield Refusal(
+                path, "not a team claim",
+                f'volume "{vol.get("name")}": claim {claim!r} is not one of the team\'s claims '
+                f"({', '.join(ctx.claims) or 'none'})",
+                False,
+            )
+
+
+def _service_account(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
+    name = pod.get("serviceAccountName")
+    if name and name != "default" and name not in ctx.service_accounts:
+        yield Refusal("serviceAccountName", "service account",
+                      f"serviceAccountName {name!r} is not one of the team's service accounts "
+                      f"(default{''.join(', ' + s for s in ctx.service_accounts)})", False)
+
+
+RULES: tuple[Rule, ...] = (
+    _host_namespaces, _privileged, _capabilities, _escalation, _host_ports, _host_path, _inline_volumes,
+    _foreign_claims, _service_account,
+)
+
+
+def refusals(pod: dict[str, Any], ctx: Context) -> list[Refusal]:
+    return [r for rule in RULES for r in rule(pod, ctx)]
+
+
+def admission_message(pod_name: str, found: list[Refusal], ctx: Context) -> str:
+    """The message the API server gives for these refusals (Pod Security ones grouped by reason, as it does)."""
+    parts: list[str] = []
+    by_reason: dict[str, list[str]] = {}
+    for r in found:
+        if r.pod_security:
+            by_reason.setdefault(r.reason, []).append(r.detail)
+    if len(by_reason.get("hostPath volumes", [])) > 1:  # check_hostPathVolumes.go: `volumes "a", "b"`
+        names = ", ".join(d.removeprefix("volume ") for d in by_reason["hostPath volumes"])
+        by_reason["hostPath volumes"] = [f"volumes {names}"]
+    if by_reason:
+        reasons = ", ".join(f"{reason} ({', '.join(details)})" for reason, details in by_reason.items())
+        parts.append(f'pods "{pod_name}" is forbidden: violates PodSecurity "{ctx.pod_security}": {reasons}')
+    parts.extend(r.detail for r in found if not r.pod_security)
+    return "; ".join(parts)

@@ -1,0 +1,251 @@
+"""A fleet stack → one validated config and one Plan per cluster (MultiKueue manager + workers).
+
+Every cluster's config is derived from the one stack config: teams, runtimes, priorities, storage and
+controller settings are the stack's own, so namespaces, LocalQueues, team RBAC, ClusterTrainingRuntimes
+and WorkloadPriorityClasses come out of the same planners for every cluster and cannot drift; a worker
+adds only its connection and node pools (a team's quota on a worker covers the pools that worker has).
+Each derived config goes through the single-cluster validation; its issues are reported with the path
+the user edits. Then the manager's plan gets the MultiKueue objects and summed quota, each worker's plan
+the identity the manager uses there. Nothing here talks to a cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from typing import Any
+
+from pydantic import SecretStr
+
+from trainer_infra.components.kueue import kueue_frameworks, kueue_settings, with_multikueue
+from trainer_infra.components.settings import deep_merge
+from trainer_infra.core.errors import ConfigError, ConfigIssue
+from trainer_infra.core.objects import FleetPlan, ManagedObject, Plan
+from trainer_infra.core.quantity import quantity
+from trainer_infra.fleet import checks
+from trainer_infra.fleet.config import FleetConfig, WorkerConfig
+from trainer_infra.fleet.multikueue import (
+    manager_flavors,
+    manager_objects,
+    manager_resource_groups,
+    token_secret_name,
+    with_admission_check,
+    worker_auth_objects,
+)
+from trainer_infra.queues.resolve import limit_for
+from trainer_infra.stack.build import build_plan, unique_sorted
+from trainer_infra.stack.config import KubernetesConfig, StackConfig
+from trainer_infra.stack.load import SECRET_PLACEHOLDER
+from trainer_infra.stack.validate import Validated, shape, validate_model
+
+RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
+TRAINER_CRDS_ONLY = {"manager": {"replicas": 0}, "webhook": {"failurePolicy": "Ignore"}}
+
+
+@dataclass(frozen=True)
+class ValidatedFleet:
+    config: StackConfig
+    fleet: FleetConfig
+    manager: Validated
+    workers: tuple[tuple[WorkerConfig, Validated], ...]
+
+    @property
+    def warnings(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for v in (self.manager, *(v for _, v in self.workers)):
+            seen.update(dict.fromkeys(v.warnings))
+        return list(seen)
+
+
+def is_fleet(raw: Mapping[str, Any]) -> bool:
+    return raw.get("fleet") is not None
+
+
+def _offline_secret(value: SecretStr) -> bool:
+    return value.get_secret_value() == SECRET_PLACEHOLDER
+
+
+def _manager_config(cfg: StackConfig) -> StackConfig:
+    teams = [t.model_copy(update={"quota": {}}) for t in cfg.teams]
+    return cfg.model_copy(update={"fleet": None, "node_pools": [], "teams": teams})
+
+
+def _worker_config(cfg: StackConfig, w: WorkerConfig) -> StackConfig:
+    pools = {p.name for p in w.node_pools}
+    teams = [t.model_copy(update={"quota": {k: q for k, q in t.quota.items() if k in pools}}) for t in cfg.teams]
+    kubernetes = KubernetesConfig(
+        version=w.version or cfg.kubernetes.version, context=w.context, kubeconfig=w.kubeconfig
+    )
+    return cfg.model_copy(update={"fleet": None, "node_pools": w.node_pools, "kubernetes": kubernetes, "teams": teams})
+
+
+def _worker_path(i: int, issue: ConfigIssue, name: str) -> ConfigIssue:
+    path = issue.path
+    if path.startswith("nodePools"):
+        path = f"fleet.workers[{i}].{path}"
+    elif path.startswith("kubernetes."):
+        path = f"fleet.workers[{i}].{path.removeprefix('kubernetes.')}"
+    return replace(issue, path=path, message=f"{issue.message} (on worker {name})")
+
+
+def validate_fleet(
+    raw: Mapping[str, Any], source: str = "", secret_keys: frozenset[str] | None = None
+) -> ValidatedFleet:
+    """`secret_keys`: the top-level config keys Pulumi holds as secrets (live); None offline, where a
+    secret reads as a placeholder."""
+    cfg = shape(raw, source, [])
+    fleet = cfg.fleet
+    assert fleet is not None, "validate_fleet needs a stack with `fleet`"
+
+    def is_secret(value: SecretStr) -> bool:
+        return _offline_secret(value) if secret_keys is None else "fleet" in secret_keys
+
+    issues = checks.check_workers(fleet, cfg.kubernetes.kubeconfig, is_secret)
+    issues += checks.check_manager_pools(cfg.node_pools)
+    issues += checks.check_served(fleet, cfg.teams)
+    if issues:
+        raise ConfigError(issues, source)
+    manager: Validated | None = None
+    try:
+        manager = validate_model(_manager_config(cfg), source)
+    except ConfigError as exc:
+        issues += [replace(i, message=f"{i.message} (on the manager)") for i in exc.issues]
+    workers: list[tuple[WorkerConfig, Validated]] = []
+    for i, w in enumerate(fleet.workers):
+        try:
+            workers.append((w, validate_model(_worker_config(cfg, w), source)))
+        except ConfigError as exc:
+            issues += [_worker_path(i, issue, w.name) for issue in exc.issues]
+    if manager is not None:
+        trainer = manager.releases.by_name["trainer"].version
+        issues += checks.check_manager_trainer(fleet, trainer, "fleet.managerTrainerController")
+    if issues or manager is None:
+        raise ConfigError(issues, source)
+    return ValidatedFleet(cfg, fleet, manager, tuple(workers))
+
+
+def _runtimes(plan: Plan) -> dict[str, ManagedObject]:
+    return {o.key: o for o in plan.objects if o.manifest["kind"] in RUNTIME_KINDS}
+
+
+def check_runtimes_identical(vf: ValidatedFleet, plans: Mapping[str, Plan]) -> list[ConfigIssue]:
+    """A job may land on any worker: each must serve the same runtimes, byte for byte."""
+    (first, _), *rest = vf.workers
+    reference = _runtimes(plans[first.name])
+    issues = []
+    for i, (w, _) in enumerate(vf.workers[1:], start=1):
+        mine = _runtimes(plans[w.name])
+        for key in sorted(set(reference) | set(mine)):
+            if reference.get(key) != mine.get(key):
+                obj = reference.get(key) or mine[key]
+                issues.append(
+                    ConfigIssue(
+                        f"fleet.workers[{i}].nodePools",
+                        f"{obj.manifest['kind']} {obj.manifest['metadata']['name']} would differ from the one on "
+                        f"worker {first.name} (a job dispatched here would run differently)",
+                        None,
+                        "give every worker's pools the same taints, accelerator resource and topology levels",
+                    )
+                )
+    del rest
+    return issues
+
+
+@dataclass
+class _TeamSum:
+    nominal: dict[str, dict[str, Decimal]] = field(default_factory=dict)  # pool → resource → amount
+    limits: dict[str, dict[str, dict[str, Decimal]]] = field(default_factory=dict)  # pool → limit → resource
+
+    def add(self, into: dict[str, Decimal], res: str, value: Decimal) -> None:
+        into[res] = into.get(res, Decimal(0)) + value
+
+    def cap(self, cap: dict[str, Decimal]) -> None:
+        tables = [*self.nominal.values(), *(t for by_key in self.limits.values() for t in by_key.values())]
+        for table in tables:
+            for res, limit in cap.items():
+                if res in table:
+                    table[res] = min(table[res], limit)
+
+
+def _summed(vf: ValidatedFleet) -> tuple[list[str], list[str], list[_TeamSum]]:
+    """Pools (first-seen order), covered resources, and per team: nominal and limits per pool, summed over
+    the workers that have the pool and capped by `fleet.managerQuota.cap`."""
+    pools: list[str] = []
+    accelerators: set[str] = set()
+    for _, v in vf.workers:
+        pools += [p.name for p in v.pools if p.name not in pools]
+        accelerators |= {p.accelerator_resource for p in v.pools if p.accelerator_resource}
+    covered = ["cpu", "memory", *sorted(accelerators)]
+    cap = {res: quantity(value) for res, value in vf.fleet.manager_quota.cap.items()}
+    sums = []
+    for ti, team in enumerate(vf.config.teams):
+        total = _TeamSum()
+        for _, v in vf.workers:
+            for pool in v.pools:
+                into = total.nominal.setdefault(pool.name, {})
+                for res, value in v.queues.nominal.get((ti, pool.name), {}).items():
+                    total.add(into, res, value)
+                quota = team.quota.get(pool.name)
+                if quota is None:
+                    continue
+                for key, lim in (("borrowingLimit", quota.borrowing_limit), ("lendingLimit", quota.lending_limit)):
+                    for res in covered:
+                        amount = limit_for(lim, res, pool.accelerator_resource)
+                        if amount is not None:
+                            total.add(total.limits.setdefault(pool.name, {}).setdefault(key, {}), res, amount)
+        total.cap(cap)
+        sums.append(total)
+    return pools, covered, sums
+
+
+def _manager_plan(vf: ValidatedFleet, plan: Plan, worker_plans: Mapping[str, Plan]) -> Plan:
+    v = vf.manager
+    kueue = v.releases.by_name["kueue"]
+    api = kueue.api_versions["kueue.x-k8s.io"]
+    pools, covered, summed = _summed(vf)
+    queues = {team.name: ti for ti, team in enumerate(vf.config.teams)}
+    objects: list[ManagedObject] = []
+    for obj in plan.objects:
+        m = obj.manifest
+        if m["kind"] == "ClusterQueue" and m["metadata"]["name"] in queues:
+            team = summed[queues[m["metadata"]["name"]]]
+            groups = manager_resource_groups(pools, covered, team.nominal, team.limits)
+            obj = replace(obj, manifest=with_admission_check(m, groups))
+        objects.append(obj)
+    workers = []
+    for w, wv in vf.workers:
+        ns = wv.releases.by_name["kueue"].namespace
+        workers.append((w.name, w.api_server, f"secret-{ns}-{token_secret_name(w.token_generation)}"))
+    objects += manager_flavors(api, pools) + manager_objects(api, kueue.namespace, workers)
+    mk = vf.fleet.multi_kueue
+    block = {"gcInterval": mk.gc_interval, "origin": mk.origin, "workerLostTimeout": mk.worker_lost_timeout}
+    releases = []
+    for r in plan.releases:
+        if r.name == "kueue":
+            r = replace(r, values=with_multikueue(r.values, block))
+        elif r.name == "trainer" and not vf.fleet.manager_trainer_controller:
+            # CRDs only: no controller (it would run managed jobs here); webhooks fail open without it.
+            r = replace(r, values=deep_merge(r.values, TRAINER_CRDS_ONLY))
+        releases.append(r)
+    gates = tuple(
+        replace(g, probes=()) if g.component == "trainer" and not vf.fleet.manager_trainer_controller else g
+        for g in plan.gates
+    )
+    return replace(plan, releases=tuple(releases), gates=gates, objects=unique_sorted(objects))
+
+
+def build_fleet(vf: ValidatedFleet) -> FleetPlan:
+    frameworks = kueue_frameworks(kueue_settings(vf.config))
+    plans: dict[str, Plan] = {}
+    for w, v in vf.workers:
+        plan = build_plan(v)
+        ns = v.releases.by_name["kueue"].namespace
+        team_ns = [t.resolved_namespace for t in v.config.teams]
+        auth = worker_auth_objects(ns, team_ns, frameworks, w.token_generation)
+        plans[w.name] = replace(plan, objects=unique_sorted([*plan.objects, *auth]))
+    issues = check_runtimes_identical(vf, plans)
+    if issues:
+        raise ConfigError(issues, "the fleet")
+    plans[vf.fleet.manager_name] = _manager_plan(vf, build_plan(vf.manager), plans)
+    return FleetPlan(vf.fleet.manager_name, plans)
