@@ -1,5 +1,3 @@
-import sys
+from trainer_infra.cli import run
 
-from trainer_infra.cli import main
-
-sys.exit(main())
+run()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -102,15 +104,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
     validated, stack = _load(args)
     plan = build_plan(validated)
     _check_data_loss(args, validated, plan)
-    versions = ", ".join(f"{k} {v}" for k, v in plan.outputs["versions"].items())
     cfg = validated.config
-    print(
+    code = enforce(render_plan(plan, stack), cfg.allow_data_loss)
+    if code:
+        return code
+    versions = ", ".join(f"{k} {v}" for k, v in plan.outputs["versions"].items())
+    print(  # only once everything, the policy included, has passed
         f"stack {stack}: valid (Kubernetes {cfg.kubernetes.version}; {versions}; "
         f"{len(plan.objects)} objects, {len(plan.releases)} Helm releases)"
     )
     for line in capacity_lines(cfg.teams, cfg.queues, validated.queues):
         print(f"  {line}")
-    return enforce(render_plan(plan, stack), cfg.allow_data_loss)
+    return 0
 
 
 def _check_data_loss(args: argparse.Namespace, validated: Validated, plan: Plan) -> None:
@@ -146,7 +151,8 @@ def cmd_render(args: argparse.Namespace) -> int:
     write(rendered, out)
     print(f"rendered stack {stack} to {out}/ in {time.perf_counter() - started:.2f}s")
     print(summary(rendered))
-    return enforce(rendered, validated.config.allow_data_loss)  # files stay written: look at what failed
+    # A policy violation (exit 3) keeps the complete render: the files show what failed.
+    return enforce(rendered, validated.config.allow_data_loss)
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
@@ -257,7 +263,29 @@ def main(argv: list[str] | None = None) -> int:
         # `trainer-infra render … | head`: the reader went away; silence the flush at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception as exc:
+        if os.environ.get("TRAINER_INFRA_DEBUG"):
+            raise
+        print(
+            f"trainer-infra: internal error: {type(exc).__name__}: {exc}\n"
+            "  this is a bug, not a problem in your stack file: please report it with the file "
+            "(TRAINER_INFRA_DEBUG=1 shows the traceback)",
+            file=sys.stderr,
+        )
+        return 1
+
+
+def run() -> None:
+    """The process entry point (`trainer-infra`, `python -m trainer_infra`): main, then close the asyncio
+    loop the mock engine left open. Left to interpreter exit, its `__del__` sometimes prints `Exception
+    ignored in BaseEventLoop.__del__ … Invalid file descriptor` after a successful run."""
+    code = main()
+    with contextlib.suppress(RuntimeError):
+        loop = asyncio.get_event_loop_policy().get_event_loop()
+        if not loop.is_running() and not loop.is_closed():
+            loop.close()
+    sys.exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run()

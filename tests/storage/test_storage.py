@@ -15,6 +15,8 @@ from trainer_infra.stack.build import build_plan
 from trainer_infra.stack.validate import validate
 
 TEAMS = [{"name": "nlp", "storage": {"size": "2Ti"}}, {"name": "vision", "namespace": "cv"}]
+# Without a root `storage`, a team's `storage` has no effect and is refused: these stacks leave it out.
+TEAMS_NO_STORAGE = [{k: v for k, v in t.items() if k != "storage"} for t in TEAMS]
 BACKENDS: dict[str, tuple[dict[str, Any], str]] = {
     "nfs": ({"nfs": {"server": "10.0.0.2", "share": "/exports"}}, "nfs.csi.k8s.io"),
     "efs": ({"efs": {"fileSystemId": "fs-0123456789abcdef0"}}, "efs.csi.aws.com"),
@@ -176,7 +178,7 @@ def test_injection_mounts_the_team_claim_at_workspace_in_initializer_and_trainer
 
 
 def test_without_storage_runtimes_are_left_alone() -> None:
-    v = validate({**MINIMAL, "teams": TEAMS, "runtimes": {"defaultResources": None}})
+    v = validate({**MINIMAL, "teams": TEAMS_NO_STORAGE, "runtimes": {"defaultResources": None}})
     assert apply_injections(v.serve.facts, TORCHTUNE) == TORCHTUNE
 
 
@@ -190,7 +192,7 @@ def test_initializers_read_the_hf_token_where_a_team_has_one() -> None:
 
 
 def test_data_cache_installs_lws_with_trainer_and_rbac_in_every_team_namespace() -> None:
-    raw = {**MINIMAL, "dataCache": {"enabled": True}, "teams": TEAMS, "images": {"registryMirror": "m.corp"}}
+    raw = {**MINIMAL, "dataCache": {"enabled": True}, "teams": TEAMS_NO_STORAGE, "images": {"registryMirror": "m.corp"}}
     rendered = render(raw)
     values = next(r for r in rendered.releases if r["name"] == "trainer")["values"]["dataCache"]
     assert values["enabled"] is True and values["lws"] == {"install": True}

@@ -5,18 +5,35 @@ from __future__ import annotations
 from pydantic import Field, field_validator
 
 from trainer_infra.core.model import Resources, StrictModel
-from trainer_infra.core.types import DnsLabel, DnsSubdomain, SemVer
+from trainer_infra.core.types import DnsLabel, DnsSubdomain, ImageRef, PositiveInt32, SemVer
 from trainer_infra.manifests.runtime import image_problem
 
 RuntimeName = DnsSubdomain
+# The limits the kubeflow SDK (0.5.0, get_container_devices) reads a trainer's device from; a `node`
+# container with limits but none of these makes TrainerClient().list_runtimes() raise for every runtime.
+SDK_DEVICE_LIMITS = ("nvidia.com/gpu", "google.com/tpu", "huawei.com/Ascend910", "cpu")
+SDK_DEVICE_PREFIXES = ("nvidia.com/mig-",)
+
+
+def sdk_device_problem(resources: Resources | None) -> Resources | None:
+    """The SDK's rule for a trainer container's limits (a ValueError naming the fix)."""
+    limits = resources.limits if resources is not None else {}
+    if limits and not any(k in SDK_DEVICE_LIMITS or k.startswith(SDK_DEVICE_PREFIXES) for k in limits):
+        raise ValueError(
+            "limits without cpu or an accelerator: the kubeflow SDK cannot tell the trainer's device and "
+            "TrainerClient().list_runtimes() fails; add a cpu limit (or the GPU limit)"
+        )
+    return resources
 
 
 class RuntimeOverride(StrictModel):
     """Per-stack changes to one runtime's trainer (`node`) containers and node count."""
 
-    image: str | None = Field(default=None, description="Image of every `node` container (tag required).")
-    num_nodes: int | None = Field(default=None, ge=1, description="`spec.mlPolicy.numNodes`.")
+    image: ImageRef | None = Field(default=None, description="Image of every `node` container (tag required).")
+    num_nodes: PositiveInt32 | None = Field(default=None, description="`spec.mlPolicy.numNodes`.")
     resources: Resources | None = Field(default=None, description="Resources of every `node` container.")
+
+    sdk_device = field_validator("resources")(sdk_device_problem)
 
     @field_validator("image")
     @classmethod
@@ -66,6 +83,8 @@ class RuntimesConfig(StrictModel):
             "sandbox with initializers); null turns the injection off."
         ),
     )
+    sdk_device = field_validator("default_resources")(sdk_device_problem)
+
     retiring: list[RuntimeName] = Field(
         default_factory=list,
         description=(

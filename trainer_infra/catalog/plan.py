@@ -8,7 +8,7 @@ in their fixed order. Every reference in `runtimes:` is checked with its exact c
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -132,8 +132,16 @@ def _team_runtimes(
 ) -> list[Served]:
     teams = {t.name: t for t in team_list}
     served = []
+    names: dict[tuple[str, str], int] = {}  # (team, object name) → first runtimes.teams index
     for i, tr in enumerate(rc.teams):
         path = f"runtimes.teams[{i}]"
+        key = (tr.team, tr.name or tr.runtime)
+        if key in names:
+            field = "name" if tr.name else "runtime"
+            message = f"team {tr.team} already gets a runtime named {key[1]} (runtimes.teams[{names[key]}])"
+            issues.append(ConfigIssue(f"{path}.{field}", message, key[1], "give one of them another `name`"))
+            continue
+        names[key] = i
         team = teams.get(tr.team)
         if team is None:
             hint = did_you_mean(tr.team, teams) or "teams: " + (", ".join(teams) or "none defined")
@@ -148,6 +156,28 @@ def _team_runtimes(
             entry, name = chosen[tr.runtime], tr.name or tr.runtime
             served.append(Served(entry, name, "TrainingRuntime", team.resolved_namespace, tr.overrides, team.name))
     return served
+
+
+def unused_settings(
+    rc: RuntimesConfig, placement: Iterable[str], selection: Selection, catalog: Catalog
+) -> tuple[list[ConfigIssue], list[str]]:
+    """Settings keyed by runtime name that reach no served runtime: an unknown name is an error (with a
+    did-you-mean), a catalog runtime this stack does not serve is a warning (the setting has no effect)."""
+    served = {s.name for s in selection.served}
+    issues: list[ConfigIssue] = []
+    warnings: list[str] = []
+    keyed = [("queues.placement.runtimes", name) for name in placement]
+    keyed += [("runtimes.overrides", n) for n in rc.overrides] + [("runtimes.versions", n) for n in rc.versions]
+    for where, name in keyed:
+        if name in served:
+            continue
+        if name in catalog.names():
+            why = selection.skipped.get(name, "not served by this stack")
+            warnings.append(f"{where}.{name}: has no effect: {name} is not served ({why})")
+        elif where == "queues.placement.runtimes":
+            hint = did_you_mean(name, [*catalog.names(), *served]) or "served: " + ", ".join(sorted(served))
+            issues.append(ConfigIssue(f"{where}.{name}", "no such runtime", name, hint))
+    return issues, warnings
 
 
 def select(

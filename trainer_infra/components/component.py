@@ -62,6 +62,9 @@ class ResolvedRelease:
     api_versions: dict[str, str] = field(default_factory=dict)  # group → `group/version`
     images: dict[str, str] = field(default_factory=dict)  # role → image, through the image mirror
     train_job_api: str | None = None
+    feature_gates: tuple[str, ...] | None = None  # what the controller accepts; None: not known, not checked
+    locked_feature_gates: dict[str, bool] = field(default_factory=dict)
+    integrations: tuple[str, ...] | None = None
 
     def image(self, role: str) -> str:
         return self.images[role]

@@ -51,7 +51,7 @@ class Trainer(Controller):
 
     def values(self, stack: StackView, release: ResolvedRelease) -> dict[str, Any]:
         # Data cache values first, so the component's escape hatch still wins.
-        cache = data_cache_values(stack.data_cache, stack.images.registry_mirror)
+        cache = data_cache_values(stack.data_cache, stack.images.registry_mirror, release.version)
         return deep_merge(cache, trainer_values(stack.components.trainer, release))
 
     def probes(self, release: ResolvedRelease, mirror: str | None) -> tuple[dict[str, Any], ...]:

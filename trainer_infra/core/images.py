@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import StringConstraints
+from pydantic import AfterValidator, StringConstraints
 
+from trainer_infra.core import kube
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.types import PATTERN_HELP
 
@@ -15,8 +16,17 @@ OCI_REPOSITORY = r"^oci://[a-zA-Z0-9.-]+(:\d+)?(/[a-z0-9._/-]+)?$"
 PATTERN_HELP[REGISTRY] = ("a registry host[:port][/path]", "no scheme, e.g. mirror.corp:5000/k8s")
 PATTERN_HELP[OCI_REPOSITORY] = ("an OCI repository", "e.g. oci://mirror.corp/charts")
 
-RegistryHost = Annotated[str, StringConstraints(pattern=REGISTRY)]
-OciRepository = Annotated[str, StringConstraints(pattern=OCI_REPOSITORY)]
+
+def _registry(prefix: str) -> str:
+    """The full reference grammar (distribution/reference) beyond the pattern: no `//`, no `..`, a port a
+    registry can listen on."""
+    if (problem := kube.registry_prefix_problem(prefix.removeprefix("oci://"))) is not None:
+        raise ValueError(problem)
+    return prefix
+
+
+RegistryHost = Annotated[str, StringConstraints(pattern=REGISTRY), AfterValidator(_registry)]
+OciRepository = Annotated[str, StringConstraints(pattern=OCI_REPOSITORY), AfterValidator(_registry)]
 
 
 class ImagesConfig(StrictModel):

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from trainer_infra.core.types import Quantity
+from trainer_infra.core import kube
+from trainer_infra.core.types import ContainerResource, NonNegativeQuantity
 
 
 class StrictModel(BaseModel):
@@ -26,8 +27,15 @@ CHART_LIMITED = ("cpu", "memory")
 
 
 class Resources(StrictModel):
-    requests: dict[str, Quantity] = Field(default_factory=dict)
-    limits: dict[str, Quantity] = Field(default_factory=dict)
+    """A container's requests and limits, checked as the API server checks a pod's: no negative amounts,
+    requests ≤ limits, extended resources (GPUs) whole and with request = limit."""
+
+    requests: dict[ContainerResource, NonNegativeQuantity] = Field(default_factory=dict)
+    limits: dict[ContainerResource, NonNegativeQuantity] = Field(default_factory=dict)
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(`requests.cpu`-style key, problem) for what the API server would refuse in a pod."""
+        return kube.requirements_problems(self.requests, self.limits)
 
     def as_k8s(self) -> dict[str, dict[str, str]]:
         out: dict[str, dict[str, str]] = {}

@@ -14,10 +14,13 @@ from trainer_infra.core.types import PATTERN_HELP
 
 
 def model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
-    """The model class that owns the key at `loc`, so a typo can be matched against its real keys."""
+    """The model class that owns the key at `loc`, so a typo can be matched against its real keys. Under a
+    mapping-valued field (`quota: {<pool>: …}`) the next part is a user's key, not a field: skipped."""
     current: Any = model
+    user_key = False
     for part in loc:
-        if isinstance(part, int):
+        if isinstance(part, int) or user_key:
+            user_key = False
             continue
         if not (isinstance(current, type) and issubclass(current, BaseModel)):
             return None
@@ -25,8 +28,21 @@ def model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | 
         fld = by_alias.get(part)
         if fld is None:
             return None
+        user_key = _is_mapping(fld.annotation)
         current = _unwrap(fld.annotation)
     return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _is_mapping(annotation: Any) -> bool:
+    """dict[str, X] (also inside Optional/Annotated): its keys are the user's."""
+    while True:
+        origin = typing.get_origin(annotation)
+        if origin in (dict, Mapping):
+            return True
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if origin is None or not args or origin is list:
+            return False
+        annotation = args[0]
 
 
 def _unwrap(annotation: Any) -> Any:
@@ -51,6 +67,9 @@ def short(value: Any) -> str:
 def issue_from(root: type[BaseModel], err: Mapping[str, Any]) -> ConfigIssue:
     """One pydantic error of a `root` model validation as a ConfigIssue."""
     loc = tuple(err["loc"])
+    if loc and loc[-1] == "[key]":  # pydantic's marker for a problem with a mapping's key itself
+        loc = loc[:-1]
+        err = {**err, "msg": f"Value error, the key: {str(err['msg']).removeprefix('Value error, ')}"}
     path = format_path(loc)
     kind = err["type"]
     found = None if kind == "missing" else short(err.get("input"))
@@ -69,4 +88,6 @@ def issue_from(root: type[BaseModel], err: Mapping[str, Any]) -> ConfigIssue:
     message = str(err["msg"])
     if message.startswith("Value error, "):
         return ConfigIssue(path, message.removeprefix("Value error, "), found, None)
-    return ConfigIssue(path, "expected " + message.removeprefix("Input should be "), found, None)
+    if message.startswith("Input should be "):
+        return ConfigIssue(path, "expected " + message.removeprefix("Input should be "), found, None)
+    return ConfigIssue(path, message[:1].lower() + message[1:], found, None)

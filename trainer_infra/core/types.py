@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, StringConstraints
+from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints
+
+from trainer_infra.core import kube
+from trainer_infra.core.quantity import quantity
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 # Kubernetes resource.Quantity, e.g. 500m, 2Gi, 1.5, 8
@@ -48,3 +52,44 @@ LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
 
 LabelKey = Annotated[str, StringConstraints(pattern=LABEL_KEY, max_length=316)]
 LabelValue = Annotated[str, StringConstraints(pattern=LABEL_VALUE, max_length=63)]
+
+
+def _checked(problem: Callable[[str], str | None]) -> Callable[[str], str]:
+    """An AfterValidator from a `core/kube.py` rule: the rule's sentence becomes the error message."""
+
+    def check(value: str) -> str:
+        if (message := problem(value)) is not None:
+            raise ValueError(message)
+        return value
+
+    return check
+
+
+def _not_negative(value: str) -> str:
+    if quantity(value) < 0:
+        raise ValueError("must not be negative")
+    return value
+
+
+def _positive(value: str) -> str:
+    if quantity(value) <= 0:
+        raise ValueError("must be more than 0")
+    return value
+
+
+# What the API server accepts, as types (the rules live in core/kube.py): a value that would be refused at
+# `pulumi up` is refused where it is written.
+Int32 = Annotated[int, Field(ge=kube.INT32_MIN, le=kube.INT32_MAX)]
+PositiveInt32 = Annotated[int, Field(ge=1, le=kube.INT32_MAX)]
+NonNegativeQuantity = Annotated[
+    str, BeforeValidator(_number_to_str), StringConstraints(pattern=QUANTITY), AfterValidator(_not_negative)
+]
+PositiveQuantity = Annotated[
+    str, BeforeValidator(_number_to_str), StringConstraints(pattern=QUANTITY), AfterValidator(_positive)
+]
+ExtendedResource = Annotated[str, AfterValidator(_checked(kube.extended_resource_problem))]
+SecretKey = Annotated[str, AfterValidator(_checked(kube.secret_key_problem))]
+ImageRef = Annotated[str, AfterValidator(_checked(kube.image_reference_problem))]
+Host = Annotated[str, AfterValidator(_checked(kube.host_problem))]
+NoBackstepsPath = Annotated[str, AfterValidator(_checked(kube.path_problem))]
+ContainerResource = Annotated[str, AfterValidator(_checked(kube.container_resource_problem))]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from trainer_infra.core.errors import ConfigIssue
-from trainer_infra.nodepools.labels import HOSTNAME, level_name
+from trainer_infra.nodepools.labels import CAPACITY_TYPE_LABEL, HOSTNAME, NODE_OWN_LABELS, POOL_LABEL, level_name
 from trainer_infra.nodepools.model import ResolvedPool
 from trainer_infra.nodepools.registry import BACKENDS
 
@@ -89,11 +89,54 @@ def check_pools(pools: tuple[ResolvedPool, ...]) -> list[ConfigIssue]:
             issues.append(
                 ConfigIssue(pool.at, f"a ResourceFlavor takes at most {MAX_FLAVOR_FIELDS} labels and tolerations")
             )
-        issues += _topology(pool) + _backend(pool)
+        issues += _topology(pool) + _backend(pool) + _taints(pool) + _labels(pool)
     issues += _flavors_overlap(pools)
     for backend in BACKENDS:
         issues += backend.shared_checks([p for p in pools if p.config.backend == backend.name and p.settings])
     return issues
+
+
+def _taints(pool: ResolvedPool) -> list[ConfigIssue]:
+    """The API server keeps one taint per key and effect (Node validation): a second one is refused."""
+    issues = []
+    seen: dict[tuple[str, str], str] = {}
+    configured = len(pool.config.configured_taints)
+    for i, taint in enumerate(pool.taints):
+        backends = i >= configured  # added by the backend itself (kwok's)
+        where = f"{pool.at}.taints" if backends or pool.config.taints is None else f"{pool.at}.taints[{i}]"
+        key = (taint.key, taint.effect)
+        if key not in seen:
+            seen[key] = where
+            continue
+        whose = f" (the {pool.config.backend} backend puts one on every node)" if backends else ""
+        issues.append(
+            ConfigIssue(
+                where,
+                f"a second taint with key {taint.key} and effect {taint.effect}{whose}",
+                f"{taint.key}={taint.value}:{taint.effect}",
+                f"a node holds one taint per key and effect; the other one is at {seen[key]}",
+            )
+        )
+    return issues
+
+
+def _labels(pool: ResolvedPool) -> list[ConfigIssue]:
+    """`labels` may not set what the platform sets on the pool's nodes: the value would be replaced."""
+    owned = {POOL_LABEL: "the pool", CAPACITY_TYPE_LABEL: "capacityType"}
+    owned |= {key: "topology" for key in pool.topology}
+    owned |= {key: "the node itself" for key in NODE_OWN_LABELS}
+    acc = pool.config.node.accelerator
+    if acc and acc.product:
+        owned[acc.product_label] = "node.accelerator.product"
+    owned |= {
+        key: f"the {pool.config.backend} backend's selector"
+        for key in BACKENDS[pool.config.backend].selector(pool.settings)
+    }
+    return [
+        ConfigIssue(f"{pool.at}.labels.{key}", f"set by the platform from {owned[key]}", key, "remove it from labels")
+        for key in pool.config.labels
+        if key in owned
+    ]
 
 
 def _flavors_overlap(pools: tuple[ResolvedPool, ...]) -> list[ConfigIssue]:

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.images import mirror_image
@@ -36,15 +36,28 @@ KWOK_NAME = "kwok-controller"
 KWOK_ANNOTATION = {"kwok.x-k8s.io/node": "fake"}
 KWOK_TAINT = Taint(key="kwok.x-k8s.io/node", value="fake", effect="NoSchedule")
 KWOK_PORT = 10247
+# Fake nodes per stack: every one is a Pulumi resource (~2 ms each under mocks, a Node object in the cluster).
+# Checked from the layout before a single node is generated.
+MAX_KWOK_NODES = 10_000
 
 
 class KwokPool(StrictModel):
     """Fake nodes laid out over the topology: `layout: [2, 4, 4]` with the default topology is 2 blocks
     × 4 racks per block × 4 nodes per rack."""
 
-    layout: list[int] = Field(
-        min_length=1, description="One fan-out per topology level, coarse → fine; the last one is nodes per domain."
+    layout: list[Annotated[int, Field(ge=1, le=MAX_KWOK_NODES)]] = Field(
+        min_length=1,
+        max_length=16,
+        description="One fan-out per topology level, coarse → fine; the last one is nodes per domain "
+        f"(at most {MAX_KWOK_NODES} fake nodes per stack).",
     )
+
+    @field_validator("layout")
+    @classmethod
+    def _bounded(cls, layout: list[int]) -> list[int]:
+        if math.prod(layout) > MAX_KWOK_NODES:
+            raise ValueError(f"makes {math.prod(layout)} fake nodes, more than the limit of {MAX_KWOK_NODES}")
+        return layout
 
 
 def node_slots(pool: ResolvedPool) -> list[tuple[str, dict[str, str]]]:
@@ -62,6 +75,17 @@ def node_slots(pool: ResolvedPool) -> list[tuple[str, dict[str, str]]]:
                 labels[key] = pool.name + "".join(f"-{level_name(levels[j])}{path[j]}" for j in range(depth + 1))
         out.append((name, labels))
     return out
+
+
+def _longest_generated(pool: str, levels: tuple[str, ...], layout: list[int]) -> str:
+    """The longest node name or topology label value the layout generates, without generating them."""
+    last = [n - 1 for n in layout]
+    name = "-".join([pool, *(str(i) for i in last)])
+    values = [name]
+    for depth, key in enumerate(levels):
+        if key != HOSTNAME:
+            values.append(pool + "".join(f"-{level_name(levels[j])}{last[j]}" for j in range(depth + 1)))
+    return max(values, key=len)
 
 
 def _resources(pool: ResolvedPool) -> dict[str, str]:
@@ -205,11 +229,42 @@ class KwokBackend(BackendDefaults):
         issues = []
         if size.count is not None and size.count != pool.node_count:
             issues.append(ConfigIssue(f"{at}.size.count", f"the layout makes {pool.node_count} nodes", str(size.count)))
-        longest = max((v for _, labels in node_slots(pool) for v in labels.values()), key=len)
+        longest = _longest_generated(pool.name, levels, settings.layout)
         if len(longest) > 63:
             issues.append(
                 ConfigIssue(f"{at}.name", "generated node names/labels exceed 63 characters", longest, "shorten it")
             )
+        if size.min is not None or size.max is not None:
+            hint = "a kwok pool has exactly the nodes of its layout: drop size.min/max"
+            issues.append(ConfigIssue(f"{at}.size", "size.min/max have no effect on a kwok pool", None, hint))
+        return issues
+
+    def shared_checks(self, pools: list[ResolvedPool]) -> list[ConfigIssue]:
+        """At most MAX_KWOK_NODES in all, and no generated node name in two pools (`a` [1,1,1] and `a-0`
+        [1,1] both make `a-0-0-0`)."""
+        total = sum(p.node_count for p in pools)
+        if total > MAX_KWOK_NODES:
+            hint = "shrink kwok.layout: a sandbox rarely needs more than a few hundred fake nodes"
+            message = f"kwok pools make {total} fake nodes, more than the limit of {MAX_KWOK_NODES}"
+            return [ConfigIssue("nodePools", message, None, hint)]
+        issues = []
+        owners: dict[str, ResolvedPool] = {}
+        for pool in pools:
+            if len(pool.settings.layout) != len(pool.topology):
+                continue  # reported by checks()
+            for name, _ in node_slots(pool):
+                other = owners.setdefault(name, pool)
+                if other is not pool:
+                    hint = "rename one pool: node names are <pool>-<index per level>"
+                    issues.append(
+                        ConfigIssue(
+                            f"{pool.at}.name",
+                            f"generated node {name} is also a node of pool {other.name} ({other.at})",
+                            pool.name,
+                            hint,
+                        )
+                    )
+                    break
         return issues
 
     def objects(self, pool: ResolvedPool) -> list[ManagedObject]:

@@ -18,6 +18,8 @@ CAPACITY_TYPE_LABEL = "trainer-platform.io/capacity-type"
 BLOCK_LABEL = "trainer-platform.io/block"
 RACK_LABEL = "trainer-platform.io/rack"
 DEFAULT_TOPOLOGY = (BLOCK_LABEL, RACK_LABEL, HOSTNAME)
+# Labels a node carries about itself (the kubelet, or kwok for fake nodes): never a pool label.
+NODE_OWN_LABELS = (HOSTNAME, "kubernetes.io/arch", "kubernetes.io/os")
 
 
 def level_name(key: str) -> str:

@@ -14,14 +14,14 @@ from pydantic import Field
 
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.quantity import quantity
-from trainer_infra.core.types import DnsLabel, LabelKey, LabelValue, Quantity
+from trainer_infra.core.types import DnsLabel, ExtendedResource, LabelKey, LabelValue, PositiveQuantity
 from trainer_infra.nodepools.labels import GPU_TAINT, Taint
 
 
 class Accelerator(StrictModel):
     """The extended resource a node advertises (device plugin), and its product label."""
 
-    resource: LabelKey = Field(default="nvidia.com/gpu", description="Extended resource name.")
+    resource: ExtendedResource = Field(default="nvidia.com/gpu", description="Extended resource name (domain/name).")
     count: int = Field(ge=1, le=64, description="Devices per node.")
     product: LabelValue | None = Field(default=None, description='e.g. "NVIDIA-H100-80GB-HBM3".')
     product_label: LabelKey = Field(
@@ -32,8 +32,8 @@ class Accelerator(StrictModel):
 class NodeShape(StrictModel):
     """What one node offers to pods (allocatable)."""
 
-    cpu: Quantity
-    memory: Quantity
+    cpu: PositiveQuantity
+    memory: PositiveQuantity
     pods: int = Field(default=110, ge=1)
     accelerator: Accelerator | None = None
 

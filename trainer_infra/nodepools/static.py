@@ -101,8 +101,15 @@ class StaticBackend(BackendDefaults):
                 issues.append(
                     ConfigIssue(f"{at}.static.nodes[{j}].topology", "not a level of the pool", ", ".join(unknown))
                 )
-        if st.node_selector and pool.config.size.count is None:
+        size = pool.config.size
+        if st.node_selector and size.count is None:
             issues.append(ConfigIssue(f"{at}.size.count", "required for nodeSelector pools (quota arithmetic)"))
+        if st.nodes and size.count is not None and size.count != len(st.nodes):
+            message = f"has no effect: the pool has the {len(st.nodes)} named nodes"
+            issues.append(ConfigIssue(f"{at}.size.count", message, str(size.count), "drop size.count"))
+        if size.min is not None or size.max is not None:
+            hint = "static pools do not scale: drop size.min/max"
+            issues.append(ConfigIssue(f"{at}.size", "size.min/max have no effect on a static pool", None, hint))
         return issues
 
     def shared_checks(self, pools: list[ResolvedPool]) -> list[ConfigIssue]:
@@ -112,12 +119,10 @@ class StaticBackend(BackendDefaults):
         for pool in pools:
             settings: StaticPool = pool.settings
             for j, node in enumerate(settings.nodes):
-                if node.name in owners and owners[node.name] != pool.name:
-                    issues.append(
-                        ConfigIssue(
-                            f"{pool.at}.static.nodes[{j}]", f"node is already in pool {owners[node.name]}", node.name
-                        )
-                    )
+                if node.name in owners:
+                    other = owners[node.name]
+                    where = "listed twice in this pool" if other == pool.name else f"already in pool {other}"
+                    issues.append(ConfigIssue(f"{pool.at}.static.nodes[{j}]", f"node is {where}", node.name))
                 owners.setdefault(node.name, pool.name)
         return issues
 

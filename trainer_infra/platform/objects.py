@@ -19,16 +19,31 @@ def type_token(api_version: str, kind: str) -> str:
 
 
 def wrap_secrets(value: Any) -> Any:
-    """SecretValue leaves become Pulumi secrets: encrypted in state, `[secret]` in previews."""
+    """SecretValue leaves become Pulumi secrets: encrypted in state, `[secret]` in previews. Returns
+    `value` itself when it holds no secret (most objects), so the manifest is not copied for nothing."""
+    if not holds_secret(value):
+        return value
     if isinstance(value, SecretValue):
         return pulumi.Output.secret(str(value))
     if isinstance(value, pulumi.Output):
         return value
     if isinstance(value, dict):
         return {k: wrap_secrets(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [wrap_secrets(v) for v in value]
-    return value
+    return [wrap_secrets(v) for v in value]
+
+
+def holds_secret(value: Any) -> bool:
+    """Whether a SecretValue sits anywhere in `value`; a loop, not recursion: it runs over every manifest."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+        elif isinstance(item, SecretValue):
+            return True
+    return False
 
 
 class KubernetesObject(pulumi.CustomResource):

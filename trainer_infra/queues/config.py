@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from trainer_infra.core.model import StrictModel
-from trainer_infra.core.types import DnsLabel, DnsSubdomain
+from trainer_infra.core.types import DnsLabel, DnsSubdomain, Int32
 
 
 class TopologyPolicy(StrictModel):
@@ -32,8 +32,8 @@ class PlacementConfig(StrictModel):
 
 class PriorityClassConfig(StrictModel):
     name: DnsSubdomain
-    value: int
-    description: str = ""
+    value: Int32 = Field(description="Higher wins; a 32-bit integer (WorkloadPriorityClass.value).")
+    description: str = Field(default="", max_length=2048)
 
 
 def _default_priorities() -> list[PriorityClassConfig]:

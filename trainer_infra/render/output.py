@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +18,46 @@ from trainer_infra.render.capture import Capture, Registration
 
 CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
 KIND_ORDER = ("Namespace", "CustomResourceDefinition", "StorageClass", "ClusterRole", "ClusterRoleBinding")
-_Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_BaseDumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _Dumper(_BaseDumper):  # type: ignore[misc]
+    """The safe dumper (block style, sorted keys), minus work a render never needs. Every document is a
+    fresh tree decoded from the request, so there are no shared objects to anchor; plain str/dict/list
+    nodes are built directly (what SafeRepresenter builds for them, without its per-node dispatch); a
+    scalar's implicit tag is a pure function of its text, so it is resolved once per distinct string."""
+
+    def represent_data(self, data: Any) -> Any:
+        kind = type(data)
+        if kind is str:
+            return yaml.ScalarNode(_STR, data)
+        if kind is dict and all(type(k) is str for k in data):
+            items = sorted(data.items(), key=_first)
+            return yaml.MappingNode(
+                _MAP, [(yaml.ScalarNode(_STR, k), self.represent_data(v)) for k, v in items], flow_style=False
+            )
+        if kind is list:
+            return yaml.SequenceNode(_SEQ, [self.represent_data(v) for v in data], flow_style=False)
+        return super().represent_data(data)
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        if kind is not yaml.ScalarNode:
+            return super().resolve(kind, value, implicit)
+        key = (value, implicit)
+        cache: dict[Any, Any] = self.__dict__.setdefault("_resolved", {})
+        if key not in cache:
+            cache[key] = super().resolve(kind, value, implicit)
+        return cache[key]
+
+
+_STR, _MAP, _SEQ = "tag:yaml.org,2002:str", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
+
+
+def _first(item: tuple[str, Any]) -> str:
+    return item[0]
 
 
 @dataclass(frozen=True)
@@ -101,7 +142,25 @@ def dump_yaml_documents(docs: list[dict[str, Any]]) -> str:
 
 
 def write(rendered: Rendered, out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
+    """Write into a fresh directory beside `out`, then swap it in: `out` is either the previous render
+    or this complete one, never a mix or a half-written file."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        _write_files(rendered, staging)
+        if out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
+            out.rename(old / out.name)
+            staging.rename(out)
+            shutil.rmtree(old)
+        else:
+            staging.rename(out)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+
+
+def _write_files(rendered: Rendered, out: Path) -> None:
     (out / "manifests.yaml").write_text(dump_yaml_documents(rendered.manifests))
     (out / "helm-releases.yaml").write_text(
         yaml.dump({"releases": rendered.releases}, Dumper=_Dumper, sort_keys=True, default_flow_style=False)

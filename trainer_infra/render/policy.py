@@ -19,7 +19,11 @@ def subjects(rendered: Rendered) -> list[Subject]:
     """One subject per Pulumi resource, with the inputs `pulumi up` would send and its protection
     as resources.json records it. Manifests are matched to their resource by the resource name the
     platform gives every object (ManagedObject.key)."""
-    by_key = {ManagedObject(m).key: m for m in rendered.manifests}
+    # A manifest is an object (`node-x`) or, for NodePatch resources, a patch of one (`nodepatch-x`).
+    by_key: dict[str, dict[str, Any]] = {}
+    for m in rendered.manifests:
+        by_key[ManagedObject(m).key] = by_key[ManagedObject(m, patch=True).key] = m
+    matched: set[int] = set()
     releases = {str(r["name"]): r for r in rendered.releases}
     out: list[Subject] = []
     for res in rendered.resources:
@@ -27,13 +31,15 @@ def subjects(rendered: Rendered) -> list[Subject]:
         props: dict[str, Any]
         if rtype == CHART_TYPE:
             props = {k: v for k, v in releases.get(name, {}).items() if k != "name"}
-        elif name in by_key and rtype.startswith("kubernetes:"):
-            props = by_key.pop(name)
+        elif name in by_key and rtype.startswith("kubernetes:") and id(by_key[name]) not in matched:
+            props = by_key[name]
+            matched.add(id(props))
         else:
             props = dict(res.get("inputs") or {})
         out.append(Subject(rtype, name, props, bool(res.get("protect")), res.get("childPolicy") or {}))
-    if by_key:  # a manifest without its resource would escape the rules: never silently
-        raise ValueError(f"manifests without a matching resource: {sorted(by_key)}")
+    unmatched = sorted(ManagedObject(m).key for m in rendered.manifests if id(m) not in matched)
+    if unmatched:  # a manifest without its resource would escape the rules: never silently
+        raise ValueError(f"manifests without a matching resource: {unmatched}")
     return out
 
 

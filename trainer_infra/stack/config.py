@@ -27,6 +27,10 @@ class KubernetesConfig(StrictModel):
     )
 
 
+# Teams per stack: each is ~10 objects and a ClusterQueue in one cohort (bench: 1000 teams render in minutes).
+MAX_TEAMS = 2000
+
+
 class StackConfig(StrictModel):
     """Everything under the `trainer-platform:` namespace of a stack file."""
 
@@ -34,7 +38,9 @@ class StackConfig(StrictModel):
     components: ComponentsConfig = Field(default_factory=ComponentsConfig)
     images: ImagesConfig = Field(default_factory=ImagesConfig)
     charts: ChartsConfig = Field(default_factory=ChartsConfig)
-    teams: list[TeamConfig] = Field(default_factory=list, description="Tenants of the platform.")
+    teams: list[TeamConfig] = Field(
+        default_factory=list, max_length=MAX_TEAMS, description=f"Tenants of the platform (at most {MAX_TEAMS})."
+    )
     runtimes: RuntimesConfig = Field(default_factory=RuntimesConfig)
     storage: StorageConfig | None = Field(default=None, description="Shared ReadWriteMany storage for team data.")
     data_cache: DataCacheConfig = Field(default_factory=DataCacheConfig)

@@ -16,7 +16,11 @@ from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from trainer_infra.stack.config import StackConfig
+from trainer_infra.nodepools.checks import MAX_FLAVORS
+from trainer_infra.nodepools.kwok import MAX_KWOK_NODES
+from trainer_infra.stack import file as stack_file
+from trainer_infra.stack.config import MAX_TEAMS, StackConfig
+from trainer_infra.tenancy.config import MAX_SUBJECTS
 
 # What a user-chosen map key stands for, for every map whose values have fields (by dotted path, list
 # items as `[]`). tests/test_docs.py keeps this in step with the models.
@@ -26,7 +30,7 @@ MAP_KEYS: dict[str, str] = {
     "queues.placement.runtimes": "runtime",
 }
 
-HEADER = """\
+HEADER = f"""\
 # Configuration reference
 
 <!-- Generated from the config models by `make docs` (`trainer-infra config-docs`); do not edit by hand.
@@ -36,6 +40,35 @@ Every key sits under the `trainer-platform:` namespace of `stacks/Pulumi.<stack>
 errors. `<pool>` and `<runtime>` stand for a key you choose (a `nodePools[].name`, a runtime name);
 `[]` marks a list item. Check a stack with
 `.venv/bin/trainer-infra validate --stack <stack>`; `trainer-infra config-schema` prints the JSON Schema.
+
+## Limits and what `validate` refuses
+
+`validate`, `render` and `pulumi up` read a stack the same way and refuse it (exit 2, every problem at once,
+each with its config path, what was expected, what was found and a hint) before any work grows with the
+input. A value the API server or a pinned controller would refuse at `pulumi up` (a negative quota, an
+int32 overflow, a taint repeated, a Secret key with a space, a LimitRange whose min exceeds its max, a Kueue
+integration or feature gate its version does not know, an image reference a kubelet cannot pull, …) is
+refused at the key that sets it.
+
+| limit | value |
+|---|---|
+| stack file size | {stack_file.MAX_BYTES} bytes |
+| YAML nesting depth | {stack_file.MAX_DEPTH} |
+| YAML nodes after alias expansion | {stack_file.MAX_NODES} |
+| teams | {MAX_TEAMS} |
+| users, groups, service accounts per team | {MAX_SUBJECTS} each (one RoleBinding holds them) |
+| kwok fake nodes per stack | {MAX_KWOK_NODES} (checked from `kwok.layout` before a node is generated) |
+| node pools | {MAX_FLAVORS} (Kueue flavors per resource group) |
+
+The file is strict UTF-8 (a BOM is fine) and one YAML document. A duplicate key is an error (YAML would keep
+the last one silently); dates and `yes`/`no` stay strings, as the Pulumi CLI reads them; `!!binary`, `!!set`,
+`!!omap`, `!!pairs`, `!!timestamp` and `.inf`/`.nan` are refused. A setting that has no effect in the stack
+(placement or an override for a runtime it does not serve, `dataCache.cacheImage` with the cache off) is a
+warning naming it; a secret written in plain text (`kubernetes.kubeconfig`, `teams[].secrets.*`) renders
+with a warning giving the command that stores it encrypted:
+`pulumi config set --secret --path 'trainer-platform:teams[0].secrets.hfToken' <value>`.
+`render --out DIR` writes a fresh directory and moves it into place: a refused or failed render leaves DIR
+as it was.
 """
 
 

@@ -8,10 +8,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from trainer_infra.core.errors import ConfigError, ConfigIssue, did_you_mean
 from trainer_infra.core.schema import short
+from trainer_infra.stack.file import read as stack_file_data
 
 NAMESPACE = "trainer-platform"
 SECRET_PLACEHOLDER = "<secret>"
@@ -56,14 +55,19 @@ def read_stack_document(doc: Any, source: str) -> tuple[dict[str, Any], list[Con
 
 
 def read_file(path: Path) -> tuple[dict[str, Any], list[ConfigIssue]]:
-    """A stack file's raw config, and issues for keys that look meant for us."""
+    """A stack file's raw config, and issues for keys that look meant for us. The file is read strictly
+    and with bounded work (stack/file.py); its issue paths are config paths (`teams[0]`)."""
     try:
-        doc = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError([ConfigIssue("", f"no such stack file {path}")], str(path)) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError([ConfigIssue("", f"not valid YAML: {exc}")], str(path)) from None
+        doc = stack_file_data(path)
+    except ConfigError as exc:
+        raise ConfigError([_config_path(i) for i in exc.issues], exc.source) from None
     return read_stack_document(doc, str(path))
+
+
+def _config_path(issue: ConfigIssue) -> ConfigIssue:
+    """`config.trainer-platform:teams[0].name` (a file position) → `teams[0].name` (a config path)."""
+    path = issue.path.removeprefix(f"config.{NAMESPACE}:")
+    return ConfigIssue(path, issue.message, issue.found, issue.hint)
 
 
 def stack_file(stack: str, stacks_dir: Path) -> Path:

@@ -13,21 +13,27 @@ from pydantic import ValidationError
 
 from trainer_infra.catalog.injections import RuntimeFacts
 from trainer_infra.catalog.loader import Catalog, load_catalog
-from trainer_infra.catalog.plan import Selection, ServeContext, features, select
+from trainer_infra.catalog.plan import Selection, ServeContext, features, select, unused_settings
+from trainer_infra.components.checks import check_components
 from trainer_infra.components.kueue import kueue_settings
 from trainer_infra.components.plan import Releases, resolve_releases
-from trainer_infra.core.errors import ConfigError, ConfigIssue
+from trainer_infra.components.registry import COMPONENTS
+from trainer_infra.core.errors import ConfigError, ConfigIssue, format_path
+from trainer_infra.core.model import Resources
 from trainer_infra.core.schema import issue_from
+from trainer_infra.core.walk import instances
 from trainer_infra.nodepools.checks import check_pools
 from trainer_infra.nodepools.model import ResolvedPool
-from trainer_infra.nodepools.plan import node_pool_objects
+from trainer_infra.nodepools.registry import BACKENDS as POOL_BACKENDS
 from trainer_infra.nodepools.resolve import resolve_pools
 from trainer_infra.queues.checks import check_queues
 from trainer_infra.queues.placement import Placement
 from trainer_infra.queues.resolve import ResolvedQueues, resolve_queues
 from trainer_infra.stack.config import StackConfig
-from trainer_infra.storage.checks import check_storage
-from trainer_infra.tenancy.checks import check_teams
+from trainer_infra.stack.load import NAMESPACE, SECRET_PLACEHOLDER
+from trainer_infra.stack.secrets import plaintext_warnings
+from trainer_infra.storage.checks import check_data_cache, check_storage
+from trainer_infra.tenancy.checks import SYSTEM_NAMESPACES, check_teams
 
 
 @dataclass(frozen=True)
@@ -42,24 +48,6 @@ class Validated:
     selection: Selection
     serve: ServeContext
     warnings: list[str] = field(default_factory=list)
-
-
-def _platform_namespaces(cfg: StackConfig, releases: Releases, pools: tuple[ResolvedPool, ...]) -> dict[str, str]:
-    """Namespaces the platform itself uses, and whose: no team may live in one."""
-    owners = {ns: f"the {name} controller's namespace" for name, ns in releases.namespaces().items()}
-    own = node_pool_objects(pools, cfg.images.registry_mirror)
-    if cfg.storage is not None:
-        own += cfg.storage.backend.objects(cfg.storage.settings, cfg.images.registry_mirror)
-    for obj in own:
-        if obj.manifest["kind"] == "Namespace":
-            name = obj.manifest["metadata"]["name"]
-            owners.setdefault(name, f"a namespace of the platform ({name}, created for {_creator(obj.manifest)})")
-    return owners
-
-
-def _creator(manifest: dict[str, Any]) -> str:
-    labels = manifest["metadata"].get("labels") or {}
-    return str(labels.get("app.kubernetes.io/name") or "the node-pool or storage backend")
 
 
 def shape(raw: Mapping[str, Any], source: str, earlier: list[ConfigIssue]) -> StackConfig:
@@ -81,6 +69,7 @@ class Draft:
     catalog: Catalog
     selection: Selection
     catalog_issues: list[ConfigIssue]
+    warnings: list[str]  # settings that have no effect in this stack
 
 
 def _draft(cfg: StackConfig) -> Draft:
@@ -92,7 +81,72 @@ def _draft(cfg: StackConfig) -> Draft:
     catalog = load_catalog()
     trainer = releases.by_name["trainer"].version
     selection, catalog_issues = select(cfg.runtimes, cfg.teams, trainer, features(cfg.data_cache), catalog)
-    return Draft(cfg, releases, pools, pool_issues, queues, catalog, selection, catalog_issues)
+    unused, warnings = unused_settings(cfg.runtimes, cfg.queues.placement.runtimes, selection, catalog)
+    warnings += no_effect_warnings(cfg)
+    return Draft(cfg, releases, pools, pool_issues, queues, catalog, selection, catalog_issues + unused, warnings)
+
+
+def no_effect_warnings(cfg: StackConfig) -> list[str]:
+    """Values that are valid but change nothing in this stack, named so nobody relies on them."""
+    out = []
+    if not cfg.data_cache.enabled and "cache_image" in cfg.data_cache.model_fields_set:
+        out.append("dataCache.cacheImage: has no effect while dataCache.enabled is false")
+    for i, team in enumerate(cfg.teams):
+        m = team.members
+        if m.manage_runtimes and not (m.users or m.groups or m.service_accounts):
+            out.append(f"teams[{i}].members.manageRuntimes: has no effect: the team has no members to grant it to")
+    return out
+
+
+def _namespace_claims(d: Draft) -> list[tuple[str, str, str]]:
+    """(namespace, config path that chose it, what it is) for every namespace the platform creates itself,
+    in config order: controllers, node-pool backends, storage backends."""
+    cfg = d.config
+    claims = []
+    for component in COMPONENTS:
+        release, settings = d.releases.by_name.get(component.name), component.settings(cfg)
+        if release is None or settings is None or not component.owns_namespace:
+            continue
+        path = f"components.{component.name}" + (".namespace" if settings.namespace else "")
+        claims.append((release.namespace, path, f"the {component.name} controller's namespace"))
+    for backend in POOL_BACKENDS:
+        pools = [p for p in d.pools if p.config.backend == backend.name and p.settings is not None]
+        for obj in backend.shared_objects(pools, None) if pools else []:
+            if obj.manifest["kind"] == "Namespace":
+                what = f"the {backend.name} backend's namespace"
+                claims.append((obj.manifest["metadata"]["name"], pools[0].at, what))
+    if cfg.storage is not None:
+        at, settings = f"storage.{cfg.storage.backend.name}", cfg.storage.settings
+        for obj in cfg.storage.backend.objects(settings, None):
+            if obj.manifest["kind"] == "Namespace":
+                name = obj.manifest["metadata"]["name"]
+                where = next((loc for loc, v in instances(settings, str) if v == name), ())
+                what = f"the {cfg.storage.backend.name} storage backend's namespace"
+                claims.append((name, format_path((at, *where)), what))
+    return claims
+
+
+def _namespaces(d: Draft) -> list[ConfigIssue]:
+    """A namespace the platform creates has one owner (removing the owner deletes it, and everything in it),
+    and is never a Kubernetes system namespace."""
+    issues = []
+    owners: dict[str, str] = {}
+    for namespace, path, what in _namespace_claims(d):
+        if namespace in SYSTEM_NAMESPACES:
+            hint = "pick a namespace of its own: the platform creates (and would delete) it"
+            message = f"{what} would be {namespace}, a Kubernetes system namespace"
+            issues.append(ConfigIssue(path, message, namespace, hint))
+        elif namespace in owners:
+            hint = "every part of the platform needs its own namespace"
+            issues.append(
+                ConfigIssue(path, f"{what} would be {namespace}, already {owners[namespace]}", namespace, hint)
+            )
+        owners.setdefault(namespace, f"{what} ({path})")
+    return issues
+
+
+def _components(d: Draft) -> list[ConfigIssue]:
+    return check_components(d.config, d.releases)
 
 
 def _pools(d: Draft) -> list[ConfigIssue]:
@@ -100,11 +154,12 @@ def _pools(d: Draft) -> list[ConfigIssue]:
 
 
 def _teams(d: Draft) -> list[ConfigIssue]:
-    return check_teams(d.config.teams, {} if d.pool_issues else _platform_namespaces(d.config, d.releases, d.pools))
+    platform = {ns: f"{what} ({path})" for ns, path, what in _namespace_claims(d)}
+    return check_teams(d.config.teams, platform)
 
 
 def _storage(d: Draft) -> list[ConfigIssue]:
-    return check_storage(d.config.storage, d.config.teams)
+    return check_storage(d.config.storage, d.config.teams) + check_data_cache(d.config.data_cache)
 
 
 def _queues(d: Draft) -> list[ConfigIssue]:
@@ -115,8 +170,27 @@ def _runtimes(d: Draft) -> list[ConfigIssue]:
     return d.catalog_issues
 
 
+def _container_resources(d: Draft) -> list[ConfigIssue]:
+    """Every `resources` block in the config (controllers, runtime defaults and overrides), as the API
+    server checks a pod's: requests ≤ limits, extended resources whole and requested = limit."""
+    return [
+        ConfigIssue(format_path((*loc, key)), problem)
+        for loc, resources in instances(d.config, Resources)
+        for key, problem in resources.problems()
+    ]
+
+
 # Every area's checks, in report order; a new check is a function in its area plus one line here.
-CHECKS: list[Callable[[Draft], list[ConfigIssue]]] = [_pools, _teams, _storage, _queues, _runtimes]
+CHECKS: list[Callable[[Draft], list[ConfigIssue]]] = [
+    _components,
+    _namespaces,
+    _pools,
+    _teams,
+    _storage,
+    _queues,
+    _runtimes,
+    _container_resources,
+]
 
 
 def validate(raw: Mapping[str, Any], source: str = "", earlier: list[ConfigIssue] | None = None) -> Validated:
@@ -155,4 +229,5 @@ def validate_model(cfg: StackConfig, source: str = "", earlier: list[ConfigIssue
         d.releases.by_name["trainer"].version, cfg.runtimes, cfg.data_cache, facts, cfg.allow_data_loss
     )
     warnings = [f"UNSUPPORTED (allowUnsupportedVersions): {i.render()}" for i in compat]
+    warnings += plaintext_warnings(cfg, NAMESPACE, SECRET_PLACEHOLDER) + d.warnings
     return Validated(cfg, d.releases, d.pools, d.queues, d.catalog, d.selection, serve, warnings)

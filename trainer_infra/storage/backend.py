@@ -11,14 +11,24 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Protocol
 
-from pydantic import StringConstraints
+from pydantic import AfterValidator, StringConstraints
 
+from trainer_infra.core import kube
 from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.objects import ManagedObject
 
 GI = 1024**3
-AbsolutePath = Annotated[str, StringConstraints(pattern=r"^/[^\s]*$")]
+
+
+def _no_backsteps(path: str) -> str:
+    """The API server refuses `..` in mount and hostPath paths (validatePathNoBacksteps)."""
+    if (problem := kube.path_problem(path)) is not None:
+        raise ValueError(problem)
+    return path
+
+
+AbsolutePath = Annotated[str, StringConstraints(pattern=r"^/[^\s]*$"), AfterValidator(_no_backsteps)]
 
 
 class StorageBackend(Protocol):

@@ -4,23 +4,49 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from trainer_infra.core import kube
 from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.quantity import quantity
 from trainer_infra.storage.backend import GI
-from trainer_infra.storage.config import StorageConfig
+from trainer_infra.storage.config import DataCacheConfig, StorageConfig
 from trainer_infra.tenancy.teams import TeamConfig
+
+# Settings of the StorageClass the platform creates (none with an existing class).
+CLASS_FIELDS = ("class_name", "reclaim_policy", "volume_binding_mode", "allow_volume_expansion", "mount_options")
+
+
+def check_data_cache(data_cache: DataCacheConfig) -> list[ConfigIssue]:
+    """The Trainer chart's LWS subchart has `condition: dataCache.enabled,dataCache.lws.install`: Helm reads
+    the first path that resolves, so with the cache on, `installLws: false` would be ignored."""
+    issues = []
+    if data_cache.enabled and not data_cache.install_lws:
+        hint = "the chart installs LeaderWorkerSet whenever the data cache is on; drop installLws"
+        issues.append(ConfigIssue("dataCache.installLws", "the Trainer chart ignores it", "false", hint))
+    image = data_cache.cache_image
+    ref = f"{image.registry}/{image.repository}:{image.tag or 'v0.0.0'}"
+    if (problem := kube.image_reference_problem(ref)) is not None:
+        issues.append(ConfigIssue("dataCache.cacheImage", problem, ref))
+    return issues
 
 
 def check_storage(storage: StorageConfig | None, teams: Sequence[TeamConfig]) -> list[ConfigIssue]:
     if storage is None:
-        return []
+        hint = "set storage (a backend) to give every team a claim, or drop teams[].storage"
+        return [
+            ConfigIssue(f"teams[{i}].storage", "has no effect without storage at the root", None, hint)
+            for i, team in enumerate(teams)
+            if "storage" in team.model_fields_set
+        ]
     backend, settings = storage.backend, storage.settings
     issues = backend.checks(settings)
-    if backend.provisioner(settings) is None and "class_name" in storage.model_fields_set:
-        hint = f"name the class in storage.{backend.name}.className only"
-        issues.append(
-            ConfigIssue("storage.className", f"ignored with storage.{backend.name}", storage.class_name, hint)
-        )
+    if backend.provisioner(settings) is None:  # an existing StorageClass: we create no class to configure
+        for field in CLASS_FIELDS:
+            if field in storage.model_fields_set:
+                key = type(storage).model_fields[field].alias or field
+                hint = "it is a setting of the StorageClass we create; the existing class keeps its own"
+                if field == "class_name":
+                    hint = f"name the class in storage.{backend.name}.className only"
+                issues.append(ConfigIssue(f"storage.{key}", f"ignored with storage.{backend.name}", None, hint))
     minimum = backend.minimum_bytes(settings)
     if minimum is not None:
         least, why = minimum

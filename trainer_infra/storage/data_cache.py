@@ -16,8 +16,9 @@ from trainer_infra.storage.config import DataCacheConfig
 CACHE_INITIALIZER = "kubeflow-trainer-cache-initializer"
 
 
-def data_cache_values(cfg: DataCacheConfig, mirror: str | None) -> dict[str, Any]:
-    """Trainer chart values. The chart's cache runtime stays off: the catalog owns runtimes."""
+def data_cache_values(cfg: DataCacheConfig, mirror: str | None, trainer: str) -> dict[str, Any]:
+    """Trainer chart values. The chart's cache runtime stays off: the catalog owns runtimes. The tag is
+    written out (`v<trainer>` by default, as the chart's own default): an empty tag is not a pin."""
     if not cfg.enabled:
         return {}
     image = cfg.cache_image
@@ -29,7 +30,7 @@ def data_cache_values(cfg: DataCacheConfig, mirror: str | None) -> dict[str, Any
         "dataCache": {
             "enabled": True,
             "lws": {"install": cfg.install_lws},
-            "cacheImage": {"registry": registry, "repository": repository, "tag": image.tag},
+            "cacheImage": {"registry": registry, "repository": repository, "tag": image.tag or f"v{trainer}"},
             "runtimes": {"torchDistributedWithCache": {"enabled": False}},
         }
     }

@@ -27,6 +27,24 @@ class LustreBackend(StrictModel):
     network: str | None = Field(default=None, description="gke: VPC network of the cluster.")
 
 
+# Settings that belong to one provider only (the other one's CSI driver ignores them).
+PROVIDER_FIELDS = {
+    "fsx": (
+        ("subnet_id", "subnetId"),
+        ("security_group_ids", "securityGroupIds"),
+        ("deployment_type", "deploymentType"),
+    ),
+    "gke": (("network", "network"),),
+}
+# MB/s per TiB each accepts: FSx (PerUnitStorageThroughput, SSD) per deployment type; GKE Managed Lustre.
+THROUGHPUT: dict[str, tuple[int, ...]] = {
+    "PERSISTENT_1": (50, 100, 200),
+    "PERSISTENT_2": (125, 250, 500, 1000),
+    "SCRATCH_2": (),
+    "gke": (125, 250, 500, 1000),
+}
+
+
 class LustreStorage(StorageDefaults):
     name = "lustre"
     settings_model = LustreBackend
@@ -56,9 +74,27 @@ class LustreStorage(StorageDefaults):
 
     def checks(self, settings: Any) -> list[ConfigIssue]:
         s: LustreBackend = settings
+        at = "storage.lustre"
+        other = {"fsx": "gke", "gke": "fsx"}[s.provider]
+        issues = [
+            ConfigIssue(
+                f"{at}.{key}", f"a {other} setting, no effect with provider {s.provider}", None, f"remove {key}"
+            )
+            for field, key in PROVIDER_FIELDS[other]
+            if field in s.model_fields_set
+        ]
+        allowed = THROUGHPUT[s.provider if s.provider == "gke" else s.deployment_type]
+        throughput = s.per_unit_storage_throughput
+        if throughput is not None and throughput not in allowed:
+            what = f"provider {s.provider}" if s.provider == "gke" else f"deploymentType {s.deployment_type}"
+            hint = (
+                f"one of {', '.join(map(str, allowed))}" if allowed else "remove it (SCRATCH_2 has a fixed throughput)"
+            )
+            issues.append(
+                ConfigIssue(f"{at}.perUnitStorageThroughput", f"not a throughput of {what}", str(throughput), hint)
+            )
         if s.provider != "fsx":
-            return []
-        issues = []
+            return issues
         if not s.subnet_id:
             hint = "FSx for Lustre creates each file system in this subnet"
             issues.append(ConfigIssue("storage.lustre.subnetId", "required with provider fsx", None, hint))

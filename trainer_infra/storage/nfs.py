@@ -4,15 +4,15 @@ sandboxes an NFS server inside the cluster (the same server image the driver's o
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, StringConstraints
 
 from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.images import mirror_image
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.objects import ManagedObject
-from trainer_infra.core.types import DnsLabel, SemVer
+from trainer_infra.core.types import DnsLabel, Host, ImageRef, SemVer
 from trainer_infra.manifests import meta
 from trainer_infra.storage.backend import AbsolutePath, StorageDefaults
 
@@ -38,7 +38,9 @@ class NfsInClusterServerConfig(StrictModel):
     sits in a hostPath on one node: fine for a sandbox, never for production."""
 
     enabled: bool = False
-    image: str = Field(default=NFS_SERVER_IMAGE, description="NFS server image (exports one directory over NFSv4).")
+    image: ImageRef = Field(
+        default=NFS_SERVER_IMAGE, description="NFS server image (exports one directory over NFSv4)."
+    )
     namespace: DnsLabel = Field(default="trainer-platform-storage", description="Namespace of the server.")
     host_path: AbsolutePath = Field(
         default="/var/lib/trainer-platform/nfs", description="Node directory that holds the exported data."
@@ -48,9 +50,11 @@ class NfsInClusterServerConfig(StrictModel):
 class NfsBackend(StrictModel):
     """An NFS export (`server:share`) through the upstream NFS CSI driver; each claim is a subdirectory."""
 
-    server: str | None = Field(default=None, description="NFS server host name or IP (omit with inClusterServer).")
+    server: Host | None = Field(default=None, description="NFS server host name or IP (omit with inClusterServer).")
     share: AbsolutePath = Field(default="/", description="Exported path.")
-    mount_permissions: str | None = Field(default=None, description='chmod of each volume directory, e.g. "0775".')
+    mount_permissions: Annotated[str, StringConstraints(pattern=r"^[0-7]{3,4}$")] | None = Field(
+        default=None, description='chmod of each volume directory, e.g. "0775".'
+    )
     in_cluster_server: NfsInClusterServerConfig = Field(default_factory=NfsInClusterServerConfig)
     driver: NfsDriverConfig = Field(default_factory=NfsDriverConfig)
 

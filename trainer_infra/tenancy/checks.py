@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from trainer_infra.core import kube
 from trainer_infra.core.errors import ConfigIssue
+from trainer_infra.tenancy.policies import HF_TOKEN_SECRET
 from trainer_infra.tenancy.teams import TeamConfig
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -36,7 +38,33 @@ def check_teams(teams: Sequence[TeamConfig], platform: Mapping[str, str]) -> lis
         elif ns in reserved:
             issues.append(ConfigIssue(path, f"namespace {ns} is {reserved[ns]}", ns, "set teams[].namespace"))
         namespaces.setdefault(ns, i)
-        issues += _quota_needs_defaults(i, team)
+        issues += _quota_needs_defaults(i, team) + _api_rules(i, team)
+    return issues
+
+
+def _api_rules(i: int, team: TeamConfig) -> list[ConfigIssue]:
+    """What the API server refuses in a team's ResourceQuota and LimitRange, and the Secret name that
+    belongs to `hfToken`."""
+    issues = []
+    if team.resource_quota is not None:
+        for key, value in team.resource_quota.hard.items():
+            if (problem := kube.quantity_problem(key, value)) is not None:
+                issues.append(ConfigIssue(f"teams[{i}].resourceQuota.hard.{key}", problem, value))
+    if team.limit_range is not None:
+        lr = team.limit_range
+        bounds = {"min": lr.min, "defaultRequest": lr.default_request, "default": lr.default, "max": lr.max}
+        for where, problem in kube.limit_range_problems(bounds):
+            kind, _, resource = where.partition(".")
+            issues.append(ConfigIssue(f"teams[{i}].limitRange.{where}", problem, bounds[kind][resource]))
+    if HF_TOKEN_SECRET in team.secrets.extra:
+        issues.append(
+            ConfigIssue(
+                f"teams[{i}].secrets.extra.{HF_TOKEN_SECRET}",
+                f"Secret {HF_TOKEN_SECRET} is the one teams[].secrets.hfToken makes (initializers read it)",
+                None,
+                "set the token as secrets.hfToken, and name other Secrets differently",
+            )
+        )
     return issues
 
 

@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from decimal import Decimal
+from typing import Annotated
+
+from pydantic import AfterValidator, Field
 
 from trainer_infra.core.model import StrictModel
-from trainer_infra.core.types import DnsLabel, Quantity
+from trainer_infra.core.quantity import quantity
+from trainer_infra.core.types import DnsLabel, NonNegativeQuantity
 from trainer_infra.tenancy.config import (
     LimitRangeConfig,
     MembersConfig,
@@ -16,6 +20,16 @@ from trainer_infra.tenancy.config import (
     TeamStorageConfig,
 )
 from trainer_infra.tenancy.quota import PoolQuota
+
+
+def _weight(value: str) -> str:
+    """Kueue's webhook (validateFairSharing): 0, or more than 1n (smaller positive weights collapse)."""
+    if 0 < quantity(value) <= Decimal("1e-9"):
+        raise ValueError("must be 0 or more than 1n (Kueue refuses smaller positive weights)")
+    return value
+
+
+FairSharingWeight = Annotated[NonNegativeQuantity, AfterValidator(_weight)]
 
 
 class TeamConfig(StrictModel):
@@ -39,7 +53,7 @@ class TeamConfig(StrictModel):
     )
     quota: dict[str, PoolQuota] = Field(default_factory=dict, description="Nominal quota per node pool name.")
     local_queue: DnsLabel = Field(default="default", description="LocalQueue name in the team namespace.")
-    fair_sharing_weight: Quantity | None = Field(
+    fair_sharing_weight: FairSharingWeight | None = Field(
         default=None, description="The team's share in the cohort under fair sharing (Kueue default 1)."
     )
 

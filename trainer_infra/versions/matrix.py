@@ -22,6 +22,13 @@ class Release(StrictModel):
     api_versions: dict[str, str] = Field(default_factory=dict, description="API group → version we write.")
     images: dict[str, str] = Field(default_factory=dict, description="The images the release runs, by role.")
     sources: list[str] = Field(min_length=1)
+    feature_gates: list[str] | None = Field(
+        default=None, description="Gates the controller accepts (None: not known here, not checked)."
+    )
+    locked_feature_gates: dict[str, bool] = Field(
+        default_factory=dict, description="Gates locked to their default: another value stops the controller."
+    )
+    integrations: list[str] | None = Field(default=None, description="Kueue: the integration framework names.")
 
     def api_version(self, group: str) -> str:
         return f"{group}/{self.api_versions[group]}"
@@ -150,7 +157,7 @@ def _trainjob_api(versions: dict[str, str], integration: bool, where: dict[str, 
             f"TrainJob API mismatch [trainjob-api] (trainer {trainer.version}, kueue {kueue.version}): Kueue "
             f"{kueue.version} is built against the Trainer v{kueue.train_job_api} TrainJob API, Trainer "
             f"{trainer.version} serves v{trainer.train_job_api}; upstream: \"Trainer v2.2 and v2.3 don't have API "
-            "compatibility\"",
+            'compatibility"',
             f"pick Trainer {' or '.join(matching) or '(none in the matrix)'} with Kueue {kueue.version}, or keep "
             f"Trainer {trainer.version} and set components.kueue.trainJobIntegration: false (TrainJobs are then "
             "not queued by Kueue) (sources: the trainJobApi of each release in versions/matrix.yaml)",

@@ -1,0 +1,65 @@
+"""Checks of `components.*` against the release each one installs: a feature gate or integration the
+controller does not know, or a locked gate set off its default, stops the controller at start-up (Kueue
+refuses its configuration), which `pulumi up` only shows as a readiness gate that never passes."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from trainer_infra.components.component import StackView
+from trainer_infra.components.kueue import TRAINJOB_FRAMEWORK, kueue_settings
+from trainer_infra.components.plan import Releases
+from trainer_infra.components.registry import COMPONENTS
+from trainer_infra.core.errors import ConfigIssue, did_you_mean
+
+TAS_GATE = "TopologyAwareScheduling"
+
+
+def _gates(stack: StackView, releases: Releases) -> list[ConfigIssue]:
+    issues = []
+    for component in COMPONENTS:
+        settings, release = component.settings(stack), releases.by_name.get(component.name)
+        if settings is None or release is None or release.feature_gates is None:
+            continue
+        known = release.feature_gates
+        for gate, on in getattr(settings, "feature_gates", {}).items():
+            at = f"components.{component.name}.featureGates.{gate}"
+            what = f"{component.name} {release.version}"
+            if gate in release.locked_feature_gates:
+                default = release.locked_feature_gates[gate]
+                if on != default:
+                    hint = "remove it: the gate is GA or deprecated and cannot be changed"
+                    issues.append(ConfigIssue(at, f"locked to {str(default).lower()} in {what}", str(on).lower(), hint))
+            elif gate not in known:
+                listed = ", ".join(sorted(known)) if len(known) <= 10 else "versions/matrix.yaml"
+                hint = did_you_mean(gate, known) or f"the gates of {what}: {listed}"
+                issues.append(ConfigIssue(at, f"not a feature gate of {what}", gate, hint))
+    return issues
+
+
+def _kueue(stack: StackView, releases: Releases) -> list[ConfigIssue]:
+    release = releases.by_name.get("kueue")
+    if release is None:
+        return []
+    cfg = kueue_settings(stack)
+    issues = []
+    if TAS_GATE in cfg.feature_gates:
+        hint = "set components.kueue.tas.enabled instead"
+        issues.append(ConfigIssue(f"components.kueue.featureGates.{TAS_GATE}", "set by tas.enabled", None, hint))
+    counts = Counter(cfg.frameworks)
+    for i, name in enumerate(cfg.frameworks):
+        at = f"components.kueue.frameworks[{i}]"
+        if name == TRAINJOB_FRAMEWORK:
+            hint = "TrainJobs are queued with components.kueue.trainJobIntegration"
+            if not cfg.train_job_integration:
+                issues.append(ConfigIssue(at, "contradicts trainJobIntegration: false", name, hint))
+        elif release.integrations is not None and name not in release.integrations:
+            hint = did_you_mean(name, release.integrations) or "Kueue knows: " + ", ".join(release.integrations)
+            issues.append(ConfigIssue(at, f"not an integration of Kueue {release.version}", name, hint))
+        if counts[name] > 1 and cfg.frameworks.index(name) != i:
+            issues.append(ConfigIssue(at, "listed twice", name))
+    return issues
+
+
+def check_components(stack: StackView, releases: Releases) -> list[ConfigIssue]:
+    return _gates(stack, releases) + _kueue(stack, releases)
