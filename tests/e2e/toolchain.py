@@ -269,7 +269,6 @@ class Toolchain:
         )
         self._install(out, "pulumi-language-python")
         self._install(cmd_dir / "pulumi-language-python-exec", "pulumi-language-python-exec")
-        self.write_dynamic_provider_plugin()
 
     def write_dynamic_provider_plugin(self) -> None:
         """``pulumi-resource-pulumi-python``: the engine starts it for ``pulumi.dynamic`` resources (the readiness
@@ -279,6 +278,11 @@ class Toolchain:
         script.parent.mkdir(parents=True, exist_ok=True)
         script.write_text(f'#!/bin/sh\nexec "{self.python}" -u -m pulumi.dynamic "$@"\n')
         self._install(script, "pulumi-resource-pulumi-python")
+        self._dynamic_plugin_stamp().write_text(str(self.python) + "\n")
+
+    def _dynamic_plugin_stamp(self) -> Path:
+        """The plugin names the venv, whose path follows the requirements: rewritten when they change."""
+        return self.bin_dir / f".pulumi-resource-pulumi-python-{self.venv.name}"
 
     def _provider_tree(self) -> Path:
         return self.src_dir / "pulumi-kubernetes"
@@ -390,11 +394,7 @@ class Toolchain:
             Step("pulumi", (self.pulumi,), self.build_cli),
             Step(
                 "pulumi-language-python",
-                (
-                    self.bin_dir / "pulumi-language-python",
-                    self.bin_dir / "pulumi-language-python-exec",
-                    self.bin_dir / "pulumi-resource-pulumi-python",
-                ),
+                (self.bin_dir / "pulumi-language-python", self.bin_dir / "pulumi-language-python-exec"),
                 self.build_language_host,
             ),
             Step(
@@ -403,6 +403,7 @@ class Toolchain:
                 lambda: (self.prepare_provider(), self.generate_provider_files(), self.build_provider()),  # type: ignore[func-returns-value]
             ),
             Step("python-venv", (self.venv / ".complete",), self.build_venv),
+            Step("pulumi-python-plugin", (self._dynamic_plugin_stamp(),), self.write_dynamic_provider_plugin),
         ]
 
     def build(self, force: bool = False) -> dict[str, float]:
