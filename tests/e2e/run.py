@@ -37,11 +37,10 @@ def main(argv: list[str] | None = None) -> int:
     # smoke first: if the basics fail, the scenarios would only repeat it. The real install path
     # (test_pulumi.py; opt-in with E2E_PULUMI=1 until it has run green here, see README) runs in a second
     # session: it starts its own, empty control plane once the first session's sandbox is stopped.
-    sessions = [args] if args else [["-m", "e2e", "tests/e2e/test_smoke.py", "tests/e2e/test_scenarios.py"]]
-    if not args:
-        sessions[0].append("tests/e2e/test_failures.py")
-        if os.environ.get("E2E_PULUMI") == "1":
-            sessions.append(["-m", "e2e", "tests/e2e/test_pulumi.py"])
+    default = ["tests/e2e/test_smoke.py", "tests/e2e/test_scenarios.py", "tests/e2e/test_migrate.py"]
+    sessions = [args] if args else [["-m", "e2e", *default, "tests/e2e/test_failures.py"]]
+    if not args and os.environ.get("E2E_PULUMI") == "1":
+        sessions.append(["-m", "e2e", "tests/e2e/test_pulumi.py"])
     test_start = time.monotonic()
     code = 0
     for pytest_args in sessions:
