@@ -102,7 +102,14 @@ def load_render(directory: Path) -> RenderOutput:
 
 #: Keys of the render's Kueue manager config that change scheduling; process settings (ports, leader
 #: election, certificates) stay the sandbox's own.
-KUEUE_BEHAVIOUR_KEYS = ("fairSharing", "admissionFairSharing", "waitForPodsReady", "resources", "integrations")
+KUEUE_BEHAVIOUR_KEYS = (
+    "fairSharing",
+    "admissionFairSharing",
+    "waitForPodsReady",
+    "resources",
+    "integrations",
+    "multiKueue",
+)
 
 
 def kueue_settings(render: RenderOutput) -> Obj:

@@ -136,8 +136,11 @@ class Sandbox:
         bin_dir: Path | None = None,
         shared: Path | None = None,
         kueue_settings: dict[str, Any] | None = None,
+        trainer_controller: bool = True,
     ) -> None:
         self.workdir = workdir.resolve()
+        #: False: Trainer CRDs only, no controller and no Trainer webhooks (a fleet manager on Trainer < 2.3).
+        self.trainer_controller = trainer_controller
         #: Scheduling settings of the stack's Kueue (``render.kueue_settings``) laid over the sandbox's config.
         self.kueue_settings = dict(kueue_settings or {})
         self.versions = versions or VersionSet.from_env()
@@ -568,8 +571,20 @@ class Sandbox:
                 }
             )
         )
+        controllers = [(jobset, p.jobset_health), (kueue, p.kueue_health)]
+        if self.trainer_controller:
+            controllers.append((self._start_trainer(trainer_cfg, trainer_tmp), p.trainer_health))
+        for proc, port in controllers:
+            self._wait(
+                proc,
+                "controller /readyz (webhook server started)",
+                lambda port=port: _http_ok(f"http://127.0.0.1:{port}/readyz"),
+            )
+
+    def _start_trainer(self, trainer_cfg: Path, trainer_tmp: Path) -> Process:
+        v = self.versions
         # controller-runtime reads webhook certs from $TMPDIR/k8s-webhook-server/serving-certs.
-        trainer = self._spawn(
+        return self._spawn(
             "trainer-controller-manager",
             v.trainer,
             "trainer-controller-manager",
@@ -580,13 +595,6 @@ class Sandbox:
             ],
             env={"TMPDIR": str(trainer_tmp)},
         )
-
-        for proc, port in ((jobset, p.jobset_health), (kueue, p.kueue_health), (trainer, p.trainer_health)):
-            self._wait(
-                proc,
-                "controller /readyz (webhook server started)",
-                lambda port=port: _http_ok(f"http://127.0.0.1:{port}/readyz"),
-            )
 
     def _webhook_certs(self, directory: Path) -> None:
         self.ca.issue(
@@ -638,11 +646,15 @@ class Sandbox:
                 self.ports.kueue_webhook,
                 self.ca.cert_pem,
             ),
-            *localize(
-                load_upstream_webhooks(up / "trainer" / f"v{v.trainer}"),
-                "trainer",
-                self.ports.trainer_webhook,
-                self.ca.cert_pem,
+            *(
+                localize(
+                    load_upstream_webhooks(up / "trainer" / f"v{v.trainer}"),
+                    "trainer",
+                    self.ports.trainer_webhook,
+                    self.ca.cert_pem,
+                )
+                if self.trainer_controller
+                else []
             ),
         ]
 
@@ -660,6 +672,8 @@ class Sandbox:
             },
             "trainer": _probe_runtime(),
         }
+        if not self.trainer_controller:
+            del probes["trainer"]
         for component, obj in probes.items():
 
             def reachable(obj: Obj = obj) -> bool:
