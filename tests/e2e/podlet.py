@@ -14,10 +14,11 @@ spec says — so the cluster is served by the configuration the *charts* rendere
   server as its ServiceAccount, through the chart's RBAC.
 
 The one deviation is the network: every process shares the host's. kwok gives a Pod an IP from its node's
-``podCIDR``; the node that runs these Pods has a podCIDR the sandbox routes to this host
-(``ip route add local``), and the listen addresses of the component Configuration (``:8081`` → ``<podIP>:8081``, ``webhook.host``) are bound to that IP,
-so each Pod has its own address as on a cluster. The API server (``--enable-aggregator-routing``) dials Service
-endpoints, so webhooks and Kueue's visibility API are reached through the chart's Services and EndpointSlices.
+``podCIDR``; the node that runs these Pods has a podCIDR the sandbox routes to this host (``ip route add
+local``), and the listen addresses of the component Configuration (``:8081`` → ``<podIP>:8081``,
+``webhook.host``) are bound to that IP, so each Pod has its own address as on a cluster. The API server
+(``--enable-aggregator-routing``) dials Service endpoints, so webhooks and Kueue's visibility API are reached
+through the chart's Services and EndpointSlices.
 """
 
 from __future__ import annotations
