@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.conformance.crds import crds_dir, load_crds
+from tests.conformance.crds import crds_dir, load_crds, monitoring_crds
 from tests.conformance.schema import SchemaValidator
 from trainer_infra.core.types import DNS_SUBDOMAIN
 
@@ -38,6 +38,7 @@ class Conformance:
         self.crds: dict[tuple[str, str], dict[str, Any]] = {}
         for component, version in versions.items():
             self.crds.update(load_crds(folder, component, version))
+        self.crds.update(monitoring_crds())
 
     def check(self, obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[Finding]:
         key = (str(obj.get("apiVersion")), str(obj.get("kind")))

@@ -12,6 +12,9 @@ from typing import Any
 
 import yaml
 
+from tests.e2e.build import monitoring_crd_files
+from tests.e2e.versions import VersionSet
+
 ENV = "TRAINER_PLATFORM_CRDS"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # libyaml's loader parses the ~1 MB Trainer CRDs 30x faster than pure Python (0.2 s vs 5.5 s each).
@@ -59,8 +62,19 @@ def load_crds(root: str, component: str, version: str) -> dict[tuple[str, str], 
     folder = Path(root) / component / f"v{version}"
     if not folder.is_dir():
         raise FileNotFoundError(f"no CRDs for {component} {version} in {folder}")
+    return _schemas(tuple(sorted(folder.glob("*.yaml"))))
+
+
+@cache
+def monitoring_crds() -> dict[tuple[str, str], dict[str, Any]]:
+    """The monitoring.coreos.com kinds the observability block creates, from the pinned
+    prometheus-operator Go module (the same files the e2e sandbox installs)."""
+    return _schemas(tuple(monitoring_crd_files(VersionSet().prometheus_operator)))
+
+
+def _schemas(paths: tuple[Path, ...]) -> dict[tuple[str, str], dict[str, Any]]:
     out: dict[tuple[str, str], dict[str, Any]] = {}
-    for path in sorted(folder.glob("*.yaml")):
+    for path in paths:
         crd = yaml.load(path.read_text(), Loader=_Loader)  # a safe loader (C or pure Python)
         group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
         for v in crd["spec"]["versions"]:

@@ -40,6 +40,7 @@ class Target:
     component: str
     version: str
     build: Callable[[Builder, Target], None]
+    tool: bool = False  # used by tests (promtool), not run by the sandbox
 
 
 def _tail(path: Path, lines: int = 30) -> str:
@@ -139,6 +140,15 @@ class Builder:
         )
         self._install(out, target)
 
+    def build_promql_names(self, target: Target) -> None:
+        """Our PromQL name extractor, against the pinned Prometheus parser (see controlplane/promql)."""
+        work = self._wrapper_dir("promql")
+        (work / "go.mod").write_text(promql_go_mod(target.version))
+        out = self.set_dir / "tmp" / target.name
+        out.parent.mkdir(parents=True, exist_ok=True)
+        self._run(["go", "build", "-ldflags=-s -w", "-o", str(out), "."], target, work, self.go_env())
+        self._install(out, target)
+
     def staging_modules(self, target: Target) -> list[str]:
         """Staging modules that k8s.io/kubernetes replaces locally at this tag."""
         info = self.download("k8s.io/kubernetes", target)
@@ -222,6 +232,20 @@ class Builder:
                 v.trainer,
                 from_module("github.com/kubeflow/trainer/v2", "./cmd/trainer-controller-manager"),
             ),
+            Target(
+                "lws-manager",
+                "lws",
+                v.lws,
+                from_module("sigs.k8s.io/lws", "./cmd", "sigs.k8s.io/lws/pkg/version.GitVersion"),
+            ),
+            Target(
+                "promtool",
+                "prometheus",
+                v.prometheus,
+                from_module("github.com/prometheus/prometheus", "./cmd/promtool"),
+                tool=True,
+            ),
+            Target("promql-names", "prometheus", v.prometheus, Builder.build_promql_names, tool=True),
         ]
 
     def reuse(self, target: Target) -> Path | None:
@@ -289,6 +313,20 @@ def module_dir(module: str, version: str) -> Path:
     return Path(json.loads(proc.stdout)["Dir"])
 
 
+#: The Prometheus Operator kinds the platform's observability block creates.
+MONITORING_CRDS = ("servicemonitors", "podmonitors", "prometheusrules")
+
+
+def monitoring_crd_files(version: str) -> list[Path]:
+    """monitoring.coreos.com CRDs of a pinned prometheus-operator release, from its Go module."""
+    folder = (
+        module_dir("github.com/prometheus-operator/prometheus-operator", version)
+        / "example"
+        / "prometheus-operator-crd"
+    )
+    return [folder / f"monitoring.coreos.com_{plural}.yaml" for plural in MONITORING_CRDS]
+
+
 _STAGING_RE = re.compile(r"^\s*(k8s\.io/[\w.-]+)\s+=>\s+\./staging/src/", re.MULTILINE)
 
 
@@ -316,6 +354,14 @@ def kube_go_mod(version: str, staging: list[str]) -> str:
 def etcd_go_mod(version: str) -> str:
     """go.mod of the etcd wrapper at the requested version."""
     return f"module trainer-platform/e2e/controlplane/etcd\n\ngo 1.24\n\nrequire go.etcd.io/etcd/server/v3 v{version}\n"
+
+
+def promql_go_mod(version: str) -> str:
+    """go.mod of the PromQL name extractor at the requested Prometheus module version."""
+    return (
+        "module trainer-platform/e2e/controlplane/promql\n\ngo 1.24\n\n"
+        f"require github.com/prometheus/prometheus v{version}\n"
+    )
 
 
 def kube_version_ldflags(version: str) -> dict[str, str]:

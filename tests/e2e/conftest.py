@@ -32,10 +32,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = keep
 
 
+#: The local stack as the e2e runs it: observability is off in `local`, on here (it never changes
+#: scheduling, so the scenarios hold either way; tests/observability/test_wiring.py shows the render delta).
+E2E_EXTRA = {"observability": {"enabled": True}}
+
+
 @pytest.fixture(scope="session")
 def local_render(tmp_path_factory: pytest.TempPathFactory) -> RenderOutput:
-    """``trainer-infra render --stack local``: the scenarios apply it, the sandbox's Kueue takes its settings."""
-    return render_stack("local", tmp_path_factory.mktemp("render"))
+    """``trainer-infra render --stack local`` with observability on: the scenarios apply it, the sandbox's
+    Kueue takes its settings (and its metric settings), test_observability checks its rules and dashboards."""
+    return render_stack("local", tmp_path_factory.mktemp("render") / "out", extra=E2E_EXTRA)
 
 
 @pytest.fixture(scope="session")

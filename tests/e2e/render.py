@@ -110,6 +110,8 @@ KUEUE_BEHAVIOUR_KEYS = (
     "integrations",
     "multiKueue",
 )
+#: Keys of the manager config's `metrics` block that change which metrics Kueue exports.
+KUEUE_METRIC_KEYS = ("enableClusterQueueResources", "localQueueMetrics", "customLabels")
 
 
 def kueue_settings(render: RenderOutput) -> Obj:
@@ -124,6 +126,10 @@ def kueue_settings(render: RenderOutput) -> Obj:
     values = release.get("values") or {}
     manager = yaml.safe_load(values.get("managerConfig", {}).get("controllerManagerConfigYaml") or "{}") or {}
     settings: Obj = {k: manager[k] for k in KUEUE_BEHAVIOUR_KEYS if k in manager}
+    # what the render's metrics report (not where they are served: the sandbox picks the port)
+    metric_settings = {k: v for k, v in (manager.get("metrics") or {}).items() if k in KUEUE_METRIC_KEYS}
+    if metric_settings:
+        settings["metrics"] = metric_settings
     gates = values.get("controllerManager", {}).get("featureGates") or []
     if gates:
         settings["featureGates"] = {g["name"]: bool(g["enabled"]) for g in gates}
@@ -229,9 +235,20 @@ def apply_render(sandbox: Any, directory: Path) -> RenderOutput:
     return render
 
 
-def render_stack(stack: str, out: Path) -> RenderOutput:
-    """Run ``trainer-infra render`` for a stack (the foundation's CLI) into ``out``."""
-    cmd = [sys.executable, "-m", "trainer_infra", "render", "--stack", stack, "--out", str(out)]
+def render_stack(stack: str, out: Path, extra: Obj | None = None) -> RenderOutput:
+    """Run ``trainer-infra render`` for a stack (the foundation's CLI) into ``out``.
+
+    ``extra`` adds or replaces top-level `trainer-platform:` keys of the stack file (written beside
+    ``out`` and rendered with ``--config-file``), e.g. to turn observability on for the e2e.
+    """
+    source = ["--stack", stack]
+    if extra:
+        document = yaml.safe_load((REPO_ROOT / "stacks" / f"Pulumi.{stack}.yaml").read_text())
+        document["config"].update({f"trainer-platform:{key}": value for key, value in extra.items()})
+        variant = out.parent / f"Pulumi.{stack}-e2e.yaml"
+        variant.write_text(yaml.safe_dump(document, sort_keys=False))
+        source = ["--config-file", str(variant)]
+    cmd = [sys.executable, "-m", "trainer_infra", "render", *source, "--out", str(out)]
     proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         raise RenderError(f"`{' '.join(cmd)}` failed ({proc.returncode}):\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")

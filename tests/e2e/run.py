@@ -34,11 +34,17 @@ def main(argv: list[str] | None = None) -> int:
         f"[e2e] binaries for {versions.key}: {'built ' + str(built) if built else 'cached'} ({build_s:.0f} s)",
         flush=True,
     )
-    # smoke first: if the basics fail, the scenarios would only repeat it. The real install path
-    # (test_pulumi.py; opt-in with E2E_PULUMI=1 until it has run green here, see README) runs in a second
-    # session: it starts its own, empty control plane once the first session's sandbox is stopped.
-    default = ["tests/e2e/test_smoke.py", "tests/e2e/test_scenarios.py", "tests/e2e/test_migrate.py"]
-    sessions = [args] if args else [["-m", "e2e", *default, "tests/e2e/test_failures.py"]]
+    # smoke first: if the basics fail, the scenarios would only repeat it; observability after the scenarios:
+    # it checks the metrics they produced. The real install path (test_pulumi.py; opt-in with E2E_PULUMI=1
+    # until it has run green here, see README) runs in a second session with its own, empty control plane.
+    default = [
+        "tests/e2e/test_smoke.py",
+        "tests/e2e/test_scenarios.py",
+        "tests/e2e/test_migrate.py",
+        "tests/e2e/test_observability.py",
+        "tests/e2e/test_failures.py",
+    ]
+    sessions = [args] if args else [["-m", "e2e", *default]]
     if not args and os.environ.get("E2E_PULUMI") == "1":
         sessions.append(["-m", "e2e", "tests/e2e/test_pulumi.py"])
     test_start = time.monotonic()

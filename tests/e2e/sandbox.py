@@ -4,7 +4,7 @@ Usage: ``python -m tests.e2e.sandbox up|down|status [--dir DIR]``.
 
 Order (each step waits, with a timeout naming what did not happen):
 etcd → kube-apiserver → kube-controller-manager, kube-scheduler, kwok →
-pinned CRDs (Established) → JobSet, Kueue, Trainer controllers (webhooks on
+pinned CRDs (Established) → JobSet, Kueue, Trainer and LeaderWorkerSet controllers (webhooks on
 127.0.0.1 with our CA) → upstream webhook configurations rewritten to those URLs.
 Every process started is stopped on error, on context exit and at interpreter
 exit; ``up`` detaches and records the PIDs so ``down`` can stop them later.
@@ -30,11 +30,11 @@ from typing import Any
 
 import yaml
 
-from tests.e2e.build import Builder, BuildError, module_dir
+from tests.e2e.build import Builder, BuildError, module_dir, monitoring_crd_files
 from tests.e2e.kube import ApiError, FatalWaitError, KubeClient, wait_for
 from tests.e2e.pki import CertificateAuthority, CertPair, service_account_keypair
 from tests.e2e.versions import VersionSet, cache_root, shared_dir
-from tests.e2e.webhooks import MANAGED_BY, load_upstream_webhooks, localize
+from tests.e2e.webhooks import MANAGED_BY, load_kustomized_webhooks, load_upstream_webhooks, localize
 from trainer_infra.manifests.runtime import minimal_runtime
 
 Obj = dict[str, Any]
@@ -120,6 +120,11 @@ class Endpoints:
     kueue_health: int = field(default_factory=free_port)
     trainer_webhook: int = field(default_factory=free_port)
     trainer_health: int = field(default_factory=free_port)
+    lws_webhook: int = field(default_factory=free_port)
+    lws_health: int = field(default_factory=free_port)
+    jobset_metrics: int = field(default_factory=free_port)
+    kueue_metrics: int = field(default_factory=free_port)
+    trainer_metrics: int = field(default_factory=free_port)
 
 
 class Sandbox:
@@ -223,7 +228,7 @@ class Sandbox:
         self._write_state()
 
     def _check_binaries(self) -> None:
-        missing = [t.name for t in self.builder.targets() if not (self.bin_dir / t.name).exists()]
+        missing = [t.name for t in self.builder.targets() if not t.tool and not (self.bin_dir / t.name).exists()]
         if missing:
             raise BuildError(
                 f"binaries {missing} are missing in {self.bin_dir} (version set {self.versions.key}); "
@@ -459,7 +464,15 @@ class Sandbox:
             if not found:
                 raise SandboxError(f"no CRDs in {folder} (set TRAINER_PLATFORM_SHARED to the shared folder)")
             files.extend(found)
-        return files
+        lws_crds = sorted((self.lws_module() / "config" / "crd" / "bases").glob("*.yaml"))
+        if not lws_crds:
+            raise SandboxError(f"no CRDs in sigs.k8s.io/lws v{self.versions.lws} config/crd/bases")
+        return [*files, *monitoring_crd_files(v.prometheus_operator), *lws_crds]
+
+    def lws_module(self) -> Path:
+        """LeaderWorkerSet's module at the pinned version: its CRD and webhook manifests are read from
+        there (the shared folder has none: LWS only comes with the Trainer chart's data cache)."""
+        return module_dir("sigs.k8s.io/lws", self.versions.lws)
 
     def _apply_crds(self) -> None:
         names = []
@@ -491,21 +504,12 @@ class Sandbox:
         p = self.ports
         v = self.versions
 
-        jobset_certs = self.workdir / "certs" / "jobset"
-        self._webhook_certs(jobset_certs)
-        jobset_cfg = cfg_dir / "jobset.yaml"
-        jobset_cfg.write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": "config.jobset.x-k8s.io/v1alpha1",
-                    "kind": "Configuration",
-                    "leaderElection": {"leaderElect": False},
-                    "internalCertManagement": {"enable": False},
-                    "webhook": {"port": p.jobset_webhook, "host": "127.0.0.1", "certDir": str(jobset_certs)},
-                    "metrics": {"bindAddress": "0"},
-                    "health": {"healthProbeBindAddress": f"127.0.0.1:{p.jobset_health}"},
-                }
-            )
+        jobset_cfg = self._controller_config(
+            "jobset",
+            "config.jobset.x-k8s.io/v1alpha1",
+            p.jobset_webhook,
+            p.jobset_health,
+            f"127.0.0.1:{p.jobset_metrics}",
         )
         jobset = self._spawn(
             "jobset-manager",
@@ -531,10 +535,14 @@ class Sandbox:
                     "leaderElection": {"leaderElect": False},
                     "internalCertManagement": {"enable": False},
                     "webhook": {"port": p.kueue_webhook, "host": "127.0.0.1", "certDir": str(kueue_certs)},
-                    "metrics": {"bindAddress": "0"},
                     "health": {"healthProbeBindAddress": f"127.0.0.1:{p.kueue_health}"},
                     "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
                     **self.kueue_settings,
+                    # the render's metric settings (enableClusterQueueResources), served here
+                    "metrics": {
+                        **self.kueue_settings.get("metrics", {}),
+                        "bindAddress": f"127.0.0.1:{p.kueue_metrics}",
+                    },
                     # VisibilityOnDemand serves from a fixed /visibility cert dir: off in the sandbox.
                     "featureGates": {**self.kueue_settings.get("featureGates", {}), "VisibilityOnDemand": False},
                 }
@@ -562,7 +570,7 @@ class Sandbox:
                     "leaderElection": {"leaderElect": False},
                     "certManagement": {"enable": False},
                     "webhook": {"port": p.trainer_webhook, "host": "127.0.0.1"},
-                    "metrics": {"bindAddress": "0"},
+                    "metrics": {"bindAddress": f"127.0.0.1:{p.trainer_metrics}", "secureServing": True},
                     "health": {
                         "healthProbeBindAddress": f"127.0.0.1:{p.trainer_health}",
                         "readinessEndpointName": "readyz",
@@ -571,7 +579,7 @@ class Sandbox:
                 }
             )
         )
-        controllers = [(jobset, p.jobset_health), (kueue, p.kueue_health)]
+        controllers = [(jobset, p.jobset_health), (kueue, p.kueue_health), (self._start_lws(), p.lws_health)]
         if self.trainer_controller:
             controllers.append((self._start_trainer(trainer_cfg, trainer_tmp), p.trainer_health))
         for proc, port in controllers:
@@ -595,6 +603,50 @@ class Sandbox:
             ],
             env={"TMPDIR": str(trainer_tmp)},
         )
+
+    def _controller_config(
+        self, name: str, api_version: str, webhook_port: int, health_port: int, metrics: str = "0"
+    ) -> Path:
+        """A controller-runtime manager's config for loopback: no leader election, no internal cert
+        management (our CA's serving cert in certs/<name>), webhook and health on 127.0.0.1, metrics at
+        `metrics` ("0": off)."""
+        certs = self.workdir / "certs" / name
+        self._webhook_certs(certs)
+        path = self.workdir / "config" / f"{name}.yaml"
+        path.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": api_version,
+                    "kind": "Configuration",
+                    "leaderElection": {"leaderElect": False},
+                    "internalCertManagement": {"enable": False},
+                    "webhook": {"port": webhook_port, "host": "127.0.0.1", "certDir": str(certs)},
+                    "metrics": {"bindAddress": metrics},
+                    "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
+                }
+            )
+        )
+        return path
+
+    def _start_lws(self) -> Process:
+        """The LeaderWorkerSet controller (Trainer's data cache creates an LWS per TrainJob)."""
+        p = self.ports
+        cfg = self._controller_config("lws", "config.lws.x-k8s.io/v1alpha1", p.lws_webhook, p.lws_health)
+        return self._spawn(
+            "lws-manager",
+            self.versions.lws,
+            "lws-manager",
+            [f"--config={cfg}", f"--kubeconfig={self.kubeconfig}", "--zap-log-level=info"],
+        )
+
+    def metrics_urls(self) -> dict[str, str]:
+        """Each controller's secure metrics endpoint (self-signed TLS; JobSet and Kueue check a token)."""
+        p = self.ports
+        return {
+            "jobset": f"https://127.0.0.1:{p.jobset_metrics}/metrics",
+            "kueue": f"https://127.0.0.1:{p.kueue_metrics}/metrics",
+            "trainer": f"https://127.0.0.1:{p.trainer_metrics}/metrics",
+        }
 
     def _webhook_certs(self, directory: Path) -> None:
         self.ca.issue(
@@ -656,6 +708,12 @@ class Sandbox:
                 if self.trainer_controller
                 else []
             ),
+            *localize(
+                load_kustomized_webhooks(self.lws_module() / "config" / "webhook"),
+                "lws",
+                self.ports.lws_webhook,
+                self.ca.cert_pem,
+            ),
         ]
 
     def _register_webhooks(self) -> None:
@@ -671,6 +729,7 @@ class Sandbox:
                 "metadata": {"name": "e2e-webhook-probe"},
             },
             "trainer": _probe_runtime(),
+            "lws": _probe_lws(),
         }
         if not self.trainer_controller:
             del probes["trainer"]
@@ -806,6 +865,8 @@ KWOK_UPSTREAM_STAGES = (
     "kustomize/stage/pod/fast/pod-delete.yaml",
 )
 COMPLETE_LABEL = "e2e.trainer-platform/complete"
+#: Label a running pod with an exit code (``"1"``, ``"42"``) and kwok makes it fail with that code.
+FAIL_LABEL = "e2e.trainer-platform/fail"
 
 
 def kwok_stages(kwok_version: str) -> list[Obj]:
@@ -818,7 +879,19 @@ def kwok_stages(kwok_version: str) -> list[Obj]:
     """
     root = module_dir("sigs.k8s.io/kwok", kwok_version)
     stages = [yaml.safe_load((root / rel).read_text()) for rel in KWOK_UPSTREAM_STAGES]
-    return [*stages, kwok_complete_stage(), kwok_complete_stage(initializers=True)]
+    return [*stages, kwok_complete_stage(), kwok_complete_stage(initializers=True), kwok_fail_stage()]
+
+
+def kwok_fail_stage() -> Obj:
+    """Our stage: a Running pod labelled ``e2e.trainer-platform/fail=<exit code>`` fails, every container
+    terminated with that code (what the Job controller's podFailurePolicy reads)."""
+    return _terminate_stage(
+        "pod-fail-on-request",
+        {"key": f'.metadata.labels["{FAIL_LABEL}"]', "operator": "Exists"},
+        exit_code=f'{{{{ index $.metadata.labels "{FAIL_LABEL}" }}}}',  # `$`: the pod (`.` is the container here)
+        reason="Error",
+        phase="Failed",
+    )
 
 
 def kwok_complete_stage(*, initializers: bool = False) -> Obj:
@@ -841,6 +914,11 @@ def kwok_complete_stage(*, initializers: bool = False) -> Obj:
             "pod-complete-on-request",
             {"key": f'.metadata.labels["{COMPLETE_LABEL}"]', "operator": "In", "values": ["true"]},
         )
+    return _terminate_stage(name, selector, exit_code="0", reason="Completed", phase="Succeeded")
+
+
+def _terminate_stage(name: str, selector: Obj, *, exit_code: str, reason: str, phase: str) -> Obj:
+    """A kwok Stage that ends a selected Running pod: every container terminated, the pod in ``phase``."""
     return {
         "apiVersion": "kwok.x-k8s.io/v1alpha1",
         "kind": "Stage",
@@ -867,12 +945,12 @@ def kwok_complete_stage(*, initializers: bool = False) -> Obj:
                         "  started: false",
                         "  state:",
                         "    terminated:",
-                        "      exitCode: 0",
-                        "      reason: Completed",
+                        f"      exitCode: {exit_code}",
+                        f"      reason: {reason}",
                         "      startedAt: {{ $now | Quote }}",
                         "      finishedAt: {{ $now | Quote }}",
                         "{{ end }}",
-                        "phase: Succeeded",
+                        f"phase: {phase}",
                     ]
                 )
             },
@@ -900,6 +978,16 @@ def _probe_jobset() -> Obj:
                 }
             ]
         },
+    }
+
+
+def _probe_lws() -> Obj:
+    pod = {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    return {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "e2e-webhook-probe", "namespace": "default"},
+        "spec": {"leaderWorkerTemplate": {"size": 1, "workerTemplate": pod}},
     }
 
 

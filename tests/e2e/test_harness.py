@@ -10,9 +10,9 @@ import yaml
 
 from tests.e2e.build import kube_go_mod, kube_version_ldflags, parse_staging_replaces
 from tests.e2e.render import RenderError, RenderOutput, check_versions, kueue_settings, load_render
-from tests.e2e.sandbox import kwok_complete_stage
+from tests.e2e.sandbox import kwok_complete_stage, kwok_fail_stage
 from tests.e2e.versions import VersionSet, shared_dir
-from tests.e2e.webhooks import apply_json_patch, load_upstream_webhooks, localize
+from tests.e2e.webhooks import apply_json_patch, load_kustomized_webhooks, load_upstream_webhooks, localize
 from tests.helpers import MINIMAL, plan_of
 
 
@@ -107,6 +107,29 @@ def test_kwok_complete_stage_is_label_gated() -> None:
     assert "phase: Succeeded" in stage["spec"]["next"]["statusTemplate"]
 
 
+def test_kwok_fail_stage_fails_with_the_labelled_exit_code() -> None:
+    stage = kwok_fail_stage()
+    keys = [e["key"] for e in stage["spec"]["selector"]["matchExpressions"]]
+    assert '.metadata.labels["e2e.trainer-platform/fail"]' in keys
+    template = stage["spec"]["next"]["statusTemplate"]
+    assert 'exitCode: {{ index $.metadata.labels "e2e.trainer-platform/fail" }}' in template
+    assert "phase: Failed" in template
+
+
+def test_lws_webhooks_come_from_the_module_kustomization(tmp_path: Path) -> None:
+    """LWS ships webhook manifests + JSON patches listed in its kustomization (pod hooks gated on LWS pods)."""
+    (tmp_path / "manifests.yaml").write_text(
+        "kind: MutatingWebhookConfiguration\nmetadata: {name: mutating-webhook-configuration}\n"
+        "webhooks: [{name: a}, {name: b}]\n"
+    )
+    (tmp_path / "patch.yaml").write_text("- {op: add, path: /webhooks/1/objectSelector, value: {x: 1}}\n")
+    (tmp_path / "kustomization.yaml").write_text(
+        "patches: [{path: patch.yaml, target: {kind: MutatingWebhookConfiguration}}]\n"
+    )
+    [config] = load_kustomized_webhooks(tmp_path)
+    assert config["webhooks"] == [{"name": "a"}, {"name": "b", "objectSelector": {"x": 1}}]
+
+
 def test_render_contract(tmp_path: Path) -> None:
     with pytest.raises(RenderError, match=r"manifests\.yaml"):
         load_render(tmp_path)
@@ -142,3 +165,12 @@ def test_kueue_settings_take_the_stacks_scheduling_not_its_process_config() -> N
     assert "trainer.kubeflow.org/trainjob" in settings["integrations"]["frameworks"]
     assert not {"webhook", "metrics", "health", "leaderElection"} & settings.keys()
     assert kueue_settings(RenderOutput(Path("."), [], [])) == {}
+
+
+def test_kueue_settings_take_the_renders_metric_settings_not_its_address() -> None:
+    """With observability on, the sandbox's Kueue reports the per-ClusterQueue gauges the render turns on."""
+    observed = {**MINIMAL, "observability": {"enabled": True}}
+    values = next(r.values for r in plan_of(observed).releases if r.name == "kueue")
+    release = {"name": "kueue", "chart": "oci://registry.k8s.io/kueue/charts/kueue", "values": values}
+    settings = kueue_settings(RenderOutput(Path("."), [], [release]))
+    assert settings["metrics"] == {"enableClusterQueueResources": True}

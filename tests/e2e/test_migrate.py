@@ -32,8 +32,12 @@ IMAGE = "docker.io/example/train:1.0"
 
 
 def container(name: str, **extra: Any) -> Obj:
-    return {"name": name, "image": IMAGE, "resources": {"limits": {"nvidia.com/gpu": "1"},
-                                                        "requests": {"nvidia.com/gpu": "1", "cpu": "1"}}, **extra}
+    return {
+        "name": name,
+        "image": IMAGE,
+        "resources": {"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1", "cpu": "1"}},
+        **extra,
+    }
 
 
 def replica(n: int, c: Obj, **pod: Any) -> Obj:
@@ -42,8 +46,9 @@ def replica(n: int, c: Obj, **pod: Any) -> Obj:
 
 def v1_jobs(ns: str, deepspeed_image: str) -> list[Obj]:
     """One job per kind the e2e covers, written as Training Operator v1 users write them."""
-    torchrun = container("pytorch", command=["torchrun", "train.py"],
-                         volumeMounts=[{"name": "ws", "mountPath": "/workspace"}])
+    torchrun = container(
+        "pytorch", command=["torchrun", "train.py"], volumeMounts=[{"name": "ws", "mountPath": "/workspace"}]
+    )
     ws = [{"name": "ws", "persistentVolumeClaim": {"claimName": "workspace"}}]
     launcher = {"name": "launcher", "image": deepspeed_image, "command": ["deepspeed", "/workspace/train.py"]}
     worker = container("worker", image=deepspeed_image)
@@ -52,18 +57,44 @@ def v1_jobs(ns: str, deepspeed_image: str) -> list[Obj]:
         return {"name": name, "namespace": ns}
 
     return [
-        {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": meta("mig-torch"),
-         "spec": {"runPolicy": {"schedulingPolicy": {"priorityClass": "normal"}},
-                  "pytorchReplicaSpecs": {"Master": replica(1, torchrun, volumes=ws),
-                                          "Worker": replica(1, torchrun, volumes=ws)}}},
-        {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": meta("mig-deepspeed"),
-         "spec": {"slotsPerWorker": 1, "mpiReplicaSpecs": {"Launcher": replica(1, launcher),
-                                                           "Worker": replica(2, worker)}}},
-        {"apiVersion": "kubeflow.org/v1", "kind": "XGBoostJob", "metadata": meta("mig-xgboost"),
-         "spec": {"xgbReplicaSpecs": {"Master": replica(1, container("xgboost")),
-                                      "Worker": replica(1, container("xgboost"))}}},
-        {"apiVersion": "kubeflow.org/v1", "kind": "JAXJob", "metadata": meta("mig-jax"),
-         "spec": {"jaxReplicaSpecs": {"Worker": replica(2, container("jax"))}}},
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob",
+            "metadata": meta("mig-torch"),
+            "spec": {
+                "runPolicy": {"schedulingPolicy": {"priorityClass": "normal"}},
+                "pytorchReplicaSpecs": {
+                    "Master": replica(1, torchrun, volumes=ws),
+                    "Worker": replica(1, torchrun, volumes=ws),
+                },
+            },
+        },
+        {
+            "apiVersion": "kubeflow.org/v2beta1",
+            "kind": "MPIJob",
+            "metadata": meta("mig-deepspeed"),
+            "spec": {
+                "slotsPerWorker": 1,
+                "mpiReplicaSpecs": {"Launcher": replica(1, launcher), "Worker": replica(2, worker)},
+            },
+        },
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "XGBoostJob",
+            "metadata": meta("mig-xgboost"),
+            "spec": {
+                "xgbReplicaSpecs": {
+                    "Master": replica(1, container("xgboost")),
+                    "Worker": replica(1, container("xgboost")),
+                }
+            },
+        },
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "JAXJob",
+            "metadata": meta("mig-jax"),
+            "spec": {"jaxReplicaSpecs": {"Worker": replica(2, container("jax"))}},
+        },
     ]
 
 
@@ -122,8 +153,12 @@ def test_migrated_jobs_are_admitted_and_run_as_a_team_member(
     assert proc.returncode == 0, proc.stderr
     trainjobs = [yaml.safe_load(p.read_text()) for p in sorted(out.rglob("*.yaml"))]
     runtimes = {t["metadata"]["name"]: t["spec"]["runtimeRef"]["name"] for t in trainjobs}
-    assert runtimes == {"mig-torch": "torch-distributed", "mig-deepspeed": "deepspeed-distributed",
-                        "mig-xgboost": "xgboost-distributed", "mig-jax": "jax-distributed"}
+    assert runtimes == {
+        "mig-torch": "torch-distributed",
+        "mig-deepspeed": "deepspeed-distributed",
+        "mig-xgboost": "xgboost-distributed",
+        "mig-jax": "jax-distributed",
+    }
     # torch/xgboost/jax: one pod per node; deepspeed: the launcher is node 0 plus numNodes-1 node pods
     submit_and_run(sandbox, team, trainjobs, {"mig-torch": 2, "mig-deepspeed": 2, "mig-xgboost": 2, "mig-jax": 2})
 
@@ -139,9 +174,15 @@ def v1_crds(sandbox: Sandbox) -> Iterator[list[str]]:
         names.append(crd["metadata"]["name"])
 
     def established() -> bool:
-        return all(any(c["type"] == "Established" and c["status"] == "True" for c in admin.get(
-            "apiextensions.k8s.io/v1", "CustomResourceDefinition", n).get("status", {}).get("conditions", []))
-            for n in names)
+        return all(
+            any(
+                c["type"] == "Established" and c["status"] == "True"
+                for c in admin.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", n)
+                .get("status", {})
+                .get("conditions", [])
+            )
+            for n in names
+        )
 
     wait_for(f"v1 CRDs {names} Established", established, 60)
     yield names
@@ -168,13 +209,23 @@ def reader_kubeconfig(sandbox: Sandbox) -> Path:
     """An identity that may only get/list the v1 kinds: the inventory cannot change anything with it."""
     admin = sandbox.client
     plurals = [k.lower() + "s" for k in V1_KINDS]
-    admin.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-                 "metadata": {"name": "migrate-reader"},
-                 "rules": [{"apiGroups": ["kubeflow.org"], "resources": plurals, "verbs": ["get", "list"]}]})
-    admin.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                 "metadata": {"name": "migrate-reader"},
-                 "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "migrate-reader"},
-                 "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": READER}]})
+    admin.apply(
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": "migrate-reader"},
+            "rules": [{"apiGroups": ["kubeflow.org"], "resources": plurals, "verbs": ["get", "list"]}],
+        }
+    )
+    admin.apply(
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "migrate-reader"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "migrate-reader"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": READER}],
+        }
+    )
     return sandbox.user_kubeconfig(READER)
 
 
@@ -192,8 +243,12 @@ def test_inventory_reads_v1_objects_and_changes_none(
     refused["metadata"]["name"] = "mig-hostpath"
     for spec in refused["spec"]["pytorchReplicaSpecs"].values():
         spec["template"]["spec"]["volumes"] = [{"name": "ws", "hostPath": {"path": "/data"}}]
-    tf = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "mig-tf", "namespace": ns},
-          "spec": {"tfReplicaSpecs": {"Worker": replica(1, container("tensorflow"))}}}
+    tf = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "TFJob",
+        "metadata": {"name": "mig-tf", "namespace": ns},
+        "spec": {"tfReplicaSpecs": {"Worker": replica(1, container("tensorflow"))}},
+    }
     created = [create_when_served(admin, o) for o in [*jobs, mpi_v1, lossy, refused, tf]]
     before = {(o["kind"], o["metadata"]["name"]): o["metadata"]["resourceVersion"] for o in created}
 

@@ -11,13 +11,14 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import pytest
 
 from tests.e2e.kube import ApiError, KubeClient, wait_for
 from tests.e2e.render import RenderOutput, apply_render
-from tests.e2e.sandbox import Sandbox
+from tests.e2e.sandbox import FAIL_LABEL, Sandbox
 
 pytestmark = pytest.mark.e2e
 
@@ -463,8 +464,13 @@ def test_quota_borrowing_and_reclaim(sandbox: Sandbox, platform: Platform, clean
     wait_gpu_usage(admin, lcq["metadata"]["name"], lender_nominal, 0)
 
 
-def test_priority_preempts_within_queue(sandbox: Sandbox, platform: Platform, clean_teams: None) -> None:
-    """Within one rendered ClusterQueue (withinClusterQueue: LowerPriority) `high` preempts `low`.
+@pytest.mark.parametrize("preemptor", ["high", None], ids=["high", "unlabelled"])
+def test_priority_preempts_within_queue(
+    sandbox: Sandbox, platform: Platform, clean_teams: None, preemptor: str | None
+) -> None:
+    """Within one rendered ClusterQueue (withinClusterQueue: LowerPriority) `high` preempts `low`, and so
+    does a job without a priority label: it gets the default class's value (`normal`, 0: what Kueue gives
+    unlabelled jobs), above `low`.
 
     The other team uses its whole quota first, so nothing can be borrowed and the queue's own
     nominal quota is what the two jobs compete for.
@@ -474,7 +480,10 @@ def test_priority_preempts_within_queue(sandbox: Sandbox, platform: Platform, cl
     policy = cq["spec"]["preemption"]
     assert policy["withinClusterQueue"] == "LowerPriority" and policy["borrowWithinCohort"]["policy"] == "Never", policy
     priorities = {p["metadata"]["name"]: p["value"] for p in platform.render.of_kind("WorkloadPriorityClass")}
-    assert priorities["high"] > priorities["low"], priorities
+    expected = priorities[preemptor or "normal"]
+    if preemptor is None:
+        assert expected == 0, f"the default class normal must have Kueue's unlabelled priority 0: {priorities}"
+    assert expected > priorities["low"], priorities
     per_node = platform.gpus_per_node()
     nominal = int(gpu_quota(cq)["nominalQuota"])
     lender_nominal = int(gpu_quota(platform.cluster_queue(lender))["nominalQuota"])
@@ -490,12 +499,12 @@ def test_priority_preempts_within_queue(sandbox: Sandbox, platform: Platform, cl
     low = _name("low")
     me.create(trainjob(low, ns, gpus=per_node, nodes=nominal // per_node, priority="low", queue=team.queue, cpu="1"))
     wait_admitted(admin, ns, low, 90, f" (low priority, {nominal} GPUs)")
-    high = _name("high")
-    me.create(trainjob(high, ns, gpus=per_node, nodes=1, priority="high", queue=team.queue, cpu="1"))
-    cond = wait_preempted(admin, ns, low, 90, f"high-priority {high} in the same ClusterQueue")
+    urgent = _name(preemptor or "plain")
+    me.create(trainjob(urgent, ns, gpus=per_node, nodes=1, priority=preemptor, queue=team.queue, cpu="1"))
+    cond = wait_preempted(admin, ns, low, 90, f"{preemptor or 'unlabelled'} {urgent} in the same ClusterQueue")
     assert cond["reason"] == "InClusterQueue", cond
-    wl = wait_admitted(admin, ns, high, 90, f" after preempting {low}")
-    assert wl["spec"]["priority"] == priorities["high"]
+    wl = wait_admitted(admin, ns, urgent, 90, f" after preempting {low}")
+    assert wl["spec"].get("priority", 0) == expected
     assert admitted(admin, ns, low) is None
     assert admitted(admin, lns, other) is not None, f"{lns}/{other} within its nominal quota was preempted"
 
@@ -599,3 +608,284 @@ def test_mpi_and_initializer_runtimes(sandbox: Sandbox, platform: Platform, clea
             done = jobs[dep]["status"].get("completionTime")
             assert done is not None, f"{dep} Job did not complete"
             assert done <= created, f"{step} Job created at {created} before {dep} completed at {done}"
+
+
+# -- 6. per-TrainJob workspaces on the team claim --------------------------------------------------
+
+WORKSPACE_VOLUME = "initializer"
+
+
+def _pods_of(client: KubeClient, ns: str, jobset: str) -> list[Obj]:
+    return client.list("v1", "Pod", ns, label_selector=f"jobset.sigs.k8s.io/jobset-name={jobset}")
+
+
+def workspace_path(pod: Obj) -> set[tuple[str, str, str]]:
+    """(container, mountPath, claim sub-path) of every mount of the team claim, with `$(VAR)` in the
+    subPathExpr expanded the way kubelet does: from the container's env, downward-API labels of this pod."""
+    volumes = {v["name"]: v for v in pod["spec"].get("volumes", [])}
+    claim = volumes[WORKSPACE_VOLUME]["persistentVolumeClaim"]["claimName"]
+    labels = pod["metadata"].get("labels", {})
+    found = set()
+    for c in pod["spec"]["containers"]:
+        env: dict[str, str] = {}
+        for e in c.get("env", []):
+            ref = e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath", "")
+            if ref.startswith("metadata.labels['"):
+                env[e["name"]] = labels.get(ref[len("metadata.labels['") : -2], "")
+            elif "value" in e:
+                env[e["name"]] = e["value"]
+        for m in c.get("volumeMounts", []):
+            if m["name"] != WORKSPACE_VOLUME:
+                continue
+            sub = m.get("subPathExpr") or m.get("subPath") or ""
+            for name, value in env.items():
+                sub = sub.replace(f"$({name})", value)
+            assert "$(" not in sub, f"{pod['metadata']['name']}/{c['name']}: unexpanded {sub}"
+            found.add((c["name"], m["mountPath"], f"{claim}:{sub}"))
+    return found
+
+
+def test_concurrent_trainjobs_get_their_own_workspace(sandbox: Sandbox, platform: Platform, clean_teams: None) -> None:
+    """Two TrainJobs of one team on an initializer runtime: each job's initializers and trainer mount the
+    team claim at the same path, on a sub-directory of its own (jobs/<trainjob>)."""
+    admin = sandbox.client
+    catalog = {r["metadata"]["name"] for r in platform.render.of_kind("ClusterTrainingRuntime")}
+    tune = next(n for n in sorted(catalog) if n.startswith("torchtune-"))
+    limited = {lr["metadata"]["namespace"] for lr in platform.render.of_kind("LimitRange")}
+    team = next(t for t in platform.render_teams() if t.namespace in limited)
+    ns = team.namespace
+    names = [_name("ws-a"), _name("ws-b")]
+    for name in names:
+        job = trainjob(name, ns, gpus=1, nodes=1, runtime=tune, queue=team.queue, cpu="1")
+        job["spec"]["initializer"] = {
+            "dataset": {"storageUri": "hf://tatsu-lab/alpaca"},
+            "model": {"storageUri": "hf://meta-llama/Llama-3.2-1B-Instruct"},
+        }
+        sandbox.user_client(team.user, team.groups).create(job)
+
+    def all_steps(name: str) -> list[Obj] | bool:
+        pods = _pods_of(admin, ns, name)
+        steps = {p["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] for p in pods}
+        return pods if steps == {"dataset-initializer", "model-initializer", "node"} else False
+
+    paths: dict[str, set[str]] = {}
+    for name in names:
+        try:
+            pods = wait_for(f"{ns}/{name}: initializer and trainer pods", partial(all_steps, name), 120)
+        except TimeoutError as exc:
+            raise TimeoutError(f"{exc}\n{describe_namespace(admin, ns)}") from None
+        mounts = set().union(*(workspace_path(p) for p in pods))
+        assert {c for c, _, _ in mounts} >= {"dataset-initializer", "model-initializer", "node"}, mounts
+        assert len({(m, p) for _, m, p in mounts}) == 1, f"{name}: steps disagree on the workspace: {mounts}"
+        paths[name] = {p for _, _, p in mounts}
+        assert paths[name] == {f"workspace:jobs/{name}"}, paths[name]
+    assert paths[names[0]] != paths[names[1]]
+
+
+# -- 7. fault tolerance: restarts up to the limit, then failure and released quota -----------------
+
+
+def _fail_pod(client: KubeClient, pod: Obj, exit_code: int) -> None:
+    path = client.path("v1", "Pod", pod["metadata"]["namespace"], pod["metadata"]["name"])
+    patch = {"metadata": {"labels": {FAIL_LABEL: str(exit_code)}}}
+    client.request("PATCH", path, patch, content_type="application/merge-patch+json")
+
+
+def _running_node_pod(client: KubeClient, ns: str, name: str, attempt: int) -> Obj:
+    def running() -> Obj | None:
+        for p in _pods_of(client, ns, name):
+            labels = p["metadata"]["labels"]
+            if (
+                labels.get("jobset.sigs.k8s.io/replicatedjob-name") == "node"
+                and labels.get("jobset.sigs.k8s.io/restart-attempt") == str(attempt)
+                and p["status"].get("phase") == "Running"
+            ):
+                return p
+        return None
+
+    try:
+        pod: Obj = wait_for(f"{ns}/{name}: a Running node pod of restart attempt {attempt}", running, 90)
+    except TimeoutError as exc:
+        raise TimeoutError(f"{exc}\n{describe_namespace(client, ns)}") from None
+    return pod
+
+
+def _has_restarted(client: KubeClient, ns: str, name: str, times: int) -> bool:
+    js = client.get("jobset.x-k8s.io/v1alpha2", "JobSet", name, ns)
+    return int(js.get("status", {}).get("restarts", 0)) == times
+
+
+def _trainjob_failed(client: KubeClient, ns: str, name: str) -> Obj | None:
+    tj = client.get(*TJ, name, ns)
+    return tj if _cond(tj, "Failed") else None
+
+
+def test_failing_job_restarts_up_to_the_limit_then_fails(
+    sandbox: Sandbox, platform: Platform, clean_teams: None
+) -> None:
+    """A retriable failure restarts the whole JobSet `maxRestarts` times; one more fails the TrainJob and
+    Kueue releases the quota. A non-retriable exit code fails it at once."""
+    runtime = next(
+        r for r in platform.render.of_kind("ClusterTrainingRuntime") if r["metadata"]["name"] == "torch-distributed"
+    )
+    spec = runtime["spec"]["template"]["spec"]
+    max_restarts = int(spec["failurePolicy"]["maxRestarts"])
+    node = next(j for j in spec["replicatedJobs"] if j["name"] == "node")
+    fatal = [
+        code
+        for rule in node["template"]["spec"]["podFailurePolicy"]["rules"]
+        if rule["action"] == "FailJob"
+        for code in rule.get("onExitCodes", {}).get("values", [])
+    ]
+    assert fatal, "the rendered runtime fails no exit code at once"
+    team = platform.teams()[0]
+    ns, admin = team.namespace, sandbox.client
+    me = sandbox.user_client(team.user, team.groups)
+    cq = platform.cluster_queue(team)["metadata"]["name"]
+
+    flaky = _name("flaky")
+    me.create(trainjob(flaky, ns, gpus=1, nodes=1, queue=team.queue, cpu="1"))
+    wait_admitted(admin, ns, flaky, 90)
+    for attempt in range(max_restarts + 1):
+        _fail_pod(admin, _running_node_pod(admin, ns, flaky, attempt), 1)
+        if attempt < max_restarts:
+            wait_for(
+                f"JobSet {ns}/{flaky} to restart ({attempt + 1})",
+                partial(_has_restarted, admin, ns, flaky, attempt + 1),
+                60,
+            )
+    tj = wait_for(
+        f"TrainJob {ns}/{flaky} Failed after {max_restarts} restarts", lambda: _trainjob_failed(admin, ns, flaky), 90
+    )
+    js = admin.get("jobset.x-k8s.io/v1alpha2", "JobSet", flaky, ns)
+    assert js["status"]["restarts"] == max_restarts, js["status"]
+    wait_for(f"Workload of {ns}/{flaky} Finished", lambda: _cond(workload_of(admin, ns, flaky) or {}, "Finished"), 60)
+    wait_gpu_usage(admin, cq, 0, 0)
+    assert tj["status"]["conditions"]
+
+    fatal_job = _name("fatal")
+    me.create(trainjob(fatal_job, ns, gpus=1, nodes=1, queue=team.queue, cpu="1"))
+    wait_admitted(admin, ns, fatal_job, 90)
+    _fail_pod(admin, _running_node_pod(admin, ns, fatal_job, 0), int(fatal[0]))
+    wait_for(f"TrainJob {ns}/{fatal_job} Failed at once", lambda: _trainjob_failed(admin, ns, fatal_job), 90)
+    js = admin.get("jobset.x-k8s.io/v1alpha2", "JobSet", fatal_job, ns)
+    assert js["status"].get("restarts", 0) == 0, js["status"]
+    wait_gpu_usage(admin, cq, 0, 0)
+
+
+# -- 8. the data cache runtime through the real controllers (LeaderWorkerSet included) -------------
+
+CACHE_RUNTIME = "torch-distributed-with-cache"
+CACHE_SA = "kubeflow-trainer-cache-initializer"
+LWS = ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")
+
+
+def owned_by(owner: Obj) -> list[Obj]:
+    """The owner reference cache.py puts on what it creates (controller, blockOwnerDeletion)."""
+    return [
+        {
+            "apiVersion": owner["apiVersion"],
+            "kind": owner["kind"],
+            "name": owner["metadata"]["name"],
+            "uid": owner["metadata"]["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+
+
+def cache_cluster(name: str, ns: str, owner: Obj, image: str) -> Obj:
+    """The LeaderWorkerSet Trainer's cache initializer creates for a TrainJob (pkg/initializers/dataset/cache.py,
+    v2.2.1), trimmed to what the controllers act on."""
+
+    def pod(role: str) -> Obj:
+        res = {"cpu": "1", "memory": "1Gi"}
+        return {
+            "spec": {
+                "serviceAccountName": f"{name}-cache",
+                "containers": [
+                    {"name": role, "image": image, "command": [role], "resources": {"limits": res, "requests": res}}
+                ],
+            }
+        }
+
+    return {
+        "apiVersion": LWS[0],
+        "kind": LWS[1],
+        "metadata": {
+            "name": f"{name}-cache",
+            "namespace": ns,
+            "ownerReferences": owned_by(owner),
+        },
+        "spec": {
+            "replicas": 1,
+            "leaderWorkerTemplate": {"size": 2, "leaderTemplate": pod("head"), "workerTemplate": pod("worker")},
+        },
+    }
+
+
+def test_data_cache_runtime_runs_through_the_controllers(
+    sandbox: Sandbox, platform: Platform, clean_teams: None
+) -> None:
+    """A TrainJob on the cache runtime: the dataset initializer runs as the cache ServiceAccount with the pinned
+    cache image; acting as that ServiceAccount (what cache.py does in the pod) reads its TrainJob and creates the
+    cache LeaderWorkerSet, which the real LWS controller turns into running pods; then the trainer runs."""
+    served = {r["metadata"]["name"] for r in platform.render.of_kind("ClusterTrainingRuntime")}
+    assert CACHE_RUNTIME in served, f"stack local does not serve {CACHE_RUNTIME} (dataCache.enabled)"
+    team = platform.teams()[0]
+    ns, admin = team.namespace, sandbox.client
+    # Cache pods carry no tolerations: they need a node without the GPU taint (real clusters have CPU pools).
+    cpu_node = "cache-cpu-node"
+    sandbox.create_kwok_node(cpu_node, labels={"e2e.trainer-platform/pool": "cpu"})
+    try:
+        name = _name("cached")
+        job = trainjob(name, ns, gpus=1, nodes=1, runtime=CACHE_RUNTIME, queue=team.queue, cpu="1")
+        job["spec"]["initializer"] = {"dataset": {"storageUri": "cache://sales/orders"}}
+        sandbox.user_client(team.user, team.groups).create(job)
+        wait_admitted(admin, ns, name, 90)
+
+        def initializer_pod() -> Obj | None:
+            pods = [
+                p
+                for p in _pods_of(admin, ns, name)
+                if p["metadata"]["labels"].get("jobset.sigs.k8s.io/replicatedjob-name") == "dataset-initializer"
+            ]
+            return pods[0] if pods else None
+
+        pod = wait_for(f"{ns}/{name}: the dataset-initializer pod", initializer_pod, 90)
+        assert pod["spec"]["serviceAccountName"] == CACHE_SA
+        (container,) = pod["spec"]["containers"]
+        env = {e["name"]: e for e in container.get("env", [])}
+        image = env["CACHE_IMAGE"]["value"]
+        assert ":" in image.rsplit("/", 1)[-1] and not image.endswith(":"), f"cache image not pinned: {image}"
+
+        as_initializer = admin.impersonating(
+            f"system:serviceaccount:{ns}:{CACHE_SA}", ("system:serviceaccounts", f"system:serviceaccounts:{ns}")
+        )
+        owner = as_initializer.get(*TJ, name, ns)  # 403 with upstream's ClusterRole (trainer#3945)
+        sa_meta = {"name": f"{name}-cache", "namespace": ns, "ownerReferences": owned_by(owner)}
+        as_initializer.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": sa_meta})
+        as_initializer.create(cache_cluster(name, ns, owner, image))
+
+        def cache_pods_running() -> list[Obj] | bool:
+            pods = admin.list("v1", "Pod", ns, label_selector=f"leaderworkerset.sigs.k8s.io/name={name}-cache")
+            running = [p for p in pods if p["status"].get("phase") == "Running"]
+            return running if len(running) == 2 else False
+
+        try:
+            pods = wait_for(f"{ns}/{name}-cache: leader and worker pods Running", cache_pods_running, 90)
+        except TimeoutError as exc:
+            raise TimeoutError(f"{exc}\n{describe_namespace(admin, ns)}") from None
+        for node in {p["spec"]["nodeName"] for p in pods}:  # untainted nodes only: cache pods tolerate nothing
+            assert not admin.get("v1", "Node", node)["spec"].get("taints"), node
+
+        def trainer_running() -> bool:
+            return any(
+                p["metadata"]["labels"].get("jobset.sigs.k8s.io/replicatedjob-name") == "node"
+                and p["status"].get("phase") == "Running"
+                for p in _pods_of(admin, ns, name)
+            )
+
+        wait_for(f"{ns}/{name}: the trainer pod Running after the initializer completed", trainer_running, 90)
+    finally:
+        admin.delete("v1", "Node", cpu_node)

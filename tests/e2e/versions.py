@@ -28,13 +28,17 @@ class VersionSet:
     jobset: str = MATRIX.defaults["jobset"]
     kueue: str = MATRIX.defaults["kueue"]
     trainer: str = MATRIX.defaults["trainer"]
+    #: LeaderWorkerSet, the controller behind the Trainer data cache.
+    lws: str = "0.8.0"
+    prometheus: str = "0.305.0"  # Go module version of Prometheus 3.5.0: promtool and the PromQL parser
+    prometheus_operator: str = "0.85.0"  # monitoring.coreos.com CRDs, read from its Go module
 
     @property
     def key(self) -> str:
         """Directory name for build outputs: readable, and unique per set."""
         readable = (
             f"k8s{self.kubernetes}-etcd{self.etcd}-kwok{self.kwok}-js{self.jobset}"
-            f"-kueue{self.kueue}-trainer{self.trainer}"
+            f"-kueue{self.kueue}-trainer{self.trainer}-lws{self.lws}-prom{self.prometheus}-po{self.prometheus_operator}"
         )
         digest = hashlib.sha256(repr(sorted(asdict(self).items())).encode()).hexdigest()[:8]
         return f"{readable}-{digest}"

@@ -70,6 +70,18 @@ def load_upstream_webhooks(folder: Path) -> list[Obj]:
     return [apply_json_patch(d, patches.get(d["kind"], [])) for d in docs]
 
 
+def load_kustomized_webhooks(folder: Path) -> list[Obj]:
+    """Webhook configurations of a kustomize folder (``manifests.yaml`` + the JSON patches its
+    ``kustomization.yaml`` lists by target kind), as LeaderWorkerSet ships them in its module."""
+    kustomization = yaml.safe_load((folder / "kustomization.yaml").read_text()) or {}
+    docs = [d for d in yaml.safe_load_all((folder / "manifests.yaml").read_text()) if d]
+    patches: dict[str, list[Obj]] = {}
+    for patch in kustomization.get("patches") or []:
+        kind = (patch.get("target") or {}).get("kind", "")
+        patches.setdefault(kind, []).extend(yaml.safe_load((folder / patch["path"]).read_text()) or [])
+    return [apply_json_patch(d, patches.get(d["kind"], [])) for d in docs]
+
+
 def localize(configs: list[Obj], component: str, port: int, ca_pem: bytes) -> list[Obj]:
     """Point every webhook at ``https://127.0.0.1:<port>`` with our CA; give unique names."""
     ca_bundle = base64.b64encode(ca_pem).decode()

@@ -83,7 +83,11 @@ def test_platform_policy_replaces_the_runtime_files_tas_mode_and_stays_conforman
 def test_without_pools_or_tas_runtimes_are_left_alone() -> None:
     rt = runtime("torch-distributed")
     only = {"runtimes": {"defaultResources": None}}  # isolate placement from the default-resources concern
-    assert apply_injections(validate(stack([], **only)).serve.facts, copy.deepcopy(rt)) == rt
+    out = apply_injections(validate(stack([], **only)).serve.facts, copy.deepcopy(rt))
+    for name, pod in _jobs(out).items():  # fault tolerance still applies; placement adds nothing
+        before = _jobs(rt)[name]
+        assert pod.get("metadata") == before.get("metadata")
+        assert pod["spec"].get("tolerations") == before["spec"].get("tolerations")
     no_tas = stack([kwok_pool()], components={"kueue": {"tas": {"enabled": False}}}, **only)
     pod = _jobs(apply_injections(validate(no_tas).serve.facts, rt))["node"]
     assert "annotations" not in pod.get("metadata", {}) and pod["spec"]["tolerations"]

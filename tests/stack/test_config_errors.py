@@ -112,6 +112,29 @@ CASES: list[tuple[dict[str, Any], str, str, str | None, str | None]] = [
         '"Vision"',
         "use lowercase a-z, 0-9 and '-', starting and ending with a letter or digit",
     ),
+    (
+        {"kubernetes": K8S, "queues": {"priorityClasses": [{"name": "normal", "value": 1000}]}},
+        "queues.defaultPriorityClass",
+        "the default class must have value 0: Kueue gives a job without the kueue.x-k8s.io/priority-class label "
+        "priority 0, whatever class is called the default",
+        "normal: 1000",
+        "give normal value 0 and order the other classes around it (negative values are allowed), "
+        "or set defaultPriorityClass: null",
+    ),
+    (
+        {"kubernetes": K8S, "queues": {"defaultPriorityClass": "norml"}},
+        "queues.defaultPriorityClass",
+        "names no class of queues.priorityClasses",
+        "norml",
+        "did you mean 'normal'?",
+    ),
+    (
+        {"kubernetes": K8S, "runtimes": {"faultTolerance": {"maxRestarts": -1}}},
+        "runtimes.faultTolerance.maxRestarts",
+        "maxRestarts must be 0 or more",
+        "-1",
+        "0 fails the TrainJob on the first failure, N restarts the whole JobSet up to N times",
+    ),
 ]
 
 

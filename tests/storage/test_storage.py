@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.conformance import Conformance
 from tests.helpers import MINIMAL, conformance_findings, crd_versions, render, resource
@@ -13,6 +14,8 @@ from trainer_infra.catalog.injections import apply_injections
 from trainer_infra.core.errors import ConfigError
 from trainer_infra.stack.build import build_plan
 from trainer_infra.stack.validate import validate
+from trainer_infra.storage.data_cache import CACHE_ROLE
+from trainer_infra.storage.injection import workspace_disagreement
 
 TEAMS = [{"name": "nlp", "storage": {"size": "2Ti"}}, {"name": "vision", "namespace": "cv"}]
 # Without a root `storage`, a team's `storage` has no effect and is refused: these stacks leave it out.
@@ -168,8 +171,13 @@ def test_injection_mounts_the_team_claim_at_workspace_in_initializer_and_trainer
         assert len([v for v in pod["volumes"] if v["name"] == "initializer"]) == 1
         for container in pod["containers"]:
             mounts = container["volumeMounts"]
-            assert [m["mountPath"] for m in mounts if m["name"] == "initializer"] == ["/workspace"]
+            assert [(m["mountPath"], m.get("subPathExpr")) for m in mounts if m["name"] == "initializer"] == [
+                ("/workspace", "jobs/$(TRAIN_JOB_NAME)")
+            ]
             assert len({m["mountPath"] for m in mounts}) == len(mounts), "no two mounts at one path"
+            name_env = next(e for e in container["env"] if e["name"] == "TRAIN_JOB_NAME")
+            assert name_env["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.labels['jobset.sigs.k8s.io/jobset-name']"
+    assert workspace_disagreement(out) is None
     node = out["spec"]["template"]["spec"]["replicatedJobs"][-1]["template"]["spec"]["template"]["spec"]
     if runtime is TORCHTUNE:
         assert {"name": "scratch", "mountPath": "/tmp/scratch"} in node["containers"][0]["volumeMounts"]
@@ -177,9 +185,60 @@ def test_injection_mounts_the_team_claim_at_workspace_in_initializer_and_trainer
     assert checker.check(out) == []
 
 
-def test_without_storage_runtimes_are_left_alone() -> None:
+def _volumes_and_mounts(runtime: dict[str, Any]) -> list[Any]:
+    pods = [j["template"]["spec"]["template"]["spec"] for j in runtime["spec"]["template"]["spec"]["replicatedJobs"]]
+    return [(p.get("volumes"), [(c.get("volumeMounts"), c.get("env")) for c in p["containers"]]) for p in pods]
+
+
+def test_without_storage_runtimes_keep_their_volumes() -> None:
     v = validate({**MINIMAL, "teams": TEAMS_NO_STORAGE, "runtimes": {"defaultResources": None}})
-    assert apply_injections(v.serve.facts, TORCHTUNE) == TORCHTUNE
+    assert _volumes_and_mounts(apply_injections(v.serve.facts, TORCHTUNE)) == _volumes_and_mounts(TORCHTUNE)
+
+
+def _expand(runtime: dict[str, Any], trainjob: str) -> set[tuple[str, str]]:
+    """Where each container's /workspace lands on the claim for a TrainJob, expanded as kubelet does
+    (env from the downward-API label JobSet puts on the pod: the JobSet is named after the TrainJob)."""
+    out = set()
+    for job in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
+        for c in job["template"]["spec"]["template"]["spec"]["containers"]:
+            env = {
+                e["name"]: trainjob
+                for e in c.get("env", [])
+                if e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
+                == "metadata.labels['jobset.sigs.k8s.io/jobset-name']"
+            }
+            for m in c["volumeMounts"]:
+                if m["name"] == "initializer":
+                    sub = m["subPathExpr"]
+                    for k, val in env.items():
+                        sub = sub.replace(f"$({k})", val)
+                    out.add((m["mountPath"], sub))
+    return out
+
+
+def test_two_trainjobs_of_a_team_get_distinct_directories_their_steps_agree_on() -> None:
+    v = validate({**MINIMAL, "storage": {"efs": {"fileSystemId": "fs-1"}}, "teams": TEAMS})
+    out = apply_injections(v.serve.facts, TORCHTUNE)
+    assert _expand(out, "tune-a") == {("/workspace", "jobs/tune-a")}
+    assert _expand(out, "tune-b") == {("/workspace", "jobs/tune-b")}
+    node = out["spec"]["template"]["spec"]["replicatedJobs"][-1]["template"]["spec"]["template"]["spec"]
+    assert {"name": "CHECKPOINT_DIR", "value": "/workspace/checkpoints"} in node["containers"][0]["env"]
+
+
+def test_a_runtime_whose_steps_disagree_on_the_job_directory_is_named_with_both_paths() -> None:
+    v = validate({**MINIMAL, "storage": {"efs": {"fileSystemId": "fs-1"}}, "teams": TEAMS})
+    leaky = copy.deepcopy(TORCHTUNE)
+    node = leaky["spec"]["template"]["spec"]["replicatedJobs"][-1]["template"]["spec"]["template"]["spec"]
+    node["containers"][0]["volumeMounts"].append({"name": "initializer", "mountPath": "/data"})
+    why = workspace_disagreement(apply_injections(v.serve.facts, leaky))
+    assert why is not None
+    assert "node/node: /data → <claim root>" in why
+    assert "dataset-initializer/dataset-initializer: /workspace → jobs/$(TRAIN_JOB_NAME)" in why
+    pinned = copy.deepcopy(TORCHTUNE)
+    first = pinned["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    first["containers"][0]["env"] = [{"name": "TRAIN_JOB_NAME", "value": "shared"}]
+    why = workspace_disagreement(apply_injections(v.serve.facts, pinned))
+    assert why is not None and "TRAIN_JOB_NAME: value 'shared'" in why
 
 
 def test_initializers_read_the_hf_token_where_a_team_has_one() -> None:
@@ -191,14 +250,31 @@ def test_initializers_read_the_hf_token_where_a_team_has_one() -> None:
     assert env["node"] == []
 
 
+def test_without_installing_lws_the_chart_renders_no_lws() -> None:
+    """The chart's subchart condition reads dataCache.enabled first: with installLws false we must turn it off."""
+    raw = {**MINIMAL, "dataCache": {"enabled": True, "installLws": False}, "teams": TEAMS_NO_STORAGE}
+    chart = next(r for r in render(raw).releases if r["name"] == "trainer")["values"]
+    assert chart["dataCache"]["enabled"] is False and "lws" not in chart
+
+
 def test_data_cache_installs_lws_with_trainer_and_rbac_in_every_team_namespace() -> None:
     raw = {**MINIMAL, "dataCache": {"enabled": True}, "teams": TEAMS_NO_STORAGE, "images": {"registryMirror": "m.corp"}}
     rendered = render(raw)
-    values = next(r for r in rendered.releases if r["name"] == "trainer")["values"]["dataCache"]
+    chart = next(r for r in rendered.releases if r["name"] == "trainer")["values"]
+    values = chart["dataCache"]
     assert values["enabled"] is True and values["lws"] == {"install": True}
-    assert values["cacheImage"]["registry"] == "m.corp" and values["runtimes"]["torchDistributedWithCache"] == {
-        "enabled": False
+    # Pinned (the Trainer version's tag, as the chart would pick) and through the mirror.
+    assert values["cacheImage"] == {
+        "registry": "m.corp",
+        "repository": "ghcr.io/kubeflow/trainer/data-cache",
+        "tag": "v2.2.1",
     }
+    assert values["runtimes"]["torchDistributedWithCache"] == {"enabled": False}
+    # The LWS subchart reads top-level `lws:`; its image goes through the mirror too.
+    assert chart["lws"] == {"image": {"manager": {"repository": "m.corp/registry.k8s.io/lws/lws", "tag": "v0.8.0"}}}
+    role = next(m for m in rendered.manifests if m["kind"] == "ClusterRole" and m["metadata"]["name"] == CACHE_ROLE)
+    # cache.py reads its TrainJob first; upstream's role lacks this (trainer#3945).
+    assert {"apiGroups": ["trainer.kubeflow.org"], "resources": ["trainjobs"], "verbs": ["get"]} in role["rules"]
     for ns in ("nlp", "cv"):
         binding = next(
             m
@@ -207,8 +283,23 @@ def test_data_cache_installs_lws_with_trainer_and_rbac_in_every_team_namespace()
             and m["metadata"].get("namespace") == ns
             and m["metadata"]["name"] == "kubeflow-trainer-cache-initializer"
         )
-        assert binding["roleRef"]["name"] == "kubeflow-trainer-cache-initializer"
+        assert binding["roleRef"]["name"] == CACHE_ROLE
         assert binding["subjects"] == [
             {"kind": "ServiceAccount", "name": "kubeflow-trainer-cache-initializer", "namespace": ns}
         ]
+    cache_runtime = next(m for m in rendered.manifests if m["metadata"]["name"] == "torch-distributed-with-cache")
+    env = [
+        e
+        for j in cache_runtime["spec"]["template"]["spec"]["replicatedJobs"]
+        for c in j["template"]["spec"]["template"]["spec"]["containers"]
+        for e in c.get("env", [])
+        if e["name"] == "CACHE_IMAGE"
+    ]
+    assert [e["value"] for e in env] == ["m.corp/ghcr.io/kubeflow/trainer/data-cache:v2.2.1"]
+    kueue = yaml.safe_load(
+        next(r for r in rendered.releases if r["name"] == "kueue")["values"]["managerConfig"][
+            "controllerManagerConfigYaml"
+        ]
+    )
+    assert "leaderworkerset.x-k8s.io/leaderworkerset" in kueue["integrations"]["frameworks"]
     assert conformance_findings(raw, rendered) == []

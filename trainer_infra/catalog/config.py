@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
+from trainer_infra.catalog.fault_tolerance import FaultTolerance
 from trainer_infra.core.model import Resources, StrictModel
 from trainer_infra.core.types import DnsLabel, DnsSubdomain, ImageRef, PositiveInt32, SemVer
 from trainer_infra.manifests.runtime import image_problem
@@ -32,6 +33,9 @@ class RuntimeOverride(StrictModel):
     image: ImageRef | None = Field(default=None, description="Image of every `node` container (tag required).")
     num_nodes: PositiveInt32 | None = Field(default=None, description="`spec.mlPolicy.numNodes`.")
     resources: Resources | None = Field(default=None, description="Resources of every `node` container.")
+    fault_tolerance: FaultTolerance | None = Field(
+        default=None, description="Keys that differ from `runtimes.faultTolerance` for this runtime."
+    )
 
     sdk_device = field_validator("resources")(sdk_device_problem)
 
@@ -82,6 +86,10 @@ class RuntimesConfig(StrictModel):
             "a pod is BestEffort, and Kueue's topology-aware admission never places it (found in the e2e "
             "sandbox with initializers); null turns the injection off."
         ),
+    )
+    fault_tolerance: FaultTolerance = Field(
+        default_factory=FaultTolerance,
+        description="JobSet restart limit, non-retriable exit codes and deadline of every runtime's TrainJobs.",
     )
     sdk_device = field_validator("default_resources")(sdk_device_problem)
 

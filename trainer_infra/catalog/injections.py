@@ -14,16 +14,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainer_infra.catalog.fault_tolerance import FaultTolerance, inject_fault_tolerance
 from trainer_infra.core.images import mirror_image
 from trainer_infra.core.model import Resources
-from trainer_infra.manifests.runtime import containers, exists_toleration, pod_specs, requests_resource, tolerates
+from trainer_infra.manifests.runtime import (
+    GENERIC_GPU,
+    accelerators_of,
+    containers,
+    exists_toleration,
+    pod_specs,
+    tolerates,
+)
 from trainer_infra.queues.placement import Placement, inject_placement
 from trainer_infra.storage.config import StorageConfig
 from trainer_infra.storage.injection import shared_workspace
 from trainer_infra.tenancy.injection import hf_token_env
 
 Manifest = dict[str, Any]
-GPU_RESOURCE = "nvidia.com/gpu"
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,8 @@ class RuntimeFacts:
     storage: StorageConfig | None = None
     hf_token: bool = False  # some team has a Hugging Face token
     default_resources: Resources | None = None
+    accelerators: tuple[str, ...] = ()  # the accelerator resources the stack's pools offer, sorted
+    fault_tolerance: FaultTolerance = field(default_factory=FaultTolerance)  # this runtime's, overrides merged
 
 
 def mirror_images(mirror: str | None, runtime: Manifest) -> Manifest:
@@ -65,14 +74,33 @@ def default_resources(defaults: Resources | None, runtime: Manifest) -> Manifest
     return out
 
 
-def gpu_tolerations(runtime: Manifest) -> Manifest:
-    """Pods that ask for `nvidia.com/gpu` tolerate the `nvidia.com/gpu:NoSchedule` taint GPU pools carry
-    (policy `gpu-runtimes-tolerate-gpu-taint`), or they stay Pending on tainted GPU nodes. The baseline of
-    the `placement` concern, which adds every pool's own taints."""
+def accelerator_resource(accelerators: tuple[str, ...], runtime: Manifest) -> Manifest:
+    """Catalog files ask for `nvidia.com/gpu` meaning "a GPU". When the stack's pools offer exactly one
+    accelerator resource and it is another one (`amd.com/gpu`), runtimes ask for that one: otherwise no
+    ClusterQueue covers what they request and Kueue never admits them."""
+    out = copy.deepcopy(runtime)
+    if len(accelerators) != 1 or accelerators[0] == GENERIC_GPU:
+        return out
+    (target,) = accelerators
+    for _, pod in pod_specs(out):
+        for _, c in containers(pod):
+            for section in ("limits", "requests"):
+                values = (c.get("resources") or {}).get(section) or {}
+                if GENERIC_GPU in values:
+                    values[target] = values.pop(GENERIC_GPU)
+    return out
+
+
+def accelerator_tolerations(accelerators: tuple[str, ...], runtime: Manifest) -> Manifest:
+    """Pods that ask for an accelerator tolerate the taint nodes offering it carry. Pools the stack declares
+    give their own taints (injection `placement`, from each pool's resolved taints); an accelerator no pool
+    declares gets the vendors' convention, a taint keyed by the resource (`amd.com/gpu:NoSchedule`). Policy
+    `gpu-runtimes-tolerate-gpu-taint` checks the result."""
     out = copy.deepcopy(runtime)
     for _, pod in pod_specs(out):
-        if requests_resource(pod, GPU_RESOURCE) and not tolerates(pod.get("tolerations") or [], GPU_RESOURCE):
-            pod["tolerations"] = [*(pod.get("tolerations") or []), exists_toleration(GPU_RESOURCE)]
+        for resource in sorted(accelerators_of(pod) - set(accelerators)):
+            if not tolerates(pod.get("tolerations") or [], resource):
+                pod["tolerations"] = [*(pod.get("tolerations") or []), exists_toleration(resource)]
     return out
 
 
@@ -100,12 +128,14 @@ Injection = Callable[[RuntimeFacts, Manifest], Manifest]
 # (name, function) in application order.
 INJECTIONS: list[tuple[str, Injection]] = [
     ("images", lambda facts, rt: mirror_images(facts.mirror, rt)),
+    ("accelerator", lambda facts, rt: accelerator_resource(facts.accelerators, rt)),
     ("placement", lambda facts, rt: inject_placement(facts.placement, rt)),
     ("shared-volume", lambda facts, rt: shared_workspace(facts.storage, rt)),
     ("hf-token", lambda facts, rt: hf_token_env(facts.hf_token, rt)),
-    ("gpu-tolerations", lambda facts, rt: gpu_tolerations(rt)),
+    ("gpu-tolerations", lambda facts, rt: accelerator_tolerations(facts.accelerators, rt)),
     ("claim-templates", lambda facts, rt: claim_templates(rt)),
     ("resources", lambda facts, rt: default_resources(facts.default_resources, rt)),
+    ("fault-tolerance", lambda facts, rt: inject_fault_tolerance(facts.fault_tolerance, rt)),
 ]
 
 

@@ -20,6 +20,7 @@ from packaging.version import Version
 from pydantic import ValidationError
 
 from trainer_infra.catalog import model as m
+from trainer_infra.catalog.fault_tolerance import ttl_problems
 from trainer_infra.catalog.webhook import runtime_findings
 from trainer_infra.core.errors import ConfigError, ConfigIssue, did_you_mean, format_path
 from trainer_infra.core.schema import keys_of, model_at
@@ -148,9 +149,7 @@ def _metadata_issues(file: str, rt: m.RuntimeFile, stem: str) -> list[ConfigIssu
     md = rt.metadata
     issues = []
     if FRAMEWORK_LABEL not in md.labels:
-        issues.append(
-            ConfigIssue(f"{file}:metadata.labels", f"missing label {FRAMEWORK_LABEL}", None, FRAMEWORKS_HINT)
-        )
+        issues.append(ConfigIssue(f"{file}:metadata.labels", f"missing label {FRAMEWORK_LABEL}", None, FRAMEWORKS_HINT))
     support = md.labels.get(m.SUPPORT_LABEL)
     if support is not None and support != m.DEPRECATED:
         path = f"{file}:metadata.labels.{m.SUPPORT_LABEL}"
@@ -212,6 +211,7 @@ def _spec_issues(file: str, rt: m.RuntimeFile, raw: dict[str, Any]) -> list[Conf
         issues.append(ConfigIssue(f"{file}:spec.template.spec.replicatedJobs", "no trainer job", None, hint))
     initializer_volume = "data-cache" not in [r.strip() for r in rt.metadata.annotations.get(m.REQUIRES, "").split(",")]
     issues += [ConfigIssue(f"{file}:{p}", msg) for p, msg in runtime_findings(raw, initializer_volume)]
+    issues += [ConfigIssue(f"{file}:{p}", msg) for p, msg in ttl_problems(raw)]
     return issues
 
 

@@ -9,18 +9,20 @@ in their fixed order. Every reference in `runtimes:` is checked with its exact c
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from trainer_infra.catalog import model as m
 from trainer_infra.catalog.config import RuntimeOverride, RuntimesConfig
 from trainer_infra.catalog.injections import RuntimeFacts, apply_injections
 from trainer_infra.catalog.loader import Catalog, CatalogEntry
-from trainer_infra.core.errors import ConfigIssue, did_you_mean
+from trainer_infra.core.errors import ConfigError, ConfigIssue, did_you_mean
 from trainer_infra.core.objects import ManagedObject, PlanPart
 from trainer_infra.manifests import meta
 from trainer_infra.manifests.runtime import containers, pod_specs
 from trainer_infra.storage.config import DataCacheConfig
+from trainer_infra.storage.data_cache import cache_image
+from trainer_infra.storage.injection import VOLUME, workspace_disagreement
 from trainer_infra.tenancy.teams import TeamConfig
 
 CATALOG_VERSION = f"{m.DOMAIN}/catalog-version"
@@ -223,12 +225,6 @@ def _apply_override(runtime: dict[str, Any], override: RuntimeOverride) -> None:
                 c["resources"] = override.resources.as_k8s()
 
 
-def _cache_image(data_cache: DataCacheConfig, trainer: str) -> str:
-    """`dataCache.cacheImage`, tag defaulting to the Trainer chart's `v<version>` like the chart's own runtime."""
-    image = data_cache.cache_image
-    return f"{image.registry}/{image.repository}:{image.tag or f'v{trainer}'}"
-
-
 def _set_env(runtime: dict[str, Any], name: str, value: str) -> None:
     for _, pod in pod_specs(runtime):
         for _, c in containers(pod):
@@ -242,7 +238,7 @@ def build_runtime(ctx: ServeContext, catalog: Catalog, served: Served) -> dict[s
     entry = served.entry
     runtime = entry.manifest(ctx.trainer)
     if "data-cache" in entry.requires:
-        _set_env(runtime, "CACHE_IMAGE", _cache_image(ctx.data_cache, ctx.trainer))
+        _set_env(runtime, "CACHE_IMAGE", cache_image(ctx.data_cache, ctx.trainer))
     _apply_override(runtime, served.override)
     source = entry.runtime.metadata
     labels = dict(source.labels)
@@ -255,16 +251,32 @@ def build_runtime(ctx: ServeContext, catalog: Catalog, served: Served) -> dict[s
     annotations[TRAINER_API] = ctx.trainer
     runtime["kind"] = served.kind
     runtime["metadata"] = meta.metadata(served.name, served.namespace, labels, annotations)
-    return apply_injections(ctx.facts, runtime)
+    ft = ctx.runtimes.fault_tolerance.merged(served.override.fault_tolerance)
+    return apply_injections(replace(ctx.facts, fault_tolerance=ft), runtime)
 
 
 def catalog_plan(ctx: ServeContext, catalog: Catalog, selection: Selection) -> PlanPart:
     objects = []
+    issues = []
     for served in selection.served:
         # Running TrainJobs reference runtimes by name: never delete one by accident. Retained in the
         # cluster when dropped from the program, and protected unless it is retiring (or data loss is allowed).
         unprotected = ctx.allow_data_loss or served.entry.name in ctx.runtimes.retiring
-        objects.append(
-            ManagedObject(build_runtime(ctx, catalog, served), protect=not unprotected, retain_on_delete=True)
-        )
+        manifest = build_runtime(ctx, catalog, served)
+        storage = ctx.facts.storage
+        why = workspace_disagreement(manifest) if storage is not None else None
+        if why and storage is not None:
+            where = f"{served.namespace}/" if served.namespace else ""
+            issues.append(
+                ConfigIssue(
+                    f"runtimes.{served.entry.name}",
+                    f"runtime {where}{served.name}: {why}",
+                    None,
+                    f"mount the {VOLUME!r} volume only where the platform does ({storage.mount_path}), "
+                    "and leave TRAIN_JOB_NAME to the platform",
+                )
+            )
+        objects.append(ManagedObject(manifest, protect=not unprotected, retain_on_delete=True))
+    if issues:
+        raise ConfigError(issues)
     return PlanPart(objects=tuple(objects))

@@ -14,6 +14,8 @@ from typing import Any, Protocol
 
 from trainer_infra.core.images import ChartsConfig, ImagesConfig, mirror_image
 from trainer_infra.core.model import StrictModel
+from trainer_infra.observability.facts import MetricsEndpoint
+from trainer_infra.observability.settings import ObservabilitySettings
 from trainer_infra.storage.config import DataCacheConfig, StorageConfig
 from trainer_infra.tenancy.teams import TeamConfig
 
@@ -38,6 +40,9 @@ class StackView(Protocol):
 
     @property
     def teams(self) -> Sequence[TeamConfig]: ...
+
+    @property
+    def observability(self) -> ObservabilitySettings: ...
 
 
 class ComponentSettings(Protocol):
@@ -97,6 +102,9 @@ class ChartComponent(Protocol):
     def values(self, stack: StackView, release: ResolvedRelease) -> dict[str, Any]:
         """Helm values for the release (the user's `values` escape hatch merged last)."""
 
+    def metrics_endpoint(self, release: ResolvedRelease) -> MetricsEndpoint | None:
+        """Where the installed chart serves the controller's /metrics (None: no metrics we scrape)."""
+
     def probes(self, release: ResolvedRelease, mirror: str | None) -> tuple[dict[str, Any], ...]:
         """Objects whose dry-run create passes only when the component's webhook answers."""
 
@@ -118,3 +126,6 @@ class Controller:
     def settings(self, stack: StackView) -> ComponentSettings | None:
         settings: ComponentSettings = getattr(stack.components, self.name)
         return settings
+
+    def metrics_endpoint(self, release: ResolvedRelease) -> MetricsEndpoint | None:
+        return None

@@ -8,6 +8,7 @@ from typing import Any
 
 from trainer_infra.components.component import ComponentSettings, ResolvedRelease, StackView
 from trainer_infra.core.images import split_image
+from trainer_infra.observability.facts import MetricsEndpoint
 from trainer_infra.storage.nfs import NfsBackend
 
 
@@ -32,6 +33,9 @@ class CsiDriverNfs:
             # The chart joins `baseRepo` with each sidecar's path (`/sig-storage/csi-provisioner`).
             values["image"] = {"baseRepo": f"{mirror.rstrip('/')}/registry.k8s.io", "nfs": {"repository": nfs_repo}}
         return values
+
+    def metrics_endpoint(self, release: ResolvedRelease) -> MetricsEndpoint | None:
+        return None  # a node plugin without controller metrics worth alerting on
 
     def probes(self, release: ResolvedRelease, mirror: str | None) -> tuple[dict[str, Any], ...]:
         return ()

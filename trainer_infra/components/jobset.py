@@ -10,6 +10,7 @@ from trainer_infra.components.component import Controller, ResolvedRelease, Stac
 from trainer_infra.components.settings import PROBE_NAME, ControllerConfig, deep_merge, probe_pod
 from trainer_infra.core.images import split_image
 from trainer_infra.manifests import meta
+from trainer_infra.observability.facts import MetricsEndpoint
 
 
 class JobSetConfig(ControllerConfig):
@@ -42,6 +43,17 @@ class JobSet(Controller):
 
     def values(self, stack: StackView, release: ResolvedRelease) -> dict[str, Any]:
         return jobset_values(stack.components.jobset, release)
+
+    def metrics_endpoint(self, release: ResolvedRelease) -> MetricsEndpoint:
+        """Chart templates/prometheus/manager_metrics_service.yaml: `<fullname>-metrics-service`, port
+        `https` (8443); the manager puts controller-runtime's authn/authz filter in front (main.go)."""
+        selector = {"app.kubernetes.io/name": "jobset", "app.kubernetes.io/instance": self.name}
+        selector["app.kubernetes.io/component"] = "controller"
+        service = f"{self.name}-metrics-service"
+        # jobset_{failed,completed}_total{namespace} is the JobSet's namespace: the team alerts read it.
+        return MetricsEndpoint(
+            self.name, release.namespace, service, "https", tuple(selector.items()), True, honor_labels=True
+        )
 
     def probes(self, release: ResolvedRelease, mirror: str | None) -> tuple[dict[str, Any], ...]:
         replicated = {"name": "probe", "replicas": 1, "template": {"spec": {"template": {"spec": probe_pod(mirror)}}}}

@@ -12,8 +12,11 @@ from trainer_infra.components.settings import PROBE_NAME, ControllerConfig, deep
 from trainer_infra.core.images import split_image
 from trainer_infra.core.model import StrictModel
 from trainer_infra.manifests import meta
+from trainer_infra.observability.facts import MetricsEndpoint
 
 TRAINJOB_FRAMEWORK = "trainer.kubeflow.org/trainjob"
+#: Kueue's LeaderWorkerSet integration: on with the data cache (its cache clusters are LWSs).
+LWS_FRAMEWORK = "leaderworkerset.x-k8s.io/leaderworkerset"
 DEFAULT_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
 
 
@@ -41,10 +44,15 @@ class KueueConfig(ControllerConfig):
     )
 
 
-def kueue_frameworks(cfg: KueueConfig) -> list[str]:
+def kueue_frameworks(cfg: KueueConfig, lws: bool = False) -> list[str]:
+    """The integrations Kueue runs. With `lws` (the data cache is on) Kueue's real LeaderWorkerSet webhook
+    handles LWSs instead of a no-op: a cache cluster owned by its (Kueue-managed) TrainJob is neither queued
+    nor suspended, and an LWS a team labels with a queue is admitted like any job."""
     frameworks = [f for f in cfg.frameworks if f != TRAINJOB_FRAMEWORK]
     if cfg.train_job_integration:
         frameworks.append(TRAINJOB_FRAMEWORK)
+    if lws:
+        frameworks.append(LWS_FRAMEWORK)
     return sorted(set(frameworks))
 
 
@@ -52,7 +60,13 @@ def kueue_feature_gates(cfg: KueueConfig) -> dict[str, bool]:
     return {"TopologyAwareScheduling": cfg.tas.enabled, **cfg.feature_gates}
 
 
-def kueue_values(cfg: KueueConfig, release: ResolvedRelease, fair_sharing: bool = False) -> dict[str, Any]:
+def kueue_values(
+    cfg: KueueConfig,
+    release: ResolvedRelease,
+    fair_sharing: bool = False,
+    queue_metrics: bool = False,
+    lws: bool = False,
+) -> dict[str, Any]:
     repo, tag = split_image(release.image("manager"))
     manager_config = {
         "apiVersion": release.api_versions["config.kueue.x-k8s.io"],
@@ -62,8 +76,12 @@ def kueue_values(cfg: KueueConfig, release: ResolvedRelease, fair_sharing: bool 
         "webhook": {"port": 9443},
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
         "controller": {"groupKindConcurrency": {"Workload.kueue.x-k8s.io": 10}},
-        "integrations": {"frameworks": kueue_frameworks(cfg)},
+        "integrations": {"frameworks": kueue_frameworks(cfg, lws)},
     }
+    if queue_metrics:
+        # Per-ClusterQueue quota, reservation and usage gauges (off by default): what the alerts and the
+        # team dashboard read. Reporting only: scheduling is unchanged.
+        manager_config["metrics"] = {"bindAddress": ":8443", "enableClusterQueueResources": True}
     if cfg.fair_sharing or fair_sharing:
         # v1beta2: the block's presence turns fair sharing on (there is no `enable` field any more).
         manager_config["fairSharing"] = {
@@ -103,7 +121,21 @@ class Kueue(Controller):
     def values(self, stack: StackView, release: ResolvedRelease) -> dict[str, Any]:
         # Fair sharing weights on teams only work with fair sharing on in Kueue's configuration.
         weights = any(t.fair_sharing_weight is not None for t in stack.teams)
-        return kueue_values(stack.components.kueue, release, fair_sharing=weights)
+        return kueue_values(
+            stack.components.kueue,
+            release,
+            fair_sharing=weights,
+            queue_metrics=stack.observability.enabled,
+            lws=stack.data_cache.enabled,
+        )
+
+    def metrics_endpoint(self, release: ResolvedRelease) -> MetricsEndpoint:
+        """Chart templates/manager/auth_proxy_service.yaml: `<fullname>-controller-manager-metrics-service`,
+        port `https` (8443), behind controller-runtime's authn/authz filter (cmd/kueue/main.go)."""
+        selector = {"app.kubernetes.io/name": "kueue", "app.kubernetes.io/instance": self.name}
+        selector["app.kubernetes.io/component"] = "metrics-service"
+        service = f"{self.name}-controller-manager-metrics-service"
+        return MetricsEndpoint(self.name, release.namespace, service, "https", tuple(selector.items()), True)
 
     def probes(self, release: ResolvedRelease, mirror: str | None) -> tuple[dict[str, Any], ...]:
         return (

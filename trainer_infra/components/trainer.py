@@ -10,6 +10,7 @@ from trainer_infra.components.component import Controller, ResolvedRelease, Stac
 from trainer_infra.components.settings import PROBE_NAME, ControllerConfig, deep_merge, probe_pod
 from trainer_infra.core.images import split_image
 from trainer_infra.manifests.runtime import minimal_runtime
+from trainer_infra.observability.facts import MetricsEndpoint
 from trainer_infra.storage.data_cache import data_cache_values
 
 CHART_RUNTIMES = ("torchDistributed", "deepspeedDistributed", "mlxDistributed", "jaxDistributed", "xgboostDistributed")
@@ -51,8 +52,17 @@ class Trainer(Controller):
 
     def values(self, stack: StackView, release: ResolvedRelease) -> dict[str, Any]:
         # Data cache values first, so the component's escape hatch still wins.
-        cache = data_cache_values(stack.data_cache, stack.images.registry_mirror, release.version)
+        cache = data_cache_values(stack.data_cache, release.version, release.image("lws"), stack.images.registry_mirror)
         return deep_merge(cache, trainer_values(stack.components.trainer, release))
+
+    def metrics_endpoint(self, release: ResolvedRelease) -> MetricsEndpoint:
+        """Chart templates/manager/service.yaml: `<fullname>-controller-manager` (fullname
+        `<release>-kubeflow-trainer`), port `monitoring-port` (8443). Secure serving without the
+        authn/authz filter (pkg/config/config.go in 2.2.1 and 2.3.0), so no token is needed."""
+        selector = {"app.kubernetes.io/name": "kubeflow-trainer", "app.kubernetes.io/instance": self.name}
+        selector["app.kubernetes.io/component"] = "manager"
+        service = f"{self.name}-kubeflow-trainer-controller-manager"
+        return MetricsEndpoint(self.name, release.namespace, service, "monitoring-port", tuple(selector.items()), False)
 
     def probes(self, release: ResolvedRelease, mirror: str | None) -> tuple[dict[str, Any], ...]:
         return (minimal_runtime(PROBE_NAME, {"image": probe_pod(mirror)["containers"][0]["image"]}),)

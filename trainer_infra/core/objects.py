@@ -47,6 +47,7 @@ class ReadinessGate:
     version: str
     api_groups: tuple[str, ...] = ()  # custom resources of these groups wait for this gate
     timeout_seconds: int = 300
+    hint: str = ""  # what to do when it times out (e.g. CRDs the platform does not install)
 
 
 @dataclass(frozen=True)

@@ -87,7 +87,9 @@ def issue_from(root: type[BaseModel], err: Mapping[str, Any]) -> ConfigIssue:
         return ConfigIssue(path, f"expected {what}", found, hint)
     message = str(err["msg"])
     if message.startswith("Value error, "):
-        return ConfigIssue(path, message.removeprefix("Value error, "), found, None)
+        # A validator may add a hint after "; hint: ".
+        text, _, hint = message.removeprefix("Value error, ").partition("; hint: ")
+        return ConfigIssue(path, text, found, hint or None)
     if message.startswith("Input should be "):
         return ConfigIssue(path, "expected " + message.removeprefix("Input should be "), found, None)
     return ConfigIssue(path, message[:1].lower() + message[1:], found, None)

@@ -109,13 +109,25 @@ def quote_quantities(pod: Mapping[str, Any]) -> None:
                     values[key] = str(v)
 
 
-def requests_resource(pod: Mapping[str, Any], resource: str) -> bool:
-    """Some container of the pod requests or limits `resource` (e.g. an accelerator)."""
+#: What the catalog's runtime files write for "a GPU"; a stack whose pools offer one other accelerator
+#: resource (e.g. `amd.com/gpu`) serves them with that resource instead.
+GENERIC_GPU = "nvidia.com/gpu"
+
+
+def is_accelerator(resource: str) -> bool:
+    """An extended resource a device plugin advertises (`vendor.com/name`), not a Kubernetes-native one."""
+    domain, sep, _ = resource.partition("/")
+    return bool(sep) and not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io"))
+
+
+def accelerators_of(pod: Mapping[str, Any]) -> set[str]:
+    """The accelerator resources some container of the pod requests or limits."""
+    found = set()
     for _, c in containers(pod):
         res = c.get("resources") or {}
-        if any(resource in (res.get(section) or {}) for section in ("limits", "requests")):
-            return True
-    return False
+        for section in ("limits", "requests"):
+            found |= {str(k) for k in (res.get(section) or {}) if is_accelerator(str(k))}
+    return found
 
 
 def exists_toleration(key: str, effect: str = "NoSchedule") -> dict[str, str]:

@@ -29,18 +29,37 @@ OK, INCOMPLETE, BAD_INPUT = 0, 1, 2
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("inputs", nargs="*", metavar="FILE|DIR|-", help="v1 job manifests (YAML or JSON); - is stdin")
-    p.add_argument("--from-cluster", action="store_true",
-                   help="read the v1 jobs of the current kubeconfig context (read-only) and print an inventory")
+    p.add_argument(
+        "--from-cluster",
+        action="store_true",
+        help="read the v1 jobs of the current kubeconfig context (read-only) and print an inventory",
+    )
     p.add_argument("--context", help="--from-cluster: the kubeconfig context (default: the current one)")
-    p.add_argument("--namespace", "-n", action="append", default=[], metavar="N",
-                   help="--from-cluster: only these namespaces; files: the namespace of documents without one")
-    p.add_argument("--namespace-map", action="append", default=[], metavar="OLD=NEW",
-                   help="move jobs of a v1 namespace into a team namespace (their claims cannot follow)")
+    p.add_argument(
+        "--namespace",
+        "-n",
+        action="append",
+        default=[],
+        metavar="N",
+        help="--from-cluster: only these namespaces; files: the namespace of documents without one",
+    )
+    p.add_argument(
+        "--namespace-map",
+        action="append",
+        default=[],
+        metavar="OLD=NEW",
+        help="move jobs of a v1 namespace into a team namespace (their claims cannot follow)",
+    )
     p.add_argument("--runtime", help="use this runtime of the stack instead of the one picked by framework")
     p.add_argument("--queue", help="the team LocalQueue for every job (instead of schedulingPolicy.queue / label)")
     p.add_argument("--priority", help="the WorkloadPriorityClass for every job")
-    p.add_argument("--allow-lossy", action="append", default=[], metavar="FIELD",
-                   help="convert although FIELD (a reported path; * matches one segment) cannot be expressed")
+    p.add_argument(
+        "--allow-lossy",
+        action="append",
+        default=[],
+        metavar="FIELD",
+        help="convert although FIELD (a reported path; * matches one segment) cannot be expressed",
+    )
     p.add_argument("--out", metavar="DIR", help="write one file per TrainJob (DIR must not exist or be empty)")
     p.add_argument("--verbose", "-v", action="store_true", help="also print the superseded fields")
 

@@ -33,8 +33,14 @@ V1_MANAGERS = ("kubeflow.org/training-operator", "kubeflow.org/mpi-operator")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # Pod-spec fields runtimePatches carries (Trainer 2.2 PodSpecPatch), with the first version that has them.
 POD_PATCH_FIELDS = {
-    "affinity": "2.2.0", "imagePullSecrets": "2.2.0", "nodeSelector": "2.2.0", "schedulingGates": "2.2.0",
-    "securityContext": "2.2.0", "serviceAccountName": "2.2.0", "tolerations": "2.2.0", "volumes": "2.2.0",
+    "affinity": "2.2.0",
+    "imagePullSecrets": "2.2.0",
+    "nodeSelector": "2.2.0",
+    "schedulingGates": "2.2.0",
+    "securityContext": "2.2.0",
+    "serviceAccountName": "2.2.0",
+    "tolerations": "2.2.0",
+    "volumes": "2.2.0",
     "terminationGracePeriodSeconds": "2.3.0",
 }
 CONTAINER_PATCH_FIELDS = ("volumeMounts", "securityContext")
@@ -45,15 +51,41 @@ POD = "spec.{replicas}.*.template"
 # The types of the fields the converter reads (checked before it reads them: input is hostile). Keys are
 # patterns, or the last segment of a pattern inside a replica's pod template.
 EXPECTED: dict[str, type] = {
-    "metadata": dict, "metadata.labels": dict, "metadata.annotations": dict, "spec": dict,
-    "spec.runPolicy.activeDeadlineSeconds": int, "spec.runPolicy.suspend": bool, "spec.runPolicy.managedBy": str,
-    "spec.runPolicy.schedulingPolicy.queue": str, "spec.runPolicy.schedulingPolicy.priorityClass": str,
-    "spec.mainContainer": str, "spec.{replicas}.*.replicas": int,
-    "containers": list, "containers[]": dict, "initContainers": list, "volumes": list, "volumes[]": dict,
-    "image": str, "name": str, "command": list, "args": list, "env": list, "resources": dict, "ports": list,
-    "ports[]": dict, "volumeMounts": list, "securityContext": dict, "nodeSelector": dict, "tolerations": list,
-    "serviceAccountName": str, "labels": dict, "annotations": dict, "replicas": int,
-    "hostNetwork": bool, "hostPID": bool, "hostIPC": bool,
+    "metadata": dict,
+    "metadata.labels": dict,
+    "metadata.annotations": dict,
+    "spec": dict,
+    "spec.runPolicy.activeDeadlineSeconds": int,
+    "spec.runPolicy.suspend": bool,
+    "spec.runPolicy.managedBy": str,
+    "spec.runPolicy.schedulingPolicy.queue": str,
+    "spec.runPolicy.schedulingPolicy.priorityClass": str,
+    "spec.mainContainer": str,
+    "spec.{replicas}.*.replicas": int,
+    "containers": list,
+    "containers[]": dict,
+    "initContainers": list,
+    "volumes": list,
+    "volumes[]": dict,
+    "image": str,
+    "name": str,
+    "command": list,
+    "args": list,
+    "env": list,
+    "resources": dict,
+    "ports": list,
+    "ports[]": dict,
+    "volumeMounts": list,
+    "securityContext": dict,
+    "nodeSelector": dict,
+    "tolerations": list,
+    "serviceAccountName": str,
+    "labels": dict,
+    "annotations": dict,
+    "replicas": int,
+    "hostNetwork": bool,
+    "hostPID": bool,
+    "hostIPC": bool,
 }
 TYPE_NAMES = {dict: "an object", list: "a list", str: "a string", int: "an integer", bool: "true or false"}
 
@@ -141,6 +173,7 @@ def pattern_of(path: Path) -> str:
 def allowed(name: str, path: str) -> bool:
     """`--allow-lossy` names a field by its path; `*` matches one segment, indices may be left out
     (`spec.*.Worker.template.spec.containers.envFrom`), and a prefix covers everything below it."""
+
     def segments(p: str) -> list[str]:
         return [s for s in re.sub(r"\[\d*\]", "", p).split(".") if s]
 
@@ -203,8 +236,11 @@ class _Converter:
         r = self.result
         kind = find_kind(str(self.obj.get("apiVersion", "")), str(self.obj.get("kind", "")))
         if kind is None:
-            r.error("kind", f"unknown kind {self.obj.get('apiVersion')} {self.obj.get('kind')}",
-                    f"migrate reads {', '.join(known_kinds())}")
+            r.error(
+                "kind",
+                f"unknown kind {self.obj.get('apiVersion')} {self.obj.get('kind')}",
+                f"migrate reads {', '.join(known_kinds())}",
+            )
             return r
         r.kind = kind.label
         name = get_in(self.obj, "metadata", "name")
@@ -253,8 +289,11 @@ class _Converter:
         if team is None:
             known = ", ".join(sorted(self.target.teams)) or "none"
             hint = did_you_mean(namespace, self.target.teams) or f"map it: --namespace-map {source}=<team namespace>"
-            r.error("metadata.namespace", f"{namespace!r} is not a team namespace of stack {self.target.stack} "
-                    f"(team namespaces: {known})", hint)
+            r.error(
+                "metadata.namespace",
+                f"{namespace!r} is not a team namespace of stack {self.target.stack} (team namespaces: {known})",
+                hint,
+            )
             return None
         r.namespace = namespace
         self.source_namespace = str(source)
@@ -265,8 +304,7 @@ class _Converter:
         base: Path = ("spec", kind.replicas_field)
         specs = get_in(self.obj, "spec", kind.replicas_field)
         if not isinstance(specs, dict) or not specs:
-            r.error(base, "required: at least one replica spec",
-                    f"expected {', '.join(t for t, _ in kind.roles)}")
+            r.error(base, "required: at least one replica spec", f"expected {', '.join(t for t, _ in kind.roles)}")
             return []
         out: list[_Replica] = []
         order = [t for t, _ in kind.roles]
@@ -274,8 +312,11 @@ class _Converter:
             spec, path = specs[rtype], (*base, str(rtype))
             role = kind.role(str(rtype))
             if role is None:
-                r.error(path, f"unknown replica type {rtype!r} for {kind.kind}",
-                        did_you_mean(str(rtype), order) or f"expected one of {', '.join(order)}")
+                r.error(
+                    path,
+                    f"unknown replica type {rtype!r} for {kind.kind}",
+                    did_you_mean(str(rtype), order) or f"expected one of {', '.join(order)}",
+                )
                 continue
             if not isinstance(spec, dict):
                 r.error(path, "expected an object")
@@ -300,9 +341,7 @@ class _Converter:
             r.error(base, f"no replica type runs the training (expected {order[0]})")
         return [] if r.errors else out
 
-    def main_container(
-        self, kind: Kind, containers: list[dict[str, Any]], path: Path, report: bool
-    ) -> int | None:
+    def main_container(self, kind: Kind, containers: list[dict[str, Any]], path: Path, report: bool) -> int | None:
         """The training container; the others are reported (not for SAME replicas: their template is
         compared with the trainer's as a whole)."""
         names = [c.get("name") for c in containers]
@@ -312,16 +351,22 @@ class _Converter:
         elif len(containers) == 1:
             index = 0
         else:
-            self.result.error(path, f"cannot tell the training container among {names}",
-                              f"name it {wanted!r}" if wanted else "set spec.mainContainer")
+            self.result.error(
+                path,
+                f"cannot tell the training container among {names}",
+                f"name it {wanted!r}" if wanted else "set spec.mainContainer",
+            )
             return None
         if not containers[index].get("image"):
             self.result.error((*path, index, "image"), "required: the training container's image")
             return None
         for i, c in enumerate(containers):
             if i != index and report:
-                self.lossy((*path, i), f"container {c.get('name')!r}: runtimePatches cannot add a container "
-                           "to the runtime's pods (sidecars are not expressible)")
+                self.lossy(
+                    (*path, i),
+                    f"container {c.get('name')!r}: runtimePatches cannot add a container "
+                    "to the runtime's pods (sidecars are not expressible)",
+                )
                 self.skip.add((*path, i))
         return index
 
@@ -353,8 +398,14 @@ class _Converter:
                 return
             if pattern not in PREFIXES:
                 parent = format_path(path[:-1]) or "the object"
-                hint = did_you_mean(str(path[-1]), [e.pattern.rsplit(".", 1)[-1] for e in ENTRIES
-                                                    if e.pattern.startswith(pattern_of(path[:-1]) + ".")])
+                hint = did_you_mean(
+                    str(path[-1]),
+                    [
+                        e.pattern.rsplit(".", 1)[-1]
+                        for e in ENTRIES
+                        if e.pattern.startswith(pattern_of(path[:-1]) + ".")
+                    ],
+                )
                 self.result.error(path, f"unknown field of {parent} in {kind.label}", hint or "")
                 return
         if isinstance(value, dict):
@@ -368,8 +419,11 @@ class _Converter:
         d = entry.disposition
         if entry.pattern.endswith(".ports") and isinstance(value, list):
             for i, port in enumerate(value):
-                default = kind.port is not None and isinstance(port, dict) and (
-                    port.get("name"), port.get("containerPort")) == kind.port
+                default = (
+                    kind.port is not None
+                    and isinstance(port, dict)
+                    and (port.get("name"), port.get("containerPort")) == kind.port
+                )
                 if not default:
                     self.lossy((*path, i), "only the framework's default port is superseded by the runtime's")
             if kind.port is not None and value:
@@ -385,8 +439,11 @@ class _Converter:
         elif d is Disposition.LOSSY:
             if not kept(entry, value):
                 self.lossy(path, entry.why)
-        elif d is Disposition.MAPPED and entry.since and not is_empty(value) and (
-            Version(self.target.trainer_version) < Version(entry.since)
+        elif (
+            d is Disposition.MAPPED
+            and entry.since
+            and not is_empty(value)
+            and (Version(self.target.trainer_version) < Version(entry.since))
         ):
             self.lossy(path, f"{entry.why} (the stack runs Trainer {self.target.trainer_version})")
         # MAPPED fields are carried by build(); TENANCY fields by check_tenancy().
@@ -395,8 +452,13 @@ class _Converter:
 
     def check_tenancy(self, team: Team, replicas: list[_Replica]) -> None:
         level = team.pod_security if team.pod_security != "privileged" else "baseline"
-        ctx = tenancy.Context(self.source_namespace, team.namespace, f"{level}:{team.pod_security_version}",
-                              team.claims, team.service_accounts)
+        ctx = tenancy.Context(
+            self.source_namespace,
+            team.namespace,
+            f"{level}:{team.pod_security_version}",
+            team.claims,
+            team.service_accounts,
+        )
         messages = []
         for x in replicas:
             found = tenancy.refusals(x.pod, ctx)
@@ -413,7 +475,12 @@ class _Converter:
     # --- the TrainJob -----------------------------------------------------------------------------
 
     def build(
-        self, kind: Kind, team: Team, choice: Choice, replicas: list[_Replica], primary: _Replica,
+        self,
+        kind: Kind,
+        team: Team,
+        choice: Choice,
+        replicas: list[_Replica],
+        primary: _Replica,
         nodes: _Replica | None,
     ) -> dict[str, Any]:
         r, md = self.result, self.obj.get("metadata") or {}
@@ -436,8 +503,9 @@ class _Converter:
         procs = self.num_procs(kind)
         if procs is not None:
             trainer["numProcPerNode"] = procs
-        spec: dict[str, Any] = {"runtimeRef": {"name": choice.name, "kind": choice.kind,
-                                               "apiGroup": "trainer.kubeflow.org"}}
+        spec: dict[str, Any] = {
+            "runtimeRef": {"name": choice.name, "kind": choice.kind, "apiGroup": "trainer.kubeflow.org"}
+        }
         run = get_in(self.obj, "spec", "runPolicy") or {}
         if run.get("activeDeadlineSeconds") is not None:
             spec["activeDeadlineSeconds"] = run["activeDeadlineSeconds"]
@@ -449,13 +517,18 @@ class _Converter:
             self.compare_nodes(choice, primary, nodes)
         patches = self.patches(choice, primary, nodes)
         if patches:
-            spec["runtimePatches"] = [{"manager": PATCH_MANAGER, "trainingRuntimeSpec": {"template": {"spec": {
-                "replicatedJobs": patches}}}}]
+            spec["runtimePatches"] = [
+                {"manager": PATCH_MANAGER, "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": patches}}}}
+            ]
         return {
             "apiVersion": "trainer.kubeflow.org/v1alpha1",
             "kind": "TrainJob",
-            "metadata": {"name": r.name, "namespace": team.namespace, "labels": dict(sorted(labels.items())),
-                         "annotations": dict(sorted(annotations.items()))},
+            "metadata": {
+                "name": r.name,
+                "namespace": team.namespace,
+                "labels": dict(sorted(labels.items())),
+                "annotations": dict(sorted(annotations.items())),
+            },
             "spec": spec,
         }
 
@@ -466,8 +539,13 @@ class _Converter:
         out: dict[str, str] = {}
         for label, key, flag, known, what in (
             (QUEUE_LABEL, "queue", self.opts.queue, team.queues, f"LocalQueue in {team.namespace}"),
-            (PRIORITY_LABEL, "priorityClass", self.opts.priority, self.target.priority_classes,
-             "WorkloadPriorityClass"),
+            (
+                PRIORITY_LABEL,
+                "priorityClass",
+                self.opts.priority,
+                self.target.priority_classes,
+                "WorkloadPriorityClass",
+            ),
         ):
             given = {v for v in (policy.get(key), labels.get(label)) if v}
             policy_path: Path = ("spec", "runPolicy", "schedulingPolicy", key)
@@ -497,8 +575,11 @@ class _Converter:
         policy = (choice.runtime.get("spec") or {}).get("mlPolicy") or {}
         command = [str(c) for c in (main.get("command") or [])]
         if "torch" in policy and command and not any(t in " ".join(command[:3]) for t in TORCHRUN):
-            self.lossy((*path, "command"), "v2 starts torch jobs for torchrun (PET_* env); the v1 operator's "
-                       "MASTER_ADDR/MASTER_PORT/RANK/WORLD_SIZE are not set: run the script under torchrun")
+            self.lossy(
+                (*path, "command"),
+                "v2 starts torch jobs for torchrun (PET_* env); the v1 operator's "
+                "MASTER_ADDR/MASTER_PORT/RANK/WORLD_SIZE are not set: run the script under torchrun",
+            )
 
     def num_nodes(self, replicas: list[_Replica]) -> int:
         nodes = [x for x in replicas if x.role is Role.NODES]
@@ -513,8 +594,11 @@ class _Converter:
         if nodes:
             if get_in(self.obj, "spec", "runLauncherAsWorker") is True:
                 total += 1  # the v1 launcher already was a worker: it stays one of the training hosts
-            self.note((*nodes[0].path, "replicas"), Disposition.MAPPED,
-                      "numNodes = training hosts: the launcher runs as node 0 (runLauncherAsNode)")
+            self.note(
+                (*nodes[0].path, "replicas"),
+                Disposition.MAPPED,
+                "numNodes = training hosts: the launcher runs as node 0 (runLauncherAsNode)",
+            )
         return max(total, 1)
 
     def num_procs(self, kind: Kind) -> int | None:
@@ -554,16 +638,20 @@ class _Converter:
         node_image = next((c.get("image") for c in pod.get("containers") or [] if c.get("name") == "node"), None)
         main, path = nodes.main, nodes.container_path
         if main.get("image") != node_image:
-            self.lossy((*path, "image"), f"the runtime's node pods run {node_image}; only the launcher takes "
-                       "spec.trainer.image")
+            self.lossy(
+                (*path, "image"),
+                f"the runtime's node pods run {node_image}; only the launcher takes spec.trainer.image",
+            )
         for key in ("command", "args"):
             if key in main:
                 self.note((*path, key), Disposition.SUPERSEDED, "the runtime's node job runs sshd")
         if (main.get("env") or []) != (launcher.main.get("env") or []):
             self.lossy((*path, "env"), "differs from the launcher's: spec.trainer.env goes to launcher and nodes")
         if launcher.main.get("resources") and launcher.main.get("resources") != main.get("resources"):
-            self.lossy((*launcher.container_path, "resources"),
-                       "the launcher runs as a node and gets the workers' resources (spec.trainer.resourcesPerNode)")
+            self.lossy(
+                (*launcher.container_path, "resources"),
+                "the launcher runs as a node and gets the workers' resources (spec.trainer.resourcesPerNode)",
+            )
 
     def patches(self, choice: Choice, primary: _Replica, nodes: _Replica | None) -> list[dict[str, Any]]:
         trainer_job = next((j.get("name") for j in replicated_jobs(choice.runtime) if ancestor(j) == "trainer"), "node")
@@ -605,8 +693,10 @@ def quoted(resources: Any) -> Any:
     """Quantities as strings (`nvidia.com/gpu: "8"`): the kubeflow SDK misreads an unquoted GPU count."""
     if not isinstance(resources, dict):
         return resources
-    return {k: ({r: str(q) for r, q in v.items()} if isinstance(v, dict) and k in ("limits", "requests") else v)
-            for k, v in resources.items()}
+    return {
+        k: ({r: str(q) for r, q in v.items()} if isinstance(v, dict) and k in ("limits", "requests") else v)
+        for k, v in resources.items()
+    }
 
 
 def convert(doc: Document, target: Target, options: Options) -> Result:

@@ -54,7 +54,8 @@ def read_cluster(api: Lister, namespaces: list[str]) -> tuple[list[Document], li
             try:
                 listed = (
                     api.list_namespaced_custom_object(group, version, ns, plural)
-                    if ns else api.list_cluster_custom_object(group, version, plural)
+                    if ns
+                    else api.list_cluster_custom_object(group, version, plural)
                 )
             except ApiException as exc:
                 if exc.status == 404:

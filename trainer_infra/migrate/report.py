@@ -44,8 +44,9 @@ def job_report(r: Result, verbose: bool = False) -> list[str]:
     if r.refusal:
         lines.append(f"  refused at admission: {r.refusal}")
     for f in r.findings:
-        if f.disposition in (Disposition.OBSERVED,) or (f.disposition in LABEL and LABEL[f.disposition] == "note"
-                                                       and not verbose):
+        if f.disposition in (Disposition.OBSERVED,) or (
+            f.disposition in LABEL and LABEL[f.disposition] == "note" and not verbose
+        ):
             continue
         mark = " (allowed)" if f.allowed else ""
         lines.append(f"  {LABEL[f.disposition]}{mark} {f.path}: {f.message}")

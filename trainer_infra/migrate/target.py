@@ -10,6 +10,7 @@ from typing import Any
 
 from trainer_infra.core.objects import Plan
 from trainer_infra.stack.validate import Validated
+from trainer_infra.storage.data_cache import CACHE_INITIALIZER
 
 TEAM_LABEL = "trainer-platform.io/team"
 FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
@@ -38,9 +39,7 @@ class Target:
     namespace_map: dict[str, str] = field(default_factory=dict)  # v1 namespace → team namespace
 
     @classmethod
-    def from_manifests(
-        cls, stack: str, trainer_version: str, objects: Iterable[dict[str, Any]]
-    ) -> Target:
+    def from_manifests(cls, stack: str, trainer_version: str, objects: Iterable[dict[str, Any]]) -> Target:
         objs = list(objects)
 
         def of(kind: str) -> list[dict[str, Any]]:
@@ -65,7 +64,11 @@ class Target:
                 claims=tuple(sorted(name(c) for c in of("PersistentVolumeClaim") if ns(c) == namespace)),
                 pod_security=str(labels.get(f"{PSA}/enforce", "privileged")),
                 pod_security_version=str(labels.get(f"{PSA}/enforce-version", "latest")),
-                service_accounts=tuple(sorted(name(s) for s in of("ServiceAccount") if ns(s) == namespace)),
+                # The data cache's initializer account may create LWSs and delete ServiceAccounts: the
+                # platform's, never a migrated job's.
+                service_accounts=tuple(
+                    sorted(name(s) for s in of("ServiceAccount") if ns(s) == namespace and name(s) != CACHE_INITIALIZER)
+                ),
             )
         return cls(
             stack=stack,

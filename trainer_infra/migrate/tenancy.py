@@ -22,8 +22,21 @@ SAFE_VOLUMES = frozenset(
 )
 # Pod Security baseline: capabilities a container may add (check_capabilities_baseline.go).
 BASELINE_CAPABILITIES = frozenset(
-    {"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE", "SETFCAP",
-     "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"}
+    {
+        "AUDIT_WRITE",
+        "CHOWN",
+        "DAC_OVERRIDE",
+        "FOWNER",
+        "FSETID",
+        "KILL",
+        "MKNOD",
+        "NET_BIND_SERVICE",
+        "SETFCAP",
+        "SETGID",
+        "SETPCAP",
+        "SETUID",
+        "SYS_CHROOT",
+    }
 )
 
 
@@ -85,21 +98,31 @@ def _capabilities(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
             detail = f'container "{c.get("name")}" must not include {caps} in securityContext.capabilities.add'
             yield Refusal(f"{path}.securityContext.capabilities.add", "non-default capabilities", detail, True)
         elif added:  # the platform refuses any added capability, baseline ones too
-            yield Refusal(f"{path}.securityContext.capabilities.add", "added capabilities",
-                          f'container "{c.get("name")}": capabilities.add is refused in team namespaces', False)
+            yield Refusal(
+                f"{path}.securityContext.capabilities.add",
+                "added capabilities",
+                f'container "{c.get("name")}": capabilities.add is refused in team namespaces',
+                False,
+            )
 
 
 def _escalation(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
     for path, c in _containers(pod):
         sc = _dict(c.get("securityContext"))
         if sc.get("allowPrivilegeEscalation") is True:
-            yield Refusal(f"{path}.securityContext.allowPrivilegeEscalation", "privilege escalation",
-                          f'container "{c.get("name")}": allowPrivilegeEscalation=true is refused in team namespaces',
-                          False)
+            yield Refusal(
+                f"{path}.securityContext.allowPrivilegeEscalation",
+                "privilege escalation",
+                f'container "{c.get("name")}": allowPrivilegeEscalation=true is refused in team namespaces',
+                False,
+            )
         if _dict(sc.get("windowsOptions")).get("hostProcess") is True:
-            yield Refusal(f"{path}.securityContext.windowsOptions.hostProcess", "hostProcess",
-                          f'container "{c.get("name")}" must not set securityContext.windowsOptions.hostProcess=true',
-                          True)
+            yield Refusal(
+                f"{path}.securityContext.windowsOptions.hostProcess",
+                "hostProcess",
+                f'container "{c.get("name")}" must not set securityContext.windowsOptions.hostProcess=true',
+                True,
+            )
 
 
 def _host_ports(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
@@ -140,14 +163,16 @@ def _foreign_claims(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
         path = f"volumes[{v}].persistentVolumeClaim.claimName"
         if ctx.source_namespace != ctx.namespace:
             yield Refusal(
-                path, "claim of another namespace",
+                path,
+                "claim of another namespace",
                 f'volume "{vol.get("name")}": claim {claim!r} lives in namespace {ctx.source_namespace!r}; '
                 f"a pod in {ctx.namespace!r} can only mount claims of its own namespace (copy the data first)",
                 False,
             )
         elif claim not in ctx.claims:
             yield Refusal(
-                path, "not a team claim",
+                path,
+                "not a team claim",
                 f'volume "{vol.get("name")}": claim {claim!r} is not one of the team\'s claims '
                 f"({', '.join(ctx.claims) or 'none'})",
                 False,
@@ -157,14 +182,25 @@ def _foreign_claims(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
 def _service_account(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
     name = pod.get("serviceAccountName")
     if name and name != "default" and name not in ctx.service_accounts:
-        yield Refusal("serviceAccountName", "service account",
-                      f"serviceAccountName {name!r} is not one of the team's service accounts "
-                      f"(default{''.join(', ' + s for s in ctx.service_accounts)})", False)
+        yield Refusal(
+            "serviceAccountName",
+            "service account",
+            f"serviceAccountName {name!r} is not one of the team's service accounts "
+            f"(default{''.join(', ' + s for s in ctx.service_accounts)})",
+            False,
+        )
 
 
 RULES: tuple[Rule, ...] = (
-    _host_namespaces, _privileged, _capabilities, _escalation, _host_ports, _host_path, _inline_volumes,
-    _foreign_claims, _service_account,
+    _host_namespaces,
+    _privileged,
+    _capabilities,
+    _escalation,
+    _host_ports,
+    _host_path,
+    _inline_volumes,
+    _foreign_claims,
+    _service_account,
 )
 
 

@@ -45,7 +45,10 @@ class Taint(StrictModel):
         return {"key": self.key, "operator": "Exists", "effect": self.effect}
 
 
-GPU_TAINT = Taint(key="nvidia.com/gpu", value="present", effect="NoSchedule")
+def accelerator_taint(resource: str) -> Taint:
+    """The default taint of a pool with an accelerator: keyed by its extended resource (`nvidia.com/gpu`,
+    `amd.com/gpu`, …), as the vendors' device plugins and GPU operators document."""
+    return Taint(key=resource, value="present", effect="NoSchedule")
 
 
 TaintList = Annotated[list[Taint], Field(max_length=8)]

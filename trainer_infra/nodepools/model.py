@@ -15,7 +15,7 @@ from pydantic import Field
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.quantity import quantity
 from trainer_infra.core.types import DnsLabel, ExtendedResource, LabelKey, LabelValue, PositiveQuantity
-from trainer_infra.nodepools.labels import GPU_TAINT, Taint
+from trainer_infra.nodepools.labels import Taint, accelerator_taint
 
 
 class Accelerator(StrictModel):
@@ -57,7 +57,7 @@ class NodePool(StrictModel):
     labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, description="Extra node labels.")
     taints: list[Taint] | None = Field(
         default=None,
-        description="Node taints; default for pools with an accelerator: nvidia.com/gpu=present:NoSchedule.",
+        description="Node taints; default for pools with an accelerator: <its resource>=present:NoSchedule.",
     )
     capacity_type: Literal["on-demand", "spot", "reserved"] = "on-demand"
     topology: list[LabelKey] | None = Field(
@@ -72,7 +72,9 @@ class NodePool(StrictModel):
     @property
     def configured_taints(self) -> list[Taint]:
         """The pool's own taints: as configured, or the GPU default for pools with an accelerator."""
-        return list(self.taints) if self.taints is not None else ([GPU_TAINT] if self.node.accelerator else [])
+        if self.taints is not None:
+            return list(self.taints)
+        return [accelerator_taint(self.node.accelerator.resource)] if self.node.accelerator else []
 
     @property
     def settings(self) -> Any:

@@ -70,6 +70,13 @@ class TrainingPlatform(pulumi.ComponentResource):
                 )
                 by_group.update({group: ready[gate.name] for group in gate.api_groups})
 
+        # Gates of APIs the platform does not install (the Prometheus Operator's): checked up front.
+        for gate in (g for g in plan.gates if not g.release):
+            ready[gate.name] = ReadinessGateResource(
+                replace(gate, name=prefix + gate.name), kubeconfig, cluster.context, pulumi.ResourceOptions(parent=self)
+            )
+            by_group.update({group: ready[gate.name] for group in gate.api_groups})
+
         created = self.created
         for obj in _after_first([o for o in plan.objects if o.manifest["kind"] != "Namespace"]):
             deps: list[pulumi.Resource] = [ready.get(name) or created[name] for name in obj.after]

@@ -71,7 +71,10 @@ def wait_ready(inputs: dict[str, Any]) -> None:
                 return
             last = "; ".join(failures)
         time.sleep(POLL_SECONDS)
-    raise TimeoutError(f"{inputs['component']} {inputs['version']} not ready after {inputs['timeoutSeconds']}s: {last}")
+    hint = f"; {inputs['hint']}" if inputs.get("hint") else ""
+    raise TimeoutError(
+        f"{inputs['component']} {inputs['version']} not ready after {inputs['timeoutSeconds']}s: {last}{hint}"
+    )
 
 
 class _GateProvider(ResourceProvider):
@@ -104,6 +107,7 @@ class ReadinessGateResource(pulumi.dynamic.Resource):
             "crds": list(gate.crds),
             "probes": list(gate.probes),
             "timeoutSeconds": gate.timeout_seconds,
+            "hint": gate.hint,
             "kubeconfig": kubeconfig,
             "context": context,
         }

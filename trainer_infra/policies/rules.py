@@ -7,10 +7,17 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from trainer_infra.manifests.meta import DECOMMISSIONED, TEAM_LABEL
-from trainer_infra.manifests.runtime import FRAMEWORK_LABEL, get_in, pod_specs, requests_resource, tolerates, unpinned
+from trainer_infra.manifests.runtime import (
+    FRAMEWORK_LABEL,
+    accelerators_of,
+    get_in,
+    is_accelerator,
+    pod_specs,
+    tolerates,
+    unpinned,
+)
 from trainer_infra.policies.model import SECRET_MARK, Finding, Rule, Subject, Violation
 
-GPU_RESOURCE = "nvidia.com/gpu"
 CATALOG_VERSION_LABEL = "trainer-platform.io/catalog-version"
 MANAGED_BY = ("app.kubernetes.io/managed-by", "trainer-platform")
 RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
@@ -61,24 +68,54 @@ def _images_pinned(subjects: Sequence[Subject]) -> Iterable[Finding]:
                     yield s, f"{path}.tag", f"image {value.get('repository', '')!r} tag {tag!r} is not pinned"
 
 
-# --- GPU runtimes tolerate the GPU taint ------------------------------------------------------------
+# --- accelerator runtimes tolerate the taints of a pool that offers their accelerator -----------------
 
 
-def _uses_gpu(pod: Mapping[str, Any]) -> bool:
-    if requests_resource(pod, GPU_RESOURCE):
-        return True
-    return any(str(k).startswith(GPU_RESOURCE) for k in (pod.get("nodeSelector") or {}))
+def _flavor_taints(subjects: Sequence[Subject]) -> dict[str, list[list[Mapping[str, Any]]]]:
+    """accelerator resource → the tolerations of each ResourceFlavor a ClusterQueue offers it with (a
+    flavor's tolerations are its pool's taints)."""
+    flavors = {
+        get_in(s.props, "metadata", "name"): get_in(s.props, "spec", "tolerations") or []
+        for s in subjects
+        if s.kind == "ResourceFlavor"
+    }
+    out: dict[str, list[list[Mapping[str, Any]]]] = {}
+    for s in subjects:
+        if s.kind != "ClusterQueue":
+            continue
+        for group in get_in(s.props, "spec", "resourceGroups") or []:
+            for flavor in group.get("flavors") or []:
+                for res in flavor.get("resources") or []:
+                    name = str(res.get("name", ""))
+                    if is_accelerator(name) and flavor.get("name") in flavors:
+                        out.setdefault(name, []).append(list(flavors[flavor["name"]]))
+    return out
+
+
+def _covers(pod: Mapping[str, Any], taints: Sequence[Mapping[str, Any]]) -> bool:
+    tolerations = pod.get("tolerations") or []
+    return all(
+        tolerates(tolerations, str(t.get("key")), str(t.get("effect") or "NoSchedule"))
+        for t in taints
+        if t.get("key") and t.get("effect") in ("NoSchedule", "NoExecute", None)
+    )
 
 
 def _gpu_runtimes_tolerate(subjects: Sequence[Subject]) -> Iterable[Finding]:
-    """A runtime job that asks for GPUs (a `nvidia.com/gpu` request/limit or node selector) must
-    tolerate the GPU taint, or its pods stay Pending on tainted GPU nodes."""
+    """A runtime job that asks for an accelerator (any vendor's extended resource) must tolerate every taint
+    of some pool that offers it (a ResourceFlavor a ClusterQueue covers it with); with no such queue, the
+    vendors' convention: a taint keyed by the resource. Otherwise its pods stay Pending."""
+    offered = _flavor_taints(subjects)
     for s in subjects:
         if s.kind not in RUNTIME_KINDS:
             continue
         for path, pod in pod_specs(s.props):
-            if _uses_gpu(pod) and not tolerates(pod.get("tolerations") or [], GPU_RESOURCE):
-                yield s, f"{path}.tolerations", f"uses {GPU_RESOURCE} but does not tolerate the {GPU_RESOURCE} taint"
+            for resource in sorted(accelerators_of(pod)):
+                pools = offered.get(resource)
+                if pools and not any(_covers(pod, taints) for taints in pools):
+                    yield s, f"{path}.tolerations", f"uses {resource} but tolerates the taints of no pool offering it"
+                elif not pools and not tolerates(pod.get("tolerations") or [], resource):
+                    yield s, f"{path}.tolerations", f"uses {resource} but does not tolerate the {resource} taint"
 
 
 # --- ClusterQueues select namespaces ----------------------------------------------------------------
@@ -205,8 +242,9 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "gpu-runtimes-tolerate-gpu-taint",
-        f"Runtimes that use GPUs tolerate the {GPU_RESOURCE} taint of GPU nodes.",
-        f"add a toleration {{key: {GPU_RESOURCE}, operator: Exists, effect: NoSchedule}}",
+        "Runtimes that use an accelerator tolerate the taints of a node pool that offers it.",
+        "add the pool's taints as tolerations (the platform's placement injection does), or for an accelerator "
+        "no pool declares a toleration {key: <resource>, operator: Exists, effect: NoSchedule}",
         "resource",
         _gpu_runtimes_tolerate,
     ),

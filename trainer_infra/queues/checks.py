@@ -11,7 +11,7 @@ from trainer_infra.core.errors import ConfigIssue, did_you_mean
 from trainer_infra.core.quantity import format_quantity
 from trainer_infra.nodepools.labels import level_name
 from trainer_infra.queues.capacity import pool_totals
-from trainer_infra.queues.config import QueuesConfig
+from trainer_infra.queues.config import UNLABELLED_PRIORITY, QueuesConfig
 from trainer_infra.queues.placement import resolve_level
 from trainer_infra.queues.resolve import ResolvedQueues, limit_for
 from trainer_infra.tenancy.teams import TeamConfig
@@ -81,7 +81,34 @@ def _capacity(teams: Sequence[TeamConfig], resolved: ResolvedQueues) -> list[Con
 
 def _priorities(q: QueuesConfig) -> list[ConfigIssue]:
     dup = sorted(n for n, c in Counter(p.name for p in q.priority_classes).items() if c > 1)
-    return [ConfigIssue("queues.priorityClasses", "duplicate names", ", ".join(dup))] if dup else []
+    issues = [ConfigIssue("queues.priorityClasses", "duplicate names", ", ".join(dup))] if dup else []
+    if q.default_priority_class is None:
+        return issues
+    values = {p.name: p.value for p in q.priority_classes}
+    explicit = "default_priority_class" in q.model_fields_set
+    if q.default_priority_class not in values and not explicit:
+        return issues  # own classes without a `normal`: nothing is called the default
+    if q.default_priority_class not in values:
+        issues.append(
+            ConfigIssue(
+                "queues.defaultPriorityClass",
+                "names no class of queues.priorityClasses",
+                q.default_priority_class,
+                did_you_mean(q.default_priority_class, values) or "set it to one of the classes, or null",
+            )
+        )
+    elif values[q.default_priority_class] != UNLABELLED_PRIORITY:
+        issues.append(
+            ConfigIssue(
+                "queues.defaultPriorityClass",
+                f"the default class must have value {UNLABELLED_PRIORITY}: Kueue gives a job without the "
+                "kueue.x-k8s.io/priority-class label priority 0, whatever class is called the default",
+                f"{q.default_priority_class}: {values[q.default_priority_class]}",
+                f"give {q.default_priority_class} value 0 and order the other classes around it (negative values are "
+                "allowed), or set defaultPriorityClass: null",
+            )
+        )
+    return issues
 
 
 def _placement(q: QueuesConfig, resolved: ResolvedQueues) -> list[ConfigIssue]:

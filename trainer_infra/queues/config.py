@@ -36,10 +36,19 @@ class PriorityClassConfig(StrictModel):
     description: str = Field(default="", max_length=2048)
 
 
+#: What Kueue 0.19 gives a job without the `kueue.x-k8s.io/priority-class` label (and without a pod
+#: priorityClassName or a globalDefault PriorityClass): `constants.DefaultPriority`. A default class must
+#: have this value, since a WorkloadPriorityClass is only applied to labelled jobs (defaulting one is the
+#: alpha gate WorkloadPriorityClassDefaulting).
+UNLABELLED_PRIORITY = 0
+
+
 def _default_priorities() -> list[PriorityClassConfig]:
     return [
-        PriorityClassConfig(name="low", value=100, description="Preemptible experiments."),
-        PriorityClassConfig(name="normal", value=1000, description="Default for training jobs."),
+        PriorityClassConfig(name="low", value=-100, description="Preemptible experiments."),
+        PriorityClassConfig(
+            name="normal", value=UNLABELLED_PRIORITY, description="Default: what a job without the label gets."
+        ),
         PriorityClassConfig(name="high", value=10000, description="Deadlines; preempts lower priorities."),
     ]
 
@@ -66,5 +75,12 @@ class QueuesConfig(StrictModel):
     priority_classes: list[PriorityClassConfig] = Field(
         default_factory=_default_priorities,
         description="WorkloadPriorityClasses (label kueue.x-k8s.io/priority-class).",
+    )
+    default_priority_class: DnsSubdomain | None = Field(
+        default="normal",
+        description=(
+            "The class a job without the label is equivalent to: it must have value 0, the priority Kueue gives "
+            "unlabelled jobs. null: no class is the default."
+        ),
     )
     placement: PlacementConfig = Field(default_factory=PlacementConfig)

@@ -42,9 +42,7 @@ def resource_flavor(api: str, pool: str, flavor_name: str, spec: dict[str, Any])
     return ManagedObject(manifest, delete_before_replace=True, replace_on_changes=FLAVOR_IMMUTABLE)
 
 
-def cluster_queue(
-    api: str, q: QueuesConfig, index: int, team: TeamConfig, resolved: ResolvedQueues
-) -> dict[str, Any]:
+def cluster_queue(api: str, q: QueuesConfig, index: int, team: TeamConfig, resolved: ResolvedQueues) -> dict[str, Any]:
     flavors = []
     for pool in resolved.pools:
         quota = team.quota.get(pool.name)

@@ -13,7 +13,10 @@ from trainer_infra.components.plan import components_plan
 from trainer_infra.components.registry import COMPONENTS
 from trainer_infra.core.errors import ConfigError, ConfigIssue
 from trainer_infra.core.objects import ClusterAccess, ManagedObject, Plan, PlanPart, SecretValue
+from trainer_infra.nodepools.labels import POOL_LABEL
 from trainer_infra.nodepools.plan import node_pool_objects
+from trainer_infra.observability.facts import ObservedTeam, PlatformFacts
+from trainer_infra.observability.plan import observability_plan
 from trainer_infra.queues.plan import queues_plan
 from trainer_infra.stack.validate import Validated
 from trainer_infra.storage.plan import storage_plan
@@ -48,12 +51,30 @@ def plan_catalog(v: Validated) -> PlanPart:
     return catalog_plan(v.serve, v.catalog, v.selection)
 
 
+def observed_facts(v: Validated) -> PlatformFacts:
+    """What the alerts and dashboards are about: each controller's metrics endpoint, each team's
+    ClusterQueue (named after the team) and namespace, each node pool."""
+    endpoints = [
+        endpoint
+        for component in COMPONENTS
+        if (release := v.releases.by_name.get(component.name)) is not None
+        and (endpoint := component.metrics_endpoint(release)) is not None
+    ]
+    teams = tuple(ObservedTeam(t.name, t.resolved_namespace, t.name) for t in v.config.teams)
+    return PlatformFacts(tuple(endpoints), teams, tuple(p.name for p in v.pools), POOL_LABEL)
+
+
+def plan_observability(v: Validated) -> PlanPart:
+    return observability_plan(v.config.observability, observed_facts(v))
+
+
 PLANNERS: list[Callable[[Validated], PlanPart]] = [
     plan_components,
     plan_tenancy,
     plan_storage,
     plan_pools_and_queues,
     plan_catalog,
+    plan_observability,
 ]
 
 

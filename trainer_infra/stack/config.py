@@ -11,7 +11,9 @@ from trainer_infra.core.images import ChartsConfig, ImagesConfig
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.types import KubeMinor
 from trainer_infra.fleet.config import FleetConfig
+from trainer_infra.nodepools.checks import MAX_FLAVORS
 from trainer_infra.nodepools.registry import NodePoolConfig
+from trainer_infra.observability.settings import ObservabilitySettings
 from trainer_infra.queues.config import QueuesConfig
 from trainer_infra.storage.config import DataCacheConfig, StorageConfig
 from trainer_infra.tenancy.teams import TeamConfig
@@ -44,8 +46,16 @@ class StackConfig(StrictModel):
     runtimes: RuntimesConfig = Field(default_factory=RuntimesConfig)
     storage: StorageConfig | None = Field(default=None, description="Shared ReadWriteMany storage for team data.")
     data_cache: DataCacheConfig = Field(default_factory=DataCacheConfig)
-    node_pools: list[NodePoolConfig] = Field(default_factory=list, description="GPU (and CPU) node pools.")
+    node_pools: list[NodePoolConfig] = Field(
+        default_factory=list,
+        max_length=MAX_FLAVORS,  # refused before the pairwise checks, which grow with the square of the count
+        description=f"GPU (and CPU) node pools (at most {MAX_FLAVORS}, Kueue's flavors per resource group).",
+    )
     queues: QueuesConfig = Field(default_factory=QueuesConfig)
+    observability: ObservabilitySettings = Field(
+        default_factory=ObservabilitySettings,
+        description="Metrics, alerts and dashboards for the controllers and team queues (docs/observability.md).",
+    )
     fleet: FleetConfig | None = Field(
         default=None, description="Several clusters as one platform (MultiKueue manager + workers, docs/fleet.md)."
     )

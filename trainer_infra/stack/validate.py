@@ -26,6 +26,7 @@ from trainer_infra.nodepools.checks import check_pools
 from trainer_infra.nodepools.model import ResolvedPool
 from trainer_infra.nodepools.registry import BACKENDS as POOL_BACKENDS
 from trainer_infra.nodepools.resolve import resolve_pools
+from trainer_infra.observability.checks import check_observability
 from trainer_infra.queues.checks import check_queues
 from trainer_infra.queues.placement import Placement
 from trainer_infra.queues.resolve import ResolvedQueues, resolve_queues
@@ -100,7 +101,7 @@ def no_effect_warnings(cfg: StackConfig) -> list[str]:
 
 def _namespace_claims(d: Draft) -> list[tuple[str, str, str]]:
     """(namespace, config path that chose it, what it is) for every namespace the platform creates itself,
-    in config order: controllers, node-pool backends, storage backends."""
+    in config order: controllers, node-pool backends, storage backends, observability."""
     cfg = d.config
     claims = []
     for component in COMPONENTS:
@@ -123,6 +124,8 @@ def _namespace_claims(d: Draft) -> list[tuple[str, str, str]]:
                 where = next((loc for loc, v in instances(settings, str) if v == name), ())
                 what = f"the {cfg.storage.backend.name} storage backend's namespace"
                 claims.append((name, format_path((at, *where)), what))
+    if cfg.observability.enabled:
+        claims.append((cfg.observability.namespace, "observability.namespace", "the observability namespace"))
     return claims
 
 
@@ -170,6 +173,10 @@ def _runtimes(d: Draft) -> list[ConfigIssue]:
     return d.catalog_issues
 
 
+def _observability(d: Draft) -> list[ConfigIssue]:
+    return check_observability(d.config.observability, [t.name for t in d.config.teams])
+
+
 def _container_resources(d: Draft) -> list[ConfigIssue]:
     """Every `resources` block in the config (controllers, runtime defaults and overrides), as the API
     server checks a pod's: requests ≤ limits, extended resources whole and requested = limit."""
@@ -190,6 +197,7 @@ CHECKS: list[Callable[[Draft], list[ConfigIssue]]] = [
     _queues,
     _runtimes,
     _container_resources,
+    _observability,
 ]
 
 
@@ -224,6 +232,7 @@ def validate_model(cfg: StackConfig, source: str = "", earlier: list[ConfigIssue
         storage=cfg.storage,
         hf_token=any(t.secrets.hf_token is not None for t in cfg.teams),
         default_resources=cfg.runtimes.default_resources,
+        accelerators=tuple(sorted({r for p in d.pools if (r := p.accelerator_resource)})),
     )
     serve = ServeContext(
         d.releases.by_name["trainer"].version, cfg.runtimes, cfg.data_cache, facts, cfg.allow_data_loss

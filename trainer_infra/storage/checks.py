@@ -16,12 +16,9 @@ CLASS_FIELDS = ("class_name", "reclaim_policy", "volume_binding_mode", "allow_vo
 
 
 def check_data_cache(data_cache: DataCacheConfig) -> list[ConfigIssue]:
-    """The Trainer chart's LWS subchart has `condition: dataCache.enabled,dataCache.lws.install`: Helm reads
-    the first path that resolves, so with the cache on, `installLws: false` would be ignored."""
+    """The cache image must be a valid reference. (`installLws: false` works: data_cache.py turns the chart's
+    `dataCache.enabled` off with it, the only switch of the LWS subchart that Helm reads.)"""
     issues = []
-    if data_cache.enabled and not data_cache.install_lws:
-        hint = "the chart installs LeaderWorkerSet whenever the data cache is on; drop installLws"
-        issues.append(ConfigIssue("dataCache.installLws", "the Trainer chart ignores it", "false", hint))
     image = data_cache.cache_image
     ref = f"{image.registry}/{image.repository}:{image.tag or 'v0.0.0'}"
     if (problem := kube.image_reference_problem(ref)) is not None:

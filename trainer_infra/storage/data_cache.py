@@ -1,8 +1,22 @@
-"""Trainer's data cache: chart values (LeaderWorkerSet, cache image) and the per-namespace RBAC that
-the chart leaves out. The chart creates ClusterRole `kubeflow-trainer-cache-initializer`; the cache
-runtime's dataset-initializer runs as ServiceAccount `kubeflow-trainer-cache-initializer` in the
-TrainJob's namespace, so every team namespace needs that ServiceAccount and a RoleBinding to the role
-(upstream documents applying `manifests/overlays/data-cache/namespace-rbac` per namespace)."""
+"""Trainer's data cache: chart values (LeaderWorkerSet, cache image) and the RBAC of the cache initializer.
+
+The cache runtime's dataset-initializer runs as ServiceAccount `kubeflow-trainer-cache-initializer` in the
+TrainJob's namespace; it reads its TrainJob, then creates a ServiceAccount, a LeaderWorkerSet (the cache
+cluster) and a Service (trainer `pkg/initializers/dataset/cache.py`). Every team namespace gets that
+ServiceAccount and a RoleBinding to our own ClusterRole: upstream's (chart and kustomize, 2.2.1 and 2.3.0)
+lacks `get` on trainjobs, so the initializer's first call answers 403, which cache.py logs and swallows —
+the job then runs without a cache (trainer#3945).
+
+Chart values, three upstream traps:
+- the LWS subchart's `condition: dataCache.enabled,dataCache.lws.install`: Helm reads only the first path
+  that resolves, so `lws.install: false` is ignored while `dataCache.enabled` is true. The chart's
+  `dataCache.enabled` does nothing else we use (its ClusterRole is replaced by ours, its runtime is off: the
+  catalog owns runtimes), so it is set to `installLws` — the only way to really skip LWS;
+- the subchart takes its values from the top-level `lws:` key (`dataCache.lws.*` never reaches it): the LWS
+  image is pinned and mirrored there, from the compatibility matrix;
+- an empty cache image tag means "the chart version" in the chart but an unpinned image to our policy: the
+  tag is resolved here, once, for the chart and for the catalog's cache runtime alike.
+"""
 
 from __future__ import annotations
 
@@ -13,41 +27,73 @@ from trainer_infra.core.objects import ManagedObject
 from trainer_infra.manifests import meta
 from trainer_infra.storage.config import DataCacheConfig
 
-CACHE_INITIALIZER = "kubeflow-trainer-cache-initializer"
+CACHE_INITIALIZER = "kubeflow-trainer-cache-initializer"  # the ServiceAccount the cache runtime names
+CACHE_ROLE = "trainer-platform-cache-initializer"
+RBAC = "rbac.authorization.k8s.io"
+
+#: Upstream's ClusterRole rules plus what cache.py needs and upstream forgot (trainer#3945): reading its
+#: TrainJob, and `trainjobs/finalizers` for blockOwnerDeletion owner references.
+CACHE_RULES: tuple[dict[str, Any], ...] = (
+    {
+        "apiGroups": ["leaderworkerset.x-k8s.io"],
+        "resources": ["leaderworkersets"],
+        "verbs": ["create", "get", "list", "watch"],
+    },
+    {"apiGroups": [""], "resources": ["services"], "verbs": ["create", "get", "list", "watch"]},
+    {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["create", "delete", "get", "list", "watch"]},
+    {"apiGroups": ["trainer.kubeflow.org"], "resources": ["trainjobs"], "verbs": ["get"]},
+    {"apiGroups": ["trainer.kubeflow.org"], "resources": ["trainjobs/finalizers"], "verbs": ["update"]},
+)
 
 
-def data_cache_values(cfg: DataCacheConfig, mirror: str | None, trainer: str) -> dict[str, Any]:
-    """Trainer chart values. The chart's cache runtime stays off: the catalog owns runtimes. The tag is
-    written out (`v<trainer>` by default, as the chart's own default): an empty tag is not a pin."""
+def cache_image(cfg: DataCacheConfig, trainer_version: str) -> str:
+    """The cache image, pinned: the configured tag, or the Trainer version's (what the chart would use)."""
+    image = cfg.cache_image
+    return f"{image.registry}/{image.repository}:{image.tag or f'v{trainer_version}'}"
+
+
+def data_cache_values(cfg: DataCacheConfig, trainer_version: str, lws_image: str, mirror: str | None) -> dict[str, Any]:
+    """Trainer chart values; `lws_image` is the matrix's LWS image, already through the mirror."""
     if not cfg.enabled:
         return {}
-    image = cfg.cache_image
-    registry, repository = image.registry, image.repository
-    if mirror:
-        probe, _ = split_image(mirror_image(f"{registry}/{repository}:x", mirror))
-        registry, _, repository = probe.partition("/")
-    return {
+    repo, tag = split_image(mirror_image(cache_image(cfg, trainer_version), mirror))
+    registry, _, repository = repo.partition("/")
+    values: dict[str, Any] = {
         "dataCache": {
-            "enabled": True,
+            "enabled": cfg.install_lws,
             "lws": {"install": cfg.install_lws},
-            "cacheImage": {"registry": registry, "repository": repository, "tag": image.tag or f"v{trainer}"},
+            "cacheImage": {"registry": registry, "repository": repository, "tag": tag},
             "runtimes": {"torchDistributedWithCache": {"enabled": False}},
         }
     }
+    if cfg.install_lws:
+        lws_repo, lws_tag = split_image(lws_image)
+        values["lws"] = {"image": {"manager": {"repository": lws_repo, "tag": lws_tag}}}
+    return values
+
+
+def cache_initializer_role() -> ManagedObject:
+    return ManagedObject(
+        {
+            "apiVersion": f"{RBAC}/v1",
+            "kind": "ClusterRole",
+            "metadata": meta.metadata(CACHE_ROLE),
+            "rules": [dict(r) for r in CACHE_RULES],
+        }
+    )
 
 
 def cache_initializer_rbac(namespace: str) -> list[ManagedObject]:
-    rbac = "rbac.authorization.k8s.io"
     return [
         ManagedObject(
             {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta.metadata(CACHE_INITIALIZER, namespace)}
         ),
         ManagedObject(
             {
-                "apiVersion": f"{rbac}/v1",
+                "apiVersion": f"{RBAC}/v1",
                 "kind": "RoleBinding",
                 "metadata": meta.metadata(CACHE_INITIALIZER, namespace),
-                "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": CACHE_INITIALIZER},
+                "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": CACHE_ROLE},
                 "subjects": [{"kind": "ServiceAccount", "name": CACHE_INITIALIZER, "namespace": namespace}],
             }
         ),

@@ -9,7 +9,7 @@ from typing import Any
 from trainer_infra.core.objects import ManagedObject, PlanPart
 from trainer_infra.manifests import meta
 from trainer_infra.storage.config import DataCacheConfig, StorageConfig
-from trainer_infra.storage.data_cache import cache_initializer_rbac
+from trainer_infra.storage.data_cache import cache_initializer_rbac, cache_initializer_role
 from trainer_infra.tenancy.protection import TEAM_LABEL, decommission_annotations, team_data_protected
 from trainer_infra.tenancy.teams import TeamConfig
 
@@ -66,6 +66,7 @@ def storage_plan(
 ) -> PlanPart:
     objects: list[ManagedObject] = []
     if data_cache.enabled:
+        objects.append(cache_initializer_role())
         for team in teams:
             objects += cache_initializer_rbac(team.resolved_namespace)
     if storage is None:
