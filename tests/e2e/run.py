@@ -43,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         "tests/e2e/test_migrate.py",
         "tests/e2e/test_observability.py",
         "tests/e2e/test_failures.py",
+        "tests/e2e/test_fleet.py",
     ]
     sessions = [args] if args else [["-m", "e2e", *default]]
     if not args and os.environ.get("E2E_PULUMI") == "1":
