@@ -130,6 +130,9 @@ class Endpoints:
 class Sandbox:
     """Start, inspect and stop the whole local control plane."""
 
+    #: extra kube-apiserver flags of a variant (``ChartSandbox`` routes to Service endpoints)
+    apiserver_args: tuple[str, ...] = ()
+
     def __init__(
         self,
         workdir: Path,
@@ -344,6 +347,7 @@ class Sandbox:
                 f"--service-account-signing-key-file={self.sa_keys.key}",
                 "--profiling=false",
                 "--v=1",
+                *self.apiserver_args,
             ],
         )
         self._write_kubeconfig(self.kubeconfig, "admin", self.admin_cert)
@@ -783,8 +787,9 @@ class Sandbox:
         labels: dict[str, str] | None = None,
         capacity: dict[str, str] | None = None,
         taints: list[Obj] | None = None,
+        pod_cidr: str | None = None,
     ) -> Obj:
-        """A fake node managed by kwok (same shape as kwok's docs)."""
+        """A fake node managed by kwok (same shape as kwok's docs); kwok gives its Pods IPs from ``pod_cidr``."""
         cap = {"cpu": "32", "memory": "256Gi", "pods": "110", **(capacity or {})}
         node = {
             "apiVersion": "v1",
@@ -800,7 +805,7 @@ class Sandbox:
                     **(labels or {}),
                 },
             },
-            "spec": {"taints": taints or []},
+            "spec": {"taints": taints or [], **({"podCIDR": pod_cidr, "podCIDRs": [pod_cidr]} if pod_cidr else {})},
             "status": {"capacity": cap, "allocatable": cap},
         }
         return self.client.apply(node)

@@ -35,7 +35,7 @@ def trainer_values(cfg: TrainerConfig, release: ResolvedRelease) -> dict[str, An
             **{name: {"enabled": False} for name in CHART_RUNTIMES},
             "torchtuneDistributed": {f: {"enabled": False} for f in TORCHTUNE_MODELS},
         },
-        "manager": {"replicas": cfg.replicas, "resources": cfg.resources.as_k8s()},
+        "manager": {"replicas": cfg.replicas, "resources": cfg.resources.as_chart_values()},
     }
     if Version(release.version) >= Version("2.3.0"):
         # v2.3 renders its CRDs from templates/ behind crds.enabled (v2.2 keeps them in crds/).

@@ -1,0 +1,97 @@
+"""The sandbox for the real install path: an empty control plane that ``pulumi up`` fills.
+
+Unlike ``Sandbox`` (which applies CRDs, starts JobSet/Kueue/Trainer with harness-written configs and registers
+their webhooks by URL), ``ChartSandbox`` starts only etcd, the API server, controller-manager, scheduler and
+kwok, plus one untainted kwok node for the charts' controller Pods whose podCIDR is routed locally. The
+``Podlet`` runs the real controller binary for each chart Pod kwok binds there, from the Pod spec Pulumi's
+charts produced. The API server routes to Service endpoints (``--enable-aggregator-routing``), so webhooks and
+Kueue's visibility APIService are reached through the charts' Services.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.kube import wait_for
+from tests.e2e.podlet import Binary, Podlet
+from tests.e2e.sandbox import TIMEOUT, Sandbox, SandboxError
+
+SYSTEM_NODE = "e2e-system"
+#: kwok gives the system node's Pods IPs from here. Not 127.0.0.0/8: EndpointSlices refuse loopback addresses
+#: (`may not be in the loopback range`, found by the first run), so the sandbox makes this range local with
+#: `ip route add local <cidr> dev lo` (root only) and removes the route when it stops.
+SYSTEM_POD_CIDR = "10.251.90.0/24"
+
+
+class ChartSandbox(Sandbox):
+    """Control plane + kwok + podlet; the platform itself comes from Pulumi."""
+
+    apiserver_args = ("--enable-aggregator-routing=true",)
+
+    def __init__(self, workdir: Path, **kwargs: Any) -> None:
+        super().__init__(workdir, **kwargs)
+        self.podlet: Podlet | None = None
+        self._local_route = False
+
+    def binaries(self) -> list[Binary]:
+        """Controller binaries by the image name the charts use."""
+        v = self.versions
+        return [
+            Binary("jobset", self.bin_dir / "jobset-manager", v.jobset),
+            Binary("kueue", self.bin_dir / "kueue-manager", v.kueue),
+            Binary("trainer-controller-manager", self.bin_dir / "trainer-controller-manager", v.trainer),
+        ]
+
+    def _start(self) -> None:
+        self._check_binaries()
+        if self.workdir.exists():
+            shutil.rmtree(self.workdir)
+        for sub in ("logs", "pki", "etcd", "config"):
+            (self.workdir / sub).mkdir(parents=True, exist_ok=True)
+        self._make_pki()
+        self._start_etcd()
+        self._start_apiserver()
+        self._start_core_controllers()
+        self._route_pod_cidr()
+        self._system_node()
+        self.podlet = Podlet(
+            self.client,
+            node=SYSTEM_NODE,
+            binaries=self.binaries(),
+            workdir=self.workdir / "pods",
+            server=self.server,
+            ca_cert=self.ca.cert_path,
+        ).start()
+        self._write_state()
+
+    def _route_pod_cidr(self) -> None:
+        """Every address of the system node's podCIDR is this host (like 127.0.0.0/8, but allowed in Endpoints)."""
+        route = ["ip", "route", "add", "local", SYSTEM_POD_CIDR, "dev", "lo", "table", "local"]
+        proc = subprocess.run(route, capture_output=True, text=True)
+        if proc.returncode != 0 and "File exists" not in proc.stderr:
+            raise SandboxError(f"`{' '.join(route)}` failed (root needed): {proc.stderr.strip()}")
+        self._local_route = proc.returncode == 0
+
+    def _system_node(self) -> None:
+        self.create_kwok_node(
+            SYSTEM_NODE, labels={"node-role.kubernetes.io/control-plane": ""}, pod_cidr=SYSTEM_POD_CIDR
+        )
+
+        def ready() -> bool:
+            conds = self.client.get("v1", "Node", SYSTEM_NODE).get("status", {}).get("conditions", [])
+            return any(c["type"] == "Ready" and c["status"] == "True" for c in conds)
+
+        wait_for(f"kwok to mark {SYSTEM_NODE} Ready", ready, TIMEOUT)
+
+    def stop(self) -> None:
+        """The podlet's controllers first (they hold API connections), then the control plane."""
+        if self.podlet is not None:
+            self.podlet.stop()
+            self.podlet = None
+        super().stop()
+        if self._local_route:
+            subprocess.run(["ip", "route", "del", "local", SYSTEM_POD_CIDR, "dev", "lo", "table", "local"], check=False)
+            self._local_route = False
