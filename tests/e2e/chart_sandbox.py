@@ -11,18 +11,18 @@ Kueue's visibility APIService are reached through the charts' Services.
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
+from tests.e2e import netns
 from tests.e2e.kube import wait_for
 from tests.e2e.podlet import Binary, Podlet
 from tests.e2e.sandbox import TIMEOUT, Sandbox, SandboxError
 
 SYSTEM_NODE = "e2e-system"
 #: kwok gives the system node's Pods IPs from here. Not 127.0.0.0/8: EndpointSlices refuse loopback addresses
-#: (`may not be in the loopback range`, found by the first run), so the sandbox makes this range local with
-#: `ip route add local <cidr> dev lo` (root only) and removes the route when it stops.
+#: (`may not be in the loopback range`, found by the first run), so the range is made local, but only inside
+#: the session's own network namespace (``tests/e2e/netns.py``).
 SYSTEM_POD_CIDR = "10.251.90.0/24"
 
 
@@ -34,7 +34,6 @@ class ChartSandbox(Sandbox):
     def __init__(self, workdir: Path, **kwargs: Any) -> None:
         super().__init__(workdir, **kwargs)
         self.podlet: Podlet | None = None
-        self._local_route = False
 
     def binaries(self) -> list[Binary]:
         """Controller binaries by the image name the charts use."""
@@ -68,12 +67,11 @@ class ChartSandbox(Sandbox):
         self._write_state()
 
     def _route_pod_cidr(self) -> None:
-        """Every address of the system node's podCIDR is this host (like 127.0.0.0/8, but allowed in Endpoints)."""
-        route = ["ip", "route", "add", "local", SYSTEM_POD_CIDR, "dev", "lo", "table", "local"]
-        proc = subprocess.run(route, capture_output=True, text=True)
-        if proc.returncode != 0 and "File exists" not in proc.stderr:
-            raise SandboxError(f"`{' '.join(route)}` failed (root needed): {proc.stderr.strip()}")
-        self._local_route = proc.returncode == 0
+        """Every address of the system node's podCIDR is this (private) host, like 127.0.0.0/8."""
+        try:
+            netns.make_local(SYSTEM_POD_CIDR)
+        except netns.NetnsError as exc:
+            raise SandboxError(str(exc)) from None
 
     def _system_node(self) -> None:
         self.create_kwok_node(
@@ -92,6 +90,3 @@ class ChartSandbox(Sandbox):
             self.podlet.stop()
             self.podlet = None
         super().stop()
-        if self._local_route:
-            subprocess.run(["ip", "route", "del", "local", SYSTEM_POD_CIDR, "dev", "lo", "table", "local"], check=False)
-            self._local_route = False

@@ -24,7 +24,7 @@ from tests.e2e.chart_registry import ChartRegistry
 from tests.e2e.chart_sandbox import SYSTEM_NODE, ChartSandbox
 from tests.e2e.kube import ApiError, wait_for
 from tests.e2e.pulumi_stack import PulumiProject, Result, stack_config
-from tests.e2e.render import RenderOutput, bind_claims
+from tests.e2e.render import RenderOutput, bind_claims, render_stack
 from tests.e2e.test_scenarios import Platform, sdk_flow
 from tests.e2e.toolchain import Toolchain
 from tests.e2e.versions import REPO_ROOT, cache_root, shared_dir
@@ -76,7 +76,13 @@ class Deployed:
 
 
 @pytest.fixture(scope="module")
-def deployed(tmp_path_factory: pytest.TempPathFactory, local_render: RenderOutput) -> Iterator[Deployed]:
+def plain_render(tmp_path_factory: pytest.TempPathFactory) -> RenderOutput:
+    """The offline render of the stack Pulumi deploys: ``stacks/Pulumi.local.yaml`` as it is (no e2e extras)."""
+    return render_stack("local", tmp_path_factory.mktemp("render") / "out")
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory: pytest.TempPathFactory, plain_render: RenderOutput) -> Iterator[Deployed]:
     toolchain = Toolchain()
     if os.environ.get("E2E_NO_BUILD") != "1":
         toolchain.build()
@@ -90,12 +96,12 @@ def deployed(tmp_path_factory: pytest.TempPathFactory, local_render: RenderOutpu
                 toolchain, work / "project", kubeconfig=sandbox.kubeconfig, ca_bundle=sandbox.ca.cert_path
             )
             base = yaml.safe_load((REPO_ROOT / "stacks" / "Pulumi.local.yaml").read_text())
-            deployed = Deployed(sandbox, registry, project, base, local_render)
+            deployed = Deployed(sandbox, registry, project, base, plain_render)
             project.write(deployed.config())
             project.init()
             deployed.set_config()
             # no provisioner in the sandbox: pre-bound fake PersistentVolumes for the stack's claims
-            bind_claims(sandbox.client, local_render.of_kind("PersistentVolumeClaim"))
+            bind_claims(sandbox.client, plain_render.of_kind("PersistentVolumeClaim"))
             yield deployed
             print(f"[e2e] pulumi timings: {json.dumps(deployed.timings)}")
 

@@ -1,0 +1,47 @@
+"""A private network namespace for the real-install e2e.
+
+kwok gives the charts' controller Pods IPs from a node's podCIDR, and EndpointSlices refuse loopback
+addresses, so those Pods need addresses outside 127.0.0.0/8 that are still local. Traffic to such addresses
+must never leave this machine's sandbox: the whole pytest session that runs ``test_pulumi.py`` is started in a
+network namespace of its own (``unshare --net``, root only), with nothing in it but its loopback device, and
+the podCIDR is made local there. Nothing the session starts can reach, or be reached from, any other network;
+that also proves the install is air-gapped (charts from the local mirror, no plugin downloads).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+
+class NetnsError(RuntimeError):
+    """The private network namespace is missing or could not be set up."""
+
+
+def private() -> bool:
+    """Whether this process runs in a network namespace other than the host's (PID 1's)."""
+    try:
+        return os.readlink("/proc/self/ns/net") != os.readlink("/proc/1/ns/net")
+    except OSError:
+        return False
+
+
+def wrap(cmd: list[str]) -> list[str]:
+    """``cmd`` run in a new, empty network namespace (the child dies with it)."""
+    return ["unshare", "--net", "--", *cmd]
+
+
+def make_local(cidr: str) -> None:
+    """Loopback up and every address of ``cidr`` local; refuses to touch the host's network."""
+    if not private():
+        raise NetnsError(
+            f"the chart sandbox needs {cidr} local, which is only done inside a private network namespace: "
+            "run it through `E2E_PULUMI=1 python -m tests.e2e.run` (it starts the session with `unshare --net`)"
+        )
+    for cmd in (
+        ["ip", "link", "set", "lo", "up"],
+        ["ip", "route", "replace", "local", cidr, "dev", "lo", "table", "local"],
+    ):
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise NetnsError(f"`{' '.join(cmd)}` failed: {proc.stderr.strip()}")
