@@ -27,21 +27,18 @@ def private() -> bool:
 
 
 def wrap(cmd: list[str]) -> list[str]:
-    """``cmd`` run in a new, empty network namespace (the child dies with it)."""
-    return ["unshare", "--net", "--", *cmd]
+    """``cmd`` run in a new network namespace whose only device is its loopback, up (dies with the child)."""
+    return ["unshare", "--net", "--", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", *cmd]
 
 
 def make_local(cidr: str) -> None:
-    """Loopback up and every address of ``cidr`` local; refuses to touch the host's network."""
+    """Every address of ``cidr`` local; refuses to touch the host's network."""
     if not private():
         raise NetnsError(
             f"the chart sandbox needs {cidr} local, which is only done inside a private network namespace: "
             "run it through `E2E_PULUMI=1 python -m tests.e2e.run` (it starts the session with `unshare --net`)"
         )
-    for cmd in (
-        ["ip", "link", "set", "lo", "up"],
-        ["ip", "route", "replace", "local", cidr, "dev", "lo", "table", "local"],
-    ):
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            raise NetnsError(f"`{' '.join(cmd)}` failed: {proc.stderr.strip()}")
+    cmd = ["ip", "route", "replace", "local", cidr, "dev", "lo", "table", "local"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise NetnsError(f"`{' '.join(cmd)}` failed: {proc.stderr.strip()}")
