@@ -10,20 +10,23 @@ that also proves the install is air-gapped (charts from the local mirror, no plu
 
 from __future__ import annotations
 
-import os
 import subprocess
+from pathlib import Path
 
 
 class NetnsError(RuntimeError):
     """The private network namespace is missing or could not be set up."""
 
 
+def devices() -> list[str]:
+    """The network devices of this process's namespace (``/proc/self/net/dev`` follows the namespace)."""
+    lines = Path("/proc/self/net/dev").read_text().splitlines()[2:]
+    return sorted(line.split(":", 1)[0].strip() for line in lines if ":" in line)
+
+
 def private() -> bool:
-    """Whether this process runs in a network namespace other than the host's (PID 1's)."""
-    try:
-        return os.readlink("/proc/self/ns/net") != os.readlink("/proc/1/ns/net")
-    except OSError:
-        return False
+    """Whether this process's network namespace has nothing but its loopback (so nothing leaves it)."""
+    return devices() == ["lo"]
 
 
 def wrap(cmd: list[str]) -> list[str]:
@@ -35,7 +38,8 @@ def make_local(cidr: str) -> None:
     """Every address of ``cidr`` local; refuses to touch the host's network."""
     if not private():
         raise NetnsError(
-            f"the chart sandbox needs {cidr} local, which is only done inside a private network namespace: "
+            f"the chart sandbox needs {cidr} local, which is only done in a network namespace with no device but "
+            f"loopback (found {devices()}): "
             "run it through `E2E_PULUMI=1 python -m tests.e2e.run` (it starts the session with `unshare --net`)"
         )
     cmd = ["ip", "route", "replace", "local", cidr, "dev", "lo", "table", "local"]
