@@ -53,6 +53,10 @@ class Trainer(Controller):
     def values(self, stack: StackView, release: ResolvedRelease) -> dict[str, Any]:
         # Data cache values first, so the component's escape hatch still wins.
         cache = data_cache_values(stack.data_cache, release.version, release.image("lws"), stack.images.registry_mirror)
+        if stack.data_cache.enabled and stack.data_cache.install_lws:
+            # The LWS subchart's controller gets the same resources as ours (its chart default has no limit).
+            resources = stack.components.trainer.resources.as_chart_values()
+            cache = deep_merge(cache, {"lws": {"resources": resources}})
         return deep_merge(cache, trainer_values(stack.components.trainer, release))
 
     def metrics_endpoint(self, release: ResolvedRelease) -> MetricsEndpoint:
