@@ -42,6 +42,8 @@ class ChartSandbox(Sandbox):
             Binary("jobset", self.bin_dir / "jobset-manager", v.jobset),
             Binary("kueue", self.bin_dir / "kueue-manager", v.kueue),
             Binary("trainer-controller-manager", self.bin_dir / "trainer-controller-manager", v.trainer),
+            # the Trainer chart's LWS subchart (data cache): image registry.k8s.io/lws/lws
+            Binary("lws", self.bin_dir / "lws-manager", v.lws),
         ]
 
     def _start(self) -> None:

@@ -36,7 +36,11 @@ Obj = dict[str, Any]
 SENTINEL = "hf_e2e_SENTINEL_must_never_leak_0123456789"
 CHART_COMPONENTS = ("jobset", "kueue", "kubeflow-trainer")
 #: chart Secrets that the controllers fill with their webhook certificates at run time
-CERT_SECRETS = (("jobset-system", "jobset-webhook-server-cert"), ("kubeflow-system", "kubeflow-trainer-webhook-cert"))
+CERT_SECRETS = (
+    ("jobset-system", "jobset-webhook-server-cert"),
+    ("kubeflow-system", "kubeflow-trainer-webhook-cert"),
+    ("kubeflow-system", "lws-webhook-server-cert"),  # the local stack's data cache installs LWS
+)
 
 
 @dataclass
