@@ -147,6 +147,7 @@ class Podlet:
         #: what happened, for failure messages: "started kueue-system/kueue-controller-manager-x at 10.251.90.3"
         self.events: list[str] = []
         self.skipped: dict[str, str] = {}
+        self.waiting: dict[str, str] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="podlet", daemon=True)
         self._lock = threading.Lock()
@@ -229,6 +230,14 @@ class Podlet:
         (root / "volumes").mkdir(parents=True)
         running = RunningPod(meta["uid"], meta["namespace"], meta["name"], pod["status"]["podIP"], root, None)  # type: ignore[arg-type]
         self._sync_volumes(pod, running)
+        sourced = {v["name"] for v in pod["spec"].get("volumes", []) if "configMap" in v or "secret" in v}
+        mounted = {m["name"] for m in found[0].get("volumeMounts", [])}
+        missing = sorted((sourced & mounted) - set(running.volumes))
+        if missing:
+            # as the kubelet: the container waits (ContainerCreating) until every volume it mounts can be made
+            self.waiting[meta["uid"]] = f"{meta['namespace']}/{meta['name']} waits for volumes {missing}"
+            return
+        self.waiting.pop(meta["uid"], None)
         running.process = self._spawn(pod, running)
         self.pods[meta["uid"]] = running
         self.events.append(f"started {running.namespace}/{running.name} at {running.ip} ({found[1].path.name})")
@@ -301,7 +310,7 @@ class Podlet:
     def _token(self, pod: Obj, source: Obj) -> bytes:
         meta = pod["metadata"]
         sa = pod["spec"].get("serviceAccountName") or "default"
-        body = {
+        body: Obj = {
             "apiVersion": "authentication.k8s.io/v1",
             "kind": "TokenRequest",
             "spec": {
@@ -369,6 +378,7 @@ class Podlet:
         """State for failure messages: events, skipped Pods and each process's log tail."""
         lines = [*self.events[-20:]]
         lines += [f"not run: {uid}: {why}" for uid, why in self.skipped.items()]
+        lines += [f"not started yet: {why}" for why in self.waiting.values()]
         for pod in self.pods.values():
             lines.append(f"--- {pod.namespace}/{pod.name} at {pod.ip}:\n{log_tail(pod.process.log, 15)}")
         return "\n".join(lines)
