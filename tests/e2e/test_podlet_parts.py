@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -19,7 +20,11 @@ def test_image_name_and_tag() -> None:
 
 
 def test_listeners_bind_to_the_pod_ip_and_disabled_ones_stay_disabled() -> None:
-    config = {"health": {"healthProbeBindAddress": ":8081"}, "metrics": {"bindAddress": "0"}, "webhook": {"port": 9443}}
+    config: dict[str, Any] = {
+        "health": {"healthProbeBindAddress": ":8081"},
+        "metrics": {"bindAddress": "0"},
+        "webhook": {"port": 9443},
+    }
     out = bind_listeners(config, "127.0.90.3")
     assert out["health"]["healthProbeBindAddress"] == "127.0.90.3:8081"
     assert out["metrics"]["bindAddress"] == "0"

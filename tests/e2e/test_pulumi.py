@@ -10,6 +10,7 @@ secrets never leak → destroy refuses protected data until the documented opt-i
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import time
@@ -23,9 +24,10 @@ import yaml
 from tests.e2e.chart_registry import ChartRegistry
 from tests.e2e.chart_sandbox import SYSTEM_NODE, ChartSandbox
 from tests.e2e.kube import ApiError, wait_for
+from tests.e2e.platform import Platform
 from tests.e2e.pulumi_stack import PulumiProject, Result, stack_config
 from tests.e2e.render import RenderOutput, bind_claims, render_stack
-from tests.e2e.test_scenarios import Platform, sdk_flow
+from tests.e2e.test_scenarios import sdk_flow
 from tests.e2e.toolchain import Toolchain
 from tests.e2e.versions import REPO_ROOT, cache_root, shared_dir
 
@@ -311,7 +313,7 @@ def test_destroy_refuses_protected_data_until_the_documented_opt_in(deployed: De
             raise
         wait_for(
             f"{inputs['kind']} {meta.get('namespace', '')}/{meta['name']} to be deleted",
-            lambda i=inputs, m=meta: _absent(client, i, m),
+            functools.partial(_absent, client, inputs, meta),
             120,
         )
     assert gone

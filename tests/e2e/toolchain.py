@@ -355,6 +355,12 @@ class Toolchain:
             "provider-embed", ["go", "run", "./generate.go"], resource_cmd, env=env, about=resource_cmd / "generate.go"
         )
 
+    def build_provider_steps(self) -> None:
+        """Extract and patch the provider module, generate its missing files, build it."""
+        self.prepare_provider()
+        self.generate_provider_files()
+        self.build_provider()
+
     def build_provider(self) -> None:
         provider = self._provider_tree() / "provider"
         out = self.dir / "tmp" / "pulumi-resource-kubernetes"
@@ -400,7 +406,7 @@ class Toolchain:
             Step(
                 "pulumi-resource-kubernetes",
                 (self.bin_dir / "pulumi-resource-kubernetes",),
-                lambda: (self.prepare_provider(), self.generate_provider_files(), self.build_provider()),  # type: ignore[func-returns-value]
+                self.build_provider_steps,
             ),
             Step("python-venv", (self.venv / ".complete",), self.build_venv),
             Step("pulumi-python-plugin", (self._dynamic_plugin_stamp(),), self.write_dynamic_provider_plugin),
