@@ -237,15 +237,11 @@ def test_upgrade_with_a_new_team_keeps_the_webhook_certificates(deployed: Deploy
         }
     )
     deployed.set_config(teams=teams)
-    bind_claims(
-        deployed.sandbox.client,
-        [
-            {
-                "metadata": {"namespace": "e2e-new", "name": "workspace"},
-                "spec": {"resources": {"requests": {"storage": "1Gi"}}},
-            }
-        ],
-    )
+    # the new team's claim is like every team's (class, access modes), with its own size
+    claim = dict(deployed.render.of_kind("PersistentVolumeClaim")[0])
+    claim["metadata"] = {"namespace": "e2e-new", "name": claim["metadata"]["name"]}
+    claim["spec"] = {**claim["spec"], "resources": {"requests": {"storage": "1Gi"}}}
+    bind_claims(deployed.sandbox.client, [claim])
     deployed.timed("up (local, a new team)", deployed.project.up())
     after = _cert_secrets(deployed)
     for key, secret in before.items():
