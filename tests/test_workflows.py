@@ -43,9 +43,11 @@ def test_actionlint() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_zizmor_offline() -> None:
+def test_zizmor_auditor_offline() -> None:
+    """The auditor persona includes `secrets-outside-env` and `undocumented-permissions`; the only
+    ignores are the commented `self-repository` ones in deploy.yml."""
     zizmor = Path(sys.executable).parent / "zizmor"
-    cmd = [str(zizmor), "--offline", "--no-progress", str(ROOT / ".github" / "workflows")]
+    cmd = [str(zizmor), "--persona=auditor", "--offline", "--no-progress", str(ROOT / ".github" / "workflows")]
     done = subprocess.run(cmd, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
 
@@ -65,3 +67,15 @@ def test_actions_pinned_by_sha_permissions_minimal_and_prod_gated() -> None:
     assert up["environment"] == "${{ inputs.stack }}", "prod's approval rule applies through its environment"
     preview = (ROOT / ".github/workflows/preview.yml").read_text()
     assert "policyPacks: policy" in preview and "--format markdown" in preview
+
+
+def test_pull_request_code_sees_credentials_only_through_a_preview_environment() -> None:
+    """A PR preview runs PR code: its secrets must come from `preview-<stack>` (read-only, reviewers for
+    non-dev), never from repository secrets shared with deploys."""
+    jobs = yaml.safe_load((ROOT / ".github/workflows/preview.yml").read_text())["jobs"]
+    for name, job in jobs.items():
+        uses_secrets = "secrets." in yaml.safe_dump(job)
+        if uses_secrets:
+            assert job.get("environment") == "preview-${{ matrix.stack }}", name
+    assert "secrets." in yaml.safe_dump(jobs["preview"]), "the preview job is the one that needs credentials"
+    assert all("secrets." not in yaml.safe_dump(j) for n, j in jobs.items() if n != "preview")

@@ -200,3 +200,35 @@ def test_validate_refuses_a_broken_catalog_without_a_traceback(tmp_path: Path) -
     assert done.returncode == 2
     assert "runtimes/my-torch.yaml:spec.template.spec.replicatedJobs[0]" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("pod", "message"),
+    [
+        ({"hostPID": True}, "hostPID: true shares the node's namespace with the pod"),
+        ({"hostNetwork": True}, "hostNetwork: true shares the node's namespace with the pod"),
+        (
+            {"volumes": [{"name": "root", "hostPath": {"path": "/"}}]},
+            "volume 'root' is of kind hostPath: only claims and emptyDir, configMap, secret, projected, "
+            "downwardAPI volumes are allowed (other kinds reach storage or the node outside the team's space)",
+        ),
+        (
+            {"priorityClassName": "system-node-critical"},
+            "priorityClassName 'system-node-critical' is not one of the platform's priority classes []",
+        ),
+    ],
+)
+def test_runtime_files_that_reach_the_node_are_refused(tmp_path: Path, pod: dict[str, Any], message: str) -> None:
+    """Issue #12 attack 7: `validate`/`render` refuse such a runtime file (the policy rule refuses it too)."""
+    doc = _torch()
+    _node(doc).update(pod)
+    assert _issues(_catalog_with(tmp_path, "my-torch.yaml", doc)) == [(f"runtimes/my-torch.yaml:{POD0}", message)]
+
+
+def test_privileged_and_added_capabilities_are_refused(tmp_path: Path) -> None:
+    doc = _torch()
+    _node(doc)["containers"][0]["securityContext"] = {"privileged": True, "capabilities": {"add": ["SYS_ADMIN"]}}
+    assert _issues(_catalog_with(tmp_path, "my-torch.yaml", doc)) == [
+        (f"runtimes/my-torch.yaml:{POD0}", "containers[node]: privileged containers control the node"),
+        (f"runtimes/my-torch.yaml:{POD0}", "containers[node]: adds capabilities ['SYS_ADMIN']"),
+    ]

@@ -9,7 +9,8 @@ import pytest
 
 from tests.e2e.build import Builder
 from tests.e2e.kube import wait_for
-from tests.e2e.render import RenderOutput, kueue_settings, render_stack
+from tests.e2e.platform import Platform, delete_trainjobs, node_ready
+from tests.e2e.render import RenderOutput, apply_render, controller_users, kueue_settings, render_stack
 from tests.e2e.sandbox import Sandbox
 
 
@@ -50,7 +51,11 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory, local_render: RenderOutput
 
     Builds missing binaries first unless E2E_NO_BUILD=1.
     """
-    sb = Sandbox(tmp_path_factory.mktemp("sandbox"), kueue_settings=kueue_settings(local_render))
+    sb = Sandbox(
+        tmp_path_factory.mktemp("sandbox"),
+        kueue_settings=kueue_settings(local_render),
+        controller_users=controller_users(local_render),
+    )
     if os.environ.get("E2E_NO_BUILD") != "1":
         Builder(sb.versions).build()
     with sb:
@@ -73,3 +78,27 @@ def kwok_nodes(sandbox: Sandbox) -> list[str]:
 
     wait_for(f"kwok to mark nodes {names} Ready", ready, 60)
     return names
+
+
+@pytest.fixture(scope="session")
+def platform(sandbox: Sandbox, local_render: RenderOutput) -> Platform:
+    """Apply the `local` stack's render strictly (fake PVs for its claims)."""
+    render = apply_render(sandbox, local_render.directory)
+    objects = list(render.objects)
+    nodes = [o["metadata"]["name"] for o in objects if o["kind"] == "Node"]
+    wait_for(
+        f"kwok nodes {nodes} Ready", lambda: all(node_ready(sandbox.client.get("v1", "Node", n)) for n in nodes), 90
+    )
+    return Platform(render, objects)
+
+
+@pytest.fixture
+def clean_teams(sandbox: Sandbox, platform: Platform) -> Iterator[None]:
+    yield
+    delete_trainjobs(sandbox.client, sorted(t.namespace for t in platform.render_teams()))
+
+
+@pytest.fixture(scope="session")
+def local_settings(local_render: RenderOutput) -> dict[str, object]:
+    """The Kueue behaviour settings of the `local` render (what the sandbox's Kueue runs with)."""
+    return kueue_settings(local_render)

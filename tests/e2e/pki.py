@@ -20,9 +20,13 @@ _VALIDITY = datetime.timedelta(days=7)
 
 
 def _name(common_name: str, organizations: tuple[str, ...] = ()) -> x509.Name:
-    """Subject: Kubernetes reads CN as the user name and each O as a group."""
+    """Subject: Kubernetes reads CN as the user name and each O as a group.
+
+    X.509 caps CN at 64 characters and `cryptography` enforces it; Kubernetes does not, and ServiceAccount
+    usernames (`system:serviceaccount:kubeflow-system:trainer-kubeflow-trainer-controller-manager`) are longer.
+    """
     attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, org) for org in organizations]
-    attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name))
+    attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name, _validate=len(common_name) <= 64))
     return x509.Name(attrs)
 
 

@@ -36,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         "e2e",
         "tests/e2e/test_smoke.py",
         "tests/e2e/test_scenarios.py",
+        "tests/e2e/test_attacks.py",
         "tests/e2e/test_migrate.py",
         "tests/e2e/test_observability.py",  # after the scenarios: it checks the metrics they produced
         "tests/e2e/test_failures.py",

@@ -138,9 +138,13 @@ class Sandbox:
         bin_dir: Path | None = None,
         shared: Path | None = None,
         kueue_settings: dict[str, Any] | None = None,
+        controller_users: dict[str, str] | None = None,
         trainer_controller: bool = True,
     ) -> None:
         self.workdir = workdir.resolve()
+        #: component (jobset, kueue, trainer) → the username its controller has on a real cluster
+        #: (``render.controller_users``): admission rules that trust a controller see that identity here too.
+        self.controller_users = dict(controller_users or {})
         #: False: Trainer CRDs only, no controller and no Trainer webhooks (a fleet manager on Trainer < 2.3).
         self.trainer_controller = trainer_controller
         #: Scheduling settings of the stack's Kueue (``render.kueue_settings``) laid over the sandbox's config.
@@ -491,6 +495,22 @@ class Sandbox:
         wait_for(f"CRDs {names} to be Established", established, TIMEOUT)
 
     # -- platform controllers ---------------------------------------------------
+    def _controller_kubeconfig(self, component: str) -> Path:
+        """The admin kubeconfig, or one for the controller's real-cluster username (a ServiceAccount name).
+
+        The certificate also carries ``system:masters``: the sandbox does not install the charts' RBAC.
+        """
+        user = self.controller_users.get(component)
+        if user is None:
+            return self.kubeconfig
+        groups = ["system:masters"]
+        if user.startswith("system:serviceaccount:"):
+            groups += ["system:serviceaccounts", f"system:serviceaccounts:{user.split(':')[2]}"]
+        pair = self.ca.issue(f"controller-{component}", user, organizations=tuple(groups), client=True)
+        path = self.workdir / f"kubeconfig-controller-{component}"
+        self._write_kubeconfig(path, component, pair)
+        return path
+
     def _start_platform_controllers(self) -> None:
         for ns in ("jobset-system", "kueue-system", "kubeflow-system"):
             self.client.apply(
@@ -513,7 +533,7 @@ class Sandbox:
             "jobset-manager",
             [
                 f"--config={jobset_cfg}",
-                f"--kubeconfig={self.kubeconfig}",
+                f"--kubeconfig={self._controller_kubeconfig('jobset')}",
                 "--zap-log-level=info",
             ],
         )
@@ -550,7 +570,7 @@ class Sandbox:
             "kueue-manager",
             [
                 f"--config={kueue_cfg}",
-                f"--kubeconfig={self.kubeconfig}",
+                f"--kubeconfig={self._controller_kubeconfig('kueue')}",
                 "--zap-log-level=info",
             ],
         )
@@ -594,7 +614,7 @@ class Sandbox:
             "trainer-controller-manager",
             [
                 f"--config={trainer_cfg}",
-                f"--kubeconfig={self.kubeconfig}",
+                f"--kubeconfig={self._controller_kubeconfig('trainer')}",
                 "--zap-log-level=info",
             ],
             env={"TMPDIR": str(trainer_tmp)},

@@ -25,7 +25,7 @@ import urllib3
 import yaml
 
 from tests.e2e.kube import ApiError, KubeClient, wait_for
-from tests.e2e.render import apply_objects, apply_render, check_versions, kueue_settings, load_render
+from tests.e2e.render import apply_objects, apply_render, check_versions, controller_users, kueue_settings, load_render
 from tests.e2e.sandbox import COMPLETE_LABEL, Sandbox, _terminate
 from trainer_infra.core.objects import WorkerKubeconfig
 from trainer_infra.platform.fleet import kubeconfig_text
@@ -97,12 +97,23 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
     manager: Sandbox | None = None
     try:
         for name in ("east", "west"):
-            sb = Sandbox(tmp / name, kueue_settings=kueue_settings(load_render(out / name)))
+            worker_render = load_render(out / name)
+            # Controllers run as the ServiceAccounts the charts create: the team admission rules trust those names.
+            sb = Sandbox(
+                tmp / name,
+                kueue_settings=kueue_settings(worker_render),
+                controller_users=controller_users(worker_render),
+            )
             sb.start()
             workers[name] = sb
             apply_render(sb, out / name)
         manager_render = load_render(out / "manager")
-        manager = Sandbox(tmp / "manager", kueue_settings=kueue_settings(manager_render), trainer_controller=False)
+        manager = Sandbox(
+            tmp / "manager",
+            kueue_settings=kueue_settings(manager_render),
+            controller_users=controller_users(manager_render),
+            trainer_controller=False,
+        )
         manager.start()
         check_versions(manager_render, manager.versions)
         apply_objects(manager.client, _manager_objects(out / "manager", workers))

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from tests.e2e.build import kube_go_mod, kube_version_ldflags, parse_staging_replaces
-from tests.e2e.render import RenderError, RenderOutput, check_versions, kueue_settings, load_render
+from tests.e2e.render import RenderError, RenderOutput, check_versions, controller_users, kueue_settings, load_render
 from tests.e2e.sandbox import kwok_complete_stage, kwok_fail_stage
 from tests.e2e.versions import VersionSet, shared_dir
 from tests.e2e.webhooks import apply_json_patch, load_kustomized_webhooks, load_upstream_webhooks, localize
@@ -165,6 +165,22 @@ def test_kueue_settings_take_the_stacks_scheduling_not_its_process_config() -> N
     assert "trainer.kubeflow.org/trainjob" in settings["integrations"]["frameworks"]
     assert not {"webhook", "metrics", "health", "leaderElection"} & settings.keys()
     assert kueue_settings(RenderOutput(Path("."), [], [])) == {}
+
+
+def test_controller_users_follow_the_charts_fullname_rule() -> None:
+    """Release `kueue` of chart kueue → `kueue-controller-manager`; release `trainer` of chart kubeflow-trainer
+    does not contain the chart name → `trainer-kubeflow-trainer-controller-manager`; overrides win."""
+    releases: list[dict[str, Any]] = [
+        {"name": "kueue", "chart": "oci://registry.k8s.io/kueue/charts/kueue", "namespace": "kueue-system"},
+        {"name": "trainer", "chart": "oci://ghcr.io/kubeflow/charts/kubeflow-trainer", "namespace": "kubeflow-system"},
+        {"name": "js", "chart": "jobset", "namespace": "jobset-system", "values": {"fullnameOverride": "jobset"}},
+        {"name": "csi-driver-nfs", "chart": "csi-driver-nfs", "namespace": "kube-system"},
+    ]
+    assert controller_users(RenderOutput(Path("."), [], releases)) == {
+        "kueue": "system:serviceaccount:kueue-system:kueue-controller-manager",
+        "trainer": "system:serviceaccount:kubeflow-system:trainer-kubeflow-trainer-controller-manager",
+        "jobset": "system:serviceaccount:jobset-system:jobset-controller",
+    }
 
 
 def test_kueue_settings_take_the_renders_metric_settings_not_its_address() -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e import test_scenarios as scenarios
+from tests.e2e import platform as scenarios
 from tests.e2e.kube import ApiError, KubeClient, wait_for
 from tests.e2e.sandbox import Sandbox
 from tests.e2e.versions import REPO_ROOT, shared_dir
@@ -23,8 +23,7 @@ from tests.e2e.versions import REPO_ROOT, shared_dir
 pytestmark = pytest.mark.e2e
 
 Obj = dict[str, Any]
-Platform = scenarios.Platform
-platform = scenarios.platform  # the session fixture: the local stack's render, applied
+Platform = scenarios.Platform  # the session fixture `platform` (conftest.py): the local render, applied
 V1_CRDS = ("training-operator-v1", "v1.9.4")
 V1_KINDS = ("PyTorchJob", "MPIJob", "TFJob", "XGBoostJob", "JAXJob", "PaddleJob")
 READER = "migrate-reader@example.com"

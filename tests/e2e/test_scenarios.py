@@ -8,255 +8,30 @@ Tests run in file order and each cleans up its TrainJobs (quota is shared).
 from __future__ import annotations
 
 import time
-import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
 from functools import partial
-from typing import Any
 
 import pytest
 
 from tests.e2e.kube import ApiError, KubeClient, wait_for
-from tests.e2e.render import RenderOutput, apply_render
+from tests.e2e.platform import (
+    CQ,
+    GPU,
+    TJ,
+    Obj,
+    Platform,
+    Team,
+    admitted,
+    describe_namespace,
+    gpu_quota,
+    has_condition,
+    trainjob,
+    unique,
+    wait_admitted,
+    workload_of,
+)
 from tests.e2e.sandbox import FAIL_LABEL, Sandbox
 
 pytestmark = pytest.mark.e2e
-
-Obj = dict[str, Any]
-TJ = ("trainer.kubeflow.org/v1alpha1", "TrainJob")
-WL = ("kueue.x-k8s.io/v1beta2", "Workload")
-CQ = ("kueue.x-k8s.io/v1beta2", "ClusterQueue")
-GPU = "nvidia.com/gpu"
-
-
-@dataclass(frozen=True)
-class Team:
-    """A team as a data scientist meets it: namespace, identity, queue, and what its runtime asks for."""
-
-    namespace: str
-    user: str
-    groups: tuple[str, ...]
-    queue: str
-    runtime: str
-    pool_label: tuple[str, str]
-    topology_label: str | None
-    source: str
-
-
-@dataclass
-class Platform:
-    """The render of the `local` stack, applied."""
-
-    render: RenderOutput
-    objects: list[Obj]
-
-    def runtimes(self) -> list[Obj]:
-        return [o for o in self.objects if o["kind"] == "ClusterTrainingRuntime"]
-
-    def render_teams(self) -> list[Team]:
-        """Teams found in the render: a RoleBinding to a User in a namespace with a LocalQueue."""
-        teams: list[Team] = []
-        runtime = next(
-            (r for r in self.render.of_kind("ClusterTrainingRuntime") if r["metadata"]["name"] == "torch-distributed"),
-            None,
-        )
-        if runtime is None:
-            return teams
-        node_job = next(j for j in runtime["spec"]["template"]["spec"]["replicatedJobs"] if j["name"] == "node")
-        annotations = node_job["template"]["spec"]["template"].get("metadata", {}).get("annotations", {})
-        topology = annotations.get("kueue.x-k8s.io/podset-required-topology")
-        for lq in self.render.of_kind("LocalQueue"):
-            ns = lq["metadata"]["namespace"]
-            members = [
-                s
-                for rb in self.render.of_kind("RoleBinding")
-                if rb["metadata"].get("namespace") == ns and rb["roleRef"]["name"].endswith("team-member")
-                for s in rb["subjects"]
-            ]
-            users = [s["name"] for s in members if s["kind"] == "User"]
-            groups = tuple(s["name"] for s in members if s["kind"] == "Group")
-            cq = next(
-                c for c in self.render.of_kind("ClusterQueue") if c["metadata"]["name"] == lq["spec"]["clusterQueue"]
-            )
-            flavor_name = cq["spec"]["resourceGroups"][0]["flavors"][0]["name"]
-            flavor = next(f for f in self.render.of_kind("ResourceFlavor") if f["metadata"]["name"] == flavor_name)
-            pool = next(iter(flavor["spec"]["nodeLabels"].items()))
-            if users:
-                teams.append(
-                    Team(
-                        ns,
-                        users[0],
-                        groups,
-                        lq["metadata"]["name"],
-                        "torch-distributed",
-                        pool,
-                        topology,
-                        "render of stack local",
-                    )
-                )
-        return teams
-
-    def teams(self) -> list[Team]:
-        """The render's teams; the scenarios need two (one to act, one to be kept out or lend)."""
-        found = self.render_teams()
-        assert len(found) >= 2, "render of stack local has fewer than two teams with a member and a LocalQueue"
-        return found
-
-    def cluster_queue(self, team: Team) -> Obj:
-        """The rendered ClusterQueue behind a team's LocalQueue."""
-        lq = next(
-            q
-            for q in self.render.of_kind("LocalQueue")
-            if q["metadata"]["namespace"] == team.namespace and q["metadata"]["name"] == team.queue
-        )
-        return next(
-            c for c in self.render.of_kind("ClusterQueue") if c["metadata"]["name"] == lq["spec"]["clusterQueue"]
-        )
-
-    def gpus_per_node(self) -> int:
-        """GPUs of one rendered kwok node (a pod asking for all of them takes a whole node)."""
-        counts = {
-            int(n["status"]["allocatable"][GPU])
-            for n in self.render.of_kind("Node")
-            if GPU in n["status"]["allocatable"]
-        }
-        assert len(counts) == 1, f"the scenarios assume one GPU node shape, render has {counts}"
-        return counts.pop()
-
-    def nodes_per_domain(self, label: str) -> int:
-        """Nodes in the smallest topology domain ``label`` (the most pods a required-topology podset may have)."""
-        domains: dict[str, int] = {}
-        for n in self.render.of_kind("Node"):
-            domain = n["metadata"]["labels"][label]
-            domains[domain] = domains.get(domain, 0) + 1
-        return min(domains.values())
-
-
-def gpu_quota(cq: Obj) -> Obj:
-    """The GPU resource entry (nominalQuota, lendingLimit, borrowingLimit) of a ClusterQueue's only flavor."""
-    (flavor,) = [f for g in cq["spec"]["resourceGroups"] for f in g["flavors"]]
-    return next(r for r in flavor["resources"] if r["name"] == GPU)
-
-
-@pytest.fixture(scope="session")
-def platform(sandbox: Sandbox, local_render: RenderOutput) -> Platform:
-    """Apply the `local` stack's render strictly (fake PVs for its claims)."""
-    render = apply_render(sandbox, local_render.directory)
-    objects = list(render.objects)
-    nodes = [o["metadata"]["name"] for o in objects if o["kind"] == "Node"]
-    wait_for(f"kwok nodes {nodes} Ready", lambda: all(_ready(sandbox.client.get("v1", "Node", n)) for n in nodes), 90)
-    return Platform(render, objects)
-
-
-def _ready(node: Obj) -> bool:
-    return any(c["type"] == "Ready" and c["status"] == "True" for c in node.get("status", {}).get("conditions", []))
-
-
-def _cond(obj: Obj, kind: str) -> bool:
-    return any(c.get("type") == kind and c.get("status") == "True" for c in obj.get("status", {}).get("conditions", []))
-
-
-def workload_of(client: KubeClient, ns: str, trainjob: str) -> Obj | None:
-    """Kueue's Workload owned by a TrainJob (None until Kueue creates it)."""
-    for wl in client.list(*WL, ns):
-        owners = wl["metadata"].get("ownerReferences", [])
-        if any(o.get("kind") == "TrainJob" and o.get("name") == trainjob for o in owners):
-            return wl
-    return None
-
-
-def admitted(client: KubeClient, ns: str, trainjob: str) -> Obj | None:
-    wl = workload_of(client, ns, trainjob)
-    return wl if wl is not None and _cond(wl, "Admitted") else None
-
-
-def wait_admitted(client: KubeClient, ns: str, trainjob: str, timeout: float, why: str = "") -> Obj:
-    """Wait for admission; on timeout show the Workload's conditions (Kueue says why it waits)."""
-    try:
-        wl: Obj = wait_for(
-            f"Kueue to admit TrainJob {ns}/{trainjob}{why}", lambda: admitted(client, ns, trainjob), timeout
-        )
-    except TimeoutError as exc:
-        current = workload_of(client, ns, trainjob)
-        conds = current.get("status", {}).get("conditions") if current else "no Workload"
-        raise TimeoutError(f"{exc}; Workload conditions: {conds}") from None
-    return wl
-
-
-def describe_namespace(client: KubeClient, ns: str) -> str:
-    """Pods, claims, Jobs and recent warning events of a namespace: what a failed wait needs to explain itself."""
-    lines = []
-    for pod in client.list("v1", "Pod", ns):
-        conds = [(c["type"], c["status"], c.get("message", "")[:200]) for c in pod["status"].get("conditions", [])]
-        lines.append(
-            f"pod {pod['metadata']['name']}: {pod['status'].get('phase')} node={pod['spec'].get('nodeName')} "
-            f"gates={pod['spec'].get('schedulingGates')} {conds}"
-        )
-    for pvc in client.list("v1", "PersistentVolumeClaim", ns):
-        lines.append(f"pvc {pvc['metadata']['name']}: {pvc['status'].get('phase')}")
-    for job in client.list("batch/v1", "Job", ns):
-        lines.append(f"job {job['metadata']['name']}: {job.get('status', {}).get('conditions')}")
-    for ev in client.list("v1", "Event", ns)[-15:]:
-        if ev.get("type") == "Warning":
-            lines.append(
-                f"event {ev['involvedObject']['kind']}/{ev['involvedObject']['name']}: {ev['reason']}: "
-                f"{ev.get('message', '')[:300]}"
-            )
-    return "\n".join(lines)
-
-
-def delete_trainjobs(client: KubeClient, namespaces: tuple[str, ...] | list[str]) -> None:
-    """Delete every TrainJob and wait until their Workloads and pods are gone (frees quota)."""
-    for ns in namespaces:
-        for tj in client.list(*TJ, ns):
-            client.delete(*TJ, tj["metadata"]["name"], ns)
-
-    def gone() -> bool:
-        return all(
-            not client.list(*TJ, ns) and not client.list(*WL, ns) and not client.list("v1", "Pod", ns)
-            for ns in namespaces
-        )
-
-    wait_for(f"TrainJobs, Workloads and pods in {namespaces} to be deleted", gone, 90)
-
-
-@pytest.fixture
-def clean_teams(sandbox: Sandbox, platform: Platform) -> Iterator[None]:
-    yield
-    delete_trainjobs(sandbox.client, sorted(t.namespace for t in platform.render_teams()))
-
-
-def trainjob(
-    name: str,
-    ns: str,
-    *,
-    gpus: int,
-    nodes: int,
-    priority: str | None = None,
-    runtime: str = "torch-distributed",
-    queue: str | None = None,
-    cpu: str = "4",
-) -> Obj:
-    labels = {"kueue.x-k8s.io/queue-name": queue or ns}
-    if priority:
-        labels["kueue.x-k8s.io/priority-class"] = priority
-    return {
-        "apiVersion": TJ[0],
-        "kind": TJ[1],
-        "metadata": {"name": name, "namespace": ns, "labels": labels},
-        "spec": {
-            "runtimeRef": {"name": runtime, "apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime"},
-            "trainer": {
-                "numNodes": nodes,
-                "resourcesPerNode": {"limits": {GPU: str(gpus)}, "requests": {GPU: str(gpus), "cpu": cpu}},
-            },
-        },
-    }
-
-
-def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:5]}"
-
 
 # -- 1. every catalog runtime is accepted by the Trainer webhook ---------------------------------
 
@@ -334,7 +109,7 @@ def _pending_for(client: KubeClient, ns: str, name: str, seconds: float) -> Obj:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         wl = workload_of(client, ns, name)
-        assert wl is not None and not _cond(wl, "QuotaReserved"), f"{ns}/{name} was admitted: {wl}"
+        assert wl is not None and not has_condition(wl, "QuotaReserved"), f"{ns}/{name} was admitted: {wl}"
         time.sleep(1)
     assert wl is not None
     return wl
@@ -419,7 +194,7 @@ def test_quota_borrowing_and_reclaim(sandbox: Sandbox, platform: Platform, clean
     # Jobs ask for cpu 1 per pod: nlp's ResourceQuota allows 32 requested CPUs and 24 pods run here at once.
 
     # 1. The borrower fills its nominal quota: admitted without borrowing.
-    own = _name("own")
+    own = unique("own")
     me.create(trainjob(own, ns, gpus=per_node, nodes=nominal // per_node, queue=borrower.queue, cpu="1"))
     wait_admitted(admin, ns, own, 90, f" within {ns}'s nominal quota of {nominal} GPUs")
     wait_gpu_usage(admin, bcq["metadata"]["name"], nominal, 0)
@@ -428,13 +203,13 @@ def test_quota_borrowing_and_reclaim(sandbox: Sandbox, platform: Platform, clean
     #    preemption victims newest-admitted first, by timestamps of one-second resolution: without a gap,
     #    `own` and `borrowed` can tie and the reclaim below may take `own` instead (seen in 2 of 4 runs).
     time.sleep(1.5)
-    borrowed = _name("borrow")
+    borrowed = unique("borrow")
     me.create(trainjob(borrowed, ns, gpus=per_node, nodes=lent // per_node, queue=borrower.queue, cpu="1"))
     wait_admitted(admin, ns, borrowed, 90, f" by borrowing {lent} GPUs lent by idle {lns}")
     wait_gpu_usage(admin, bcq["metadata"]["name"], nominal + lent, lent)
 
     # 3. Beyond the lendingLimit: pending, and Kueue says why (the lender's other GPUs are not lendable).
-    extra = _name("extra")
+    extra = unique("extra")
     me.create(trainjob(extra, ns, gpus=per_node, nodes=1, queue=borrower.queue, cpu="1"))
     wl = _pending_for(admin, ns, extra, 5)
     reserved = next(c for c in wl["status"]["conditions"] if c["type"] == "QuotaReserved")
@@ -443,7 +218,7 @@ def test_quota_borrowing_and_reclaim(sandbox: Sandbox, platform: Platform, clean
 
     # 4. The lender takes its whole nominal quota back: Kueue reclaims by preempting the borrowing job
     #    (reclaimWithinCohort: Any, priorities equal); the job within nominal quota is untouched.
-    back = _name("reclaim")
+    back = unique("reclaim")
     them.create(trainjob(back, lns, gpus=per_node, nodes=lender_nominal // per_node, queue=lender.queue, cpu="1"))
     try:
         cond = wait_preempted(admin, ns, borrowed, 90, f"{lns} reclaims its lent quota")
@@ -485,16 +260,16 @@ def test_priority_preempts_within_queue(
     admin = sandbox.client
     ns, lns = team.namespace, lender.namespace
 
-    other = _name("full")
+    other = unique("full")
     sandbox.user_client(lender.user, lender.groups).create(
         trainjob(other, lns, gpus=per_node, nodes=lender_nominal // per_node, queue=lender.queue, cpu="1")
     )
     wait_admitted(admin, lns, other, 90, f" ({lns} using its whole quota)")
     me = sandbox.user_client(team.user, team.groups)
-    low = _name("low")
+    low = unique("low")
     me.create(trainjob(low, ns, gpus=per_node, nodes=nominal // per_node, priority="low", queue=team.queue, cpu="1"))
     wait_admitted(admin, ns, low, 90, f" (low priority, {nominal} GPUs)")
-    urgent = _name(preemptor or "plain")
+    urgent = unique(preemptor or "plain")
     me.create(trainjob(urgent, ns, gpus=per_node, nodes=1, priority=preemptor, queue=team.queue, cpu="1"))
     cond = wait_preempted(admin, ns, low, 90, f"{preemptor or 'unlabelled'} {urgent} in the same ClusterQueue")
     assert cond["reason"] == "InClusterQueue", cond
@@ -534,7 +309,7 @@ def test_team_cannot_create_in_other_team_namespace(sandbox: Sandbox, platform: 
     assert not allowed(other.namespace)
     with pytest.raises(ApiError) as err:
         member.create(
-            trainjob(_name("intruder"), other.namespace, gpus=1, nodes=1, runtime=other.runtime, queue=other.queue),
+            trainjob(unique("intruder"), other.namespace, gpus=1, nodes=1, runtime=other.runtime, queue=other.queue),
             dry_run=True,
         )
     assert err.value.status == 403
@@ -543,7 +318,7 @@ def test_team_cannot_create_in_other_team_namespace(sandbox: Sandbox, platform: 
 # -- 5. MPI and initializers produce the expected replicated jobs in order ------------------------
 
 
-def _jobs_by_name(client: KubeClient, ns: str, jobset: str) -> dict[str, Obj]:
+def _jobs_byunique(client: KubeClient, ns: str, jobset: str) -> dict[str, Obj]:
     jobs = client.list("batch/v1", "Job", ns, label_selector=f"jobset.sigs.k8s.io/jobset-name={jobset}")
     return {j["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"]: j for j in jobs}
 
@@ -561,16 +336,16 @@ def test_mpi_and_initializer_runtimes(sandbox: Sandbox, platform: Platform, clea
     ns, queue, ds_rt, tt_rt = team.namespace, team.queue, "deepspeed-distributed", tune_name
     runtimes = catalog
 
-    mpi = _name("ds")
+    mpi = unique("ds")
     admin.create(trainjob(mpi, ns, gpus=1, nodes=2, runtime=ds_rt, queue=queue))
     js = wait_for(f"JobSet {ns}/{mpi}", lambda: admin.get("jobset.x-k8s.io/v1alpha2", "JobSet", mpi, ns), 60)
     assert [r["name"] for r in js["spec"]["replicatedJobs"]] == ["launcher", "node"]
     wait_admitted(admin, ns, mpi, 60)
     wait_for(
-        f"launcher and node Jobs of {mpi}", lambda: sorted(_jobs_by_name(admin, ns, mpi)) == ["launcher", "node"], 60
+        f"launcher and node Jobs of {mpi}", lambda: sorted(_jobs_byunique(admin, ns, mpi)) == ["launcher", "node"], 60
     )
 
-    tt = _name("tune")
+    tt = unique("tune")
     job = trainjob(tt, ns, gpus=1, nodes=1, runtime=tt_rt, queue=queue)
     job["spec"]["initializer"] = {
         "dataset": {"storageUri": "hf://tatsu-lab/alpaca"},
@@ -591,12 +366,12 @@ def test_mpi_and_initializer_runtimes(sandbox: Sandbox, platform: Platform, clea
     try:
         wait_for(
             f"{ns}/{tt}: all three Jobs created",
-            lambda: sorted(_jobs_by_name(admin, ns, tt)) == ["dataset-initializer", "model-initializer", "node"],
+            lambda: sorted(_jobs_byunique(admin, ns, tt)) == ["dataset-initializer", "model-initializer", "node"],
             90,
         )
     except TimeoutError as exc:
         raise TimeoutError(f"{exc}\n{describe_namespace(admin, ns)}") from None
-    jobs = _jobs_by_name(admin, ns, tt)
+    jobs = _jobs_byunique(admin, ns, tt)
     for step, needs in deps.items():
         created = jobs[step]["metadata"]["creationTimestamp"]
         for dep in needs:
@@ -649,7 +424,7 @@ def test_concurrent_trainjobs_get_their_own_workspace(sandbox: Sandbox, platform
     limited = {lr["metadata"]["namespace"] for lr in platform.render.of_kind("LimitRange")}
     team = next(t for t in platform.render_teams() if t.namespace in limited)
     ns = team.namespace
-    names = [_name("ws-a"), _name("ws-b")]
+    names = [unique("ws-a"), unique("ws-b")]
     for name in names:
         job = trainjob(name, ns, gpus=1, nodes=1, runtime=tune, queue=team.queue, cpu="1")
         job["spec"]["initializer"] = {
@@ -712,7 +487,7 @@ def _has_restarted(client: KubeClient, ns: str, name: str, times: int) -> bool:
 
 def _trainjob_failed(client: KubeClient, ns: str, name: str) -> Obj | None:
     tj = client.get(*TJ, name, ns)
-    return tj if _cond(tj, "Failed") else None
+    return tj if has_condition(tj, "Failed") else None
 
 
 def test_failing_job_restarts_up_to_the_limit_then_fails(
@@ -738,7 +513,7 @@ def test_failing_job_restarts_up_to_the_limit_then_fails(
     me = sandbox.user_client(team.user, team.groups)
     cq = platform.cluster_queue(team)["metadata"]["name"]
 
-    flaky = _name("flaky")
+    flaky = unique("flaky")
     me.create(trainjob(flaky, ns, gpus=1, nodes=1, queue=team.queue, cpu="1"))
     wait_admitted(admin, ns, flaky, 90)
     for attempt in range(max_restarts + 1):
@@ -754,11 +529,13 @@ def test_failing_job_restarts_up_to_the_limit_then_fails(
     )
     js = admin.get("jobset.x-k8s.io/v1alpha2", "JobSet", flaky, ns)
     assert js["status"]["restarts"] == max_restarts, js["status"]
-    wait_for(f"Workload of {ns}/{flaky} Finished", lambda: _cond(workload_of(admin, ns, flaky) or {}, "Finished"), 60)
+    wait_for(
+        f"Workload of {ns}/{flaky} Finished", lambda: has_condition(workload_of(admin, ns, flaky) or {}, "Finished"), 60
+    )
     wait_gpu_usage(admin, cq, 0, 0)
     assert tj["status"]["conditions"]
 
-    fatal_job = _name("fatal")
+    fatal_job = unique("fatal")
     me.create(trainjob(fatal_job, ns, gpus=1, nodes=1, queue=team.queue, cpu="1"))
     wait_admitted(admin, ns, fatal_job, 90)
     _fail_pod(admin, _running_node_pod(admin, ns, fatal_job, 0), int(fatal[0]))
@@ -833,7 +610,7 @@ def test_data_cache_runtime_runs_through_the_controllers(
     cpu_node = "cache-cpu-node"
     sandbox.create_kwok_node(cpu_node, labels={"e2e.trainer-platform/pool": "cpu"})
     try:
-        name = _name("cached")
+        name = unique("cached")
         job = trainjob(name, ns, gpus=1, nodes=1, runtime=CACHE_RUNTIME, queue=team.queue, cpu="1")
         job["spec"]["initializer"] = {"dataset": {"storageUri": "cache://sales/orders"}}
         sandbox.user_client(team.user, team.groups).create(job)

@@ -47,6 +47,11 @@ def runtime(gpu: bool = True, tolerate: bool = True, labels: dict[str, str] | No
     }
 
 
+def _with_pod(manifest: dict[str, Any], **pod: Any) -> dict[str, Any]:
+    manifest["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"].update(pod)
+    return manifest
+
+
 def chart(name: str, values: dict[str, Any], crd_protect: bool = True) -> Subject:
     props = {"chart": f"oci://registry.k8s.io/{name}/charts/{name}", "version": "1.0.0", "values": values}
     return Subject(CHART, name, props, child_policy={"CustomResourceDefinition": {"protect": crd_protect}})
@@ -160,6 +165,12 @@ CASES: list[tuple[str, list[Subject], list[Subject], str]] = [
         [chart("kueue", KUEUE_OK)],
         [chart("kueue", {"controllerManager": {"manager": {"resources": {"requests": {"cpu": "100m"}}}}})],
         "values.controllerManager.manager.resources",
+    ),
+    (
+        "runtimes-stay-off-the-node",
+        [obj(runtime())],
+        [obj(_with_pod(runtime(), hostPID=True))],
+        "spec.template.spec.replicatedJobs[0].template.spec.template.spec",
     ),
     (
         "runtime-labels",

@@ -24,6 +24,7 @@ from trainer_infra.catalog.fault_tolerance import ttl_problems
 from trainer_infra.catalog.webhook import runtime_findings
 from trainer_infra.core.errors import ConfigError, ConfigIssue, did_you_mean, format_path
 from trainer_infra.core.schema import keys_of, model_at
+from trainer_infra.manifests.pod_rules import pod_spec_problems
 from trainer_infra.manifests.runtime import (
     ANCESTOR_LABEL,
     FRAMEWORK_LABEL,
@@ -205,6 +206,11 @@ def _spec_issues(file: str, rt: m.RuntimeFile, raw: dict[str, Any]) -> list[Conf
                 )
                 if problem:
                     issues.append(ConfigIssue(f"{file}:{pod_path}.{key}.{rel}", problem, image))
+        for problem in pod_spec_problems(pod):
+            hint = (
+                "runtimes run in team namespaces: no host access, privileges or priority classes (use Kueue's priority)"
+            )
+            issues.append(ConfigIssue(f"{file}:{pod_path}", problem, None, hint))
     jobs = rt.spec.template.spec.replicated_jobs
     if not any(j.template.ancestor == "trainer" for j in jobs):
         hint = f"label the job that runs training with {ANCESTOR_LABEL}: trainer (on the Job template metadata)"

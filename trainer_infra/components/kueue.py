@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import Field
@@ -11,6 +11,7 @@ from trainer_infra.components.component import Controller, ResolvedRelease, Stac
 from trainer_infra.components.settings import PROBE_NAME, ControllerConfig, deep_merge
 from trainer_infra.core.images import split_image
 from trainer_infra.core.model import StrictModel
+from trainer_infra.core.types import Duration
 from trainer_infra.manifests import meta
 from trainer_infra.observability.facts import MetricsEndpoint
 
@@ -26,6 +27,52 @@ class TasConfig(StrictModel):
     enabled: bool = True
 
 
+class RequeuingConfig(StrictModel):
+    """What Kueue does with a Workload evicted because its pods did not get ready in time."""
+
+    backoff_limit_count: int | None = Field(
+        default=3,
+        ge=0,
+        description="Requeues before the Workload is deactivated for good (its quota freed); null: forever.",
+    )
+    backoff_base_seconds: int = Field(default=60, ge=1, description="First requeue delay; it doubles each time.")
+    backoff_max_seconds: int = Field(default=3600, ge=1, description="Longest requeue delay.")
+    timestamp: Literal["Eviction", "Creation"] = Field(
+        default="Eviction", description="Requeue order: by the eviction time or the Workload's creation."
+    )
+
+
+class WaitForPodsReadyConfig(StrictModel):
+    """An admitted job holds its quota only while its pods get ready: a job whose pods are refused or never
+    scheduled is evicted after `timeout` and requeued (Kueue 0.19 turns this on with 30m and endless requeues;
+    we set it explicitly so a stuck job cannot hold a team's GPUs forever)."""
+
+    timeout: Duration = Field(default="10m", description="Time for all pods of an admitted job to become ready.")
+    recovery_timeout: Duration | None = Field(
+        default=None, description="Time to get ready again after a pod failed while running (default: timeout)."
+    )
+    block_admission: bool = Field(
+        default=False, description="Admit nothing else until the admitted job is ready (serializes admissions)."
+    )
+    requeuing: RequeuingConfig = Field(default_factory=RequeuingConfig)
+
+    def as_kueue(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "timeout": self.timeout,
+            "blockAdmission": self.block_admission,
+            "requeuingStrategy": {
+                "timestamp": self.requeuing.timestamp,
+                "backoffBaseSeconds": self.requeuing.backoff_base_seconds,
+                "backoffMaxSeconds": self.requeuing.backoff_max_seconds,
+            },
+        }
+        if self.requeuing.backoff_limit_count is not None:
+            out["requeuingStrategy"]["backoffLimitCount"] = self.requeuing.backoff_limit_count
+        if self.recovery_timeout is not None:
+            out["recoveryTimeout"] = self.recovery_timeout
+        return out
+
+
 class KueueConfig(ControllerConfig):
     """Kueue controller (chart `kueue`)."""
 
@@ -37,6 +84,7 @@ class KueueConfig(ControllerConfig):
         description="Other Kueue integrations to enable (the TrainJob one is governed by trainJobIntegration).",
     )
     tas: TasConfig = Field(default_factory=TasConfig)
+    wait_for_pods_ready: WaitForPodsReadyConfig = Field(default_factory=WaitForPodsReadyConfig)
     fair_sharing: bool = Field(
         default=False,
         description="Fair sharing among the ClusterQueues of a cohort (on automatically when a team sets "
@@ -77,6 +125,7 @@ def kueue_values(
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
         "controller": {"groupKindConcurrency": {"Workload.kueue.x-k8s.io": 10}},
         "integrations": {"frameworks": kueue_frameworks(cfg, lws)},
+        "waitForPodsReady": cfg.wait_for_pods_ready.as_kueue(),
     }
     if queue_metrics:
         # Per-ClusterQueue quota, reservation and usage gauges (off by default): what the alerts and the

@@ -27,6 +27,8 @@ def _number_to_str(v: Any) -> Any:
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 SEMVER = r"^\d+\.\d+\.\d+$"
 KUBE_MINOR = r"^1\.\d{2}$"
+# A Go duration as Kubernetes configs take it (metav1.Duration), e.g. 10m, 1h30m, 45s
+DURATION = r"^([0-9]+(\.[0-9]+)?(h|m|s|ms))+$"
 
 # What a pattern means to a person, and how to fix a value that misses it (used by error messages).
 PATTERN_HELP: dict[str, tuple[str, str]] = {
@@ -35,6 +37,7 @@ PATTERN_HELP: dict[str, tuple[str, str]] = {
     QUANTITY: ("a Kubernetes quantity", "e.g. 500m, 2, 1.5, 512Mi, 4Gi"),
     SEMVER: ('a version "MAJOR.MINOR.PATCH"', 'write it without a leading "v", e.g. "0.19.2"'),
     KUBE_MINOR: ('a Kubernetes minor version "1.NN"', 'quote it so YAML keeps it a string, e.g. "1.34"'),
+    DURATION: ("a duration", "e.g. 10m, 1h30m or 45s"),
 }
 
 DnsLabel = Annotated[str, StringConstraints(pattern=DNS_LABEL, max_length=63)]
@@ -42,6 +45,7 @@ DnsSubdomain = Annotated[str, StringConstraints(pattern=DNS_SUBDOMAIN, max_lengt
 Quantity = Annotated[str, BeforeValidator(_number_to_str), StringConstraints(pattern=QUANTITY)]
 SemVer = Annotated[str, BeforeValidator(_number_to_str), StringConstraints(pattern=SEMVER)]
 KubeMinor = Annotated[str, BeforeValidator(_number_to_str), StringConstraints(pattern=KUBE_MINOR)]
+Duration = Annotated[str, StringConstraints(pattern=DURATION)]
 
 # Kubernetes qualified names: optional DNS-subdomain prefix, then a name of at most 63 characters.
 LABEL_KEY = (

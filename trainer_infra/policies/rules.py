@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from trainer_infra.manifests.meta import DECOMMISSIONED, TEAM_LABEL
+from trainer_infra.manifests.pod_rules import pod_spec_problems
 from trainer_infra.manifests.runtime import (
     FRAMEWORK_LABEL,
     accelerators_of,
@@ -229,6 +230,22 @@ def _runtime_labels(subjects: Sequence[Subject]) -> Iterable[Finding]:
                 yield s, f"metadata.labels.{label}", f"runtime has no {label} label"
 
 
+# --- runtimes stay off the node ---------------------------------------------------------------------
+
+
+def _runtimes_stay_off_the_node(subjects: Sequence[Subject]) -> Iterable[Finding]:
+    """Runtimes run in team namespaces: host namespaces, privileged containers, added capabilities, hostPath
+    (any volume but claims and pod-local ones) or a priority class the stack does not create reach beyond
+    the team. The admission policies refuse such pods anyway; this stops the program that would serve them."""
+    own_priority_classes = {str(get_in(s.props, "metadata", "name")) for s in subjects if s.kind == "PriorityClass"}
+    for s in subjects:
+        if s.kind not in RUNTIME_KINDS:
+            continue
+        for path, pod in pod_specs(s.props):
+            for problem in pod_spec_problems(pod, own_priority_classes):
+                yield s, path, problem
+
+
 RULES: tuple[Rule, ...] = (
     Rule(
         "images-pinned",
@@ -272,6 +289,14 @@ RULES: tuple[Rule, ...] = (
         "set components.<name>.resources.requests (cpu and memory)",
         "resource",
         _controllers_request,
+    ),
+    Rule(
+        "runtimes-stay-off-the-node",
+        "Runtimes use no host namespaces, privileged containers, added capabilities, host or network volumes, "
+        "or priority classes the stack does not create.",
+        "remove the field; mount the team claim for data; use Kueue's kueue.x-k8s.io/priority-class for priority",
+        "resource",
+        _runtimes_stay_off_the_node,
     ),
     Rule(
         "runtime-labels",

@@ -70,7 +70,17 @@ def cluster_queue(api: str, q: QueuesConfig, index: int, team: TeamConfig, resol
     }
     if team.fair_sharing_weight is not None:
         spec["fairSharing"] = {"weight": team.fair_sharing_weight}
-    return {"apiVersion": api, "kind": "ClusterQueue", "metadata": meta.metadata(team.name), "spec": spec}
+    return {
+        "apiVersion": api,
+        "kind": "ClusterQueue",
+        "metadata": meta.metadata(cluster_queue_name(team)),
+        "spec": spec,
+    }
+
+
+def cluster_queue_name(team: TeamConfig) -> str:
+    """Each team has one ClusterQueue, named like the team (its LocalQueue points at it)."""
+    return team.name
 
 
 def local_queue(api: str, team: TeamConfig) -> dict[str, Any]:
@@ -78,7 +88,7 @@ def local_queue(api: str, team: TeamConfig) -> dict[str, Any]:
         "apiVersion": api,
         "kind": "LocalQueue",
         "metadata": meta.metadata(team.local_queue, team.resolved_namespace),
-        "spec": {"clusterQueue": team.name},
+        "spec": {"clusterQueue": cluster_queue_name(team)},
     }
 
 

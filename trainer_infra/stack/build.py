@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from trainer_infra.catalog.plan import catalog_plan
+from trainer_infra.components.identity import controller_username
+from trainer_infra.components.kueue import kueue_settings
 from trainer_infra.components.plan import components_plan
 from trainer_infra.components.registry import COMPONENTS
 from trainer_infra.core.errors import ConfigError, ConfigIssue
@@ -17,9 +19,13 @@ from trainer_infra.nodepools.labels import POOL_LABEL
 from trainer_infra.nodepools.plan import node_pool_objects
 from trainer_infra.observability.facts import ObservedTeam, PlatformFacts
 from trainer_infra.observability.plan import observability_plan
+from trainer_infra.queues.derive import cluster_queue_name
 from trainer_infra.queues.plan import queues_plan
 from trainer_infra.stack.validate import Validated
+from trainer_infra.storage.data_cache import CACHE_INITIALIZER
 from trainer_infra.storage.plan import storage_plan
+from trainer_infra.tenancy.admission import AdmissionSettings, TeamAdmission
+from trainer_infra.tenancy.network import NetworkSettings
 from trainer_infra.tenancy.plan import tenancy_plan
 
 KIND_ORDER = ("Namespace", "CustomResourceDefinition", "StorageClass", "ClusterRole", "ClusterRoleBinding")
@@ -29,10 +35,47 @@ def plan_components(v: Validated) -> PlanPart:
     return components_plan(v.config, v.releases)
 
 
+def _controller(v: Validated, name: str) -> str:
+    component = next(c for c in COMPONENTS if c.name == name)
+    release = v.releases.by_name[name]
+    return controller_username(release, component.values(v.config, release))
+
+
 def plan_tenancy(v: Validated) -> PlanPart:
     cfg = v.config
     trainer_ns = v.releases.by_name["trainer"].namespace
-    return tenancy_plan(cfg.teams, trainer_ns, cfg.kubernetes.version, cfg.allow_data_loss)
+    claims = (cfg.storage.claim_name,) if cfg.storage is not None else ()
+    admission = AdmissionSettings(
+        teams=tuple(
+            TeamAdmission(t.resolved_namespace, claims, (t.local_queue,), tuple(t.job_service_accounts))
+            for t in cfg.teams
+        ),
+        trainer_identity=_controller(v, "trainer"),
+        kueue_identity=_controller(v, "kueue") if kueue_settings(cfg).train_job_integration else None,
+        priority_classes=tuple(cfg.tenancy.priority_classes),
+        data_cache_service_account=CACHE_INITIALIZER if cfg.data_cache.enabled else None,
+    )
+    net = cfg.tenancy.network_policies
+    network = (
+        NetworkSettings(
+            egress_cidrs=tuple(net.egress),
+            egress_except=tuple(net.egress_except),
+            dns_namespace=net.dns_namespace,
+            dns_pod_labels=tuple(sorted(net.dns_pod_labels.items())),
+            data_cache=cfg.data_cache.enabled,
+        )
+        if net.enabled
+        else None
+    )
+    return tenancy_plan(
+        cfg.teams,
+        trainer_ns,
+        cfg.kubernetes.version,
+        cfg.allow_data_loss,
+        cluster_queues={t.name: cluster_queue_name(t) for t in cfg.teams},
+        admission=admission,
+        network=network,
+    )
 
 
 def plan_storage(v: Validated) -> PlanPart:

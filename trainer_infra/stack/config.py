@@ -16,6 +16,7 @@ from trainer_infra.nodepools.registry import NodePoolConfig
 from trainer_infra.observability.settings import ObservabilitySettings
 from trainer_infra.queues.config import QueuesConfig
 from trainer_infra.storage.config import DataCacheConfig, StorageConfig
+from trainer_infra.tenancy.config import TenancyConfig
 from trainer_infra.tenancy.teams import TeamConfig
 
 
@@ -43,6 +44,7 @@ class StackConfig(StrictModel):
     teams: list[TeamConfig] = Field(
         default_factory=list, max_length=MAX_TEAMS, description=f"Tenants of the platform (at most {MAX_TEAMS})."
     )
+    tenancy: TenancyConfig = Field(default_factory=TenancyConfig)
     runtimes: RuntimesConfig = Field(default_factory=RuntimesConfig)
     storage: StorageConfig | None = Field(default=None, description="Shared ReadWriteMany storage for team data.")
     data_cache: DataCacheConfig = Field(default_factory=DataCacheConfig)

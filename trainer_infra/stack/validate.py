@@ -22,6 +22,7 @@ from trainer_infra.core.errors import ConfigError, ConfigIssue, format_path
 from trainer_infra.core.model import Resources
 from trainer_infra.core.schema import issue_from
 from trainer_infra.core.walk import instances
+from trainer_infra.manifests.runtime import pod_specs
 from trainer_infra.nodepools.checks import check_pools
 from trainer_infra.nodepools.model import ResolvedPool
 from trainer_infra.nodepools.registry import BACKENDS as POOL_BACKENDS
@@ -33,8 +34,8 @@ from trainer_infra.queues.resolve import ResolvedQueues, resolve_queues
 from trainer_infra.stack.config import StackConfig
 from trainer_infra.stack.load import NAMESPACE, SECRET_PLACEHOLDER
 from trainer_infra.stack.secrets import plaintext_warnings
-from trainer_infra.storage.checks import check_data_cache, check_storage
-from trainer_infra.tenancy.checks import SYSTEM_NAMESPACES, check_teams
+from trainer_infra.storage.checks import check_data_cache, check_job_service_accounts, check_storage
+from trainer_infra.tenancy.checks import SYSTEM_NAMESPACES, check_restricted, check_teams
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,11 @@ def _teams(d: Draft) -> list[ConfigIssue]:
 
 
 def _storage(d: Draft) -> list[ConfigIssue]:
-    return check_storage(d.config.storage, d.config.teams) + check_data_cache(d.config.data_cache)
+    return (
+        check_storage(d.config.storage, d.config.teams)
+        + check_data_cache(d.config.data_cache)
+        + check_job_service_accounts(d.config.teams)
+    )
 
 
 def _queues(d: Draft) -> list[ConfigIssue]:
@@ -171,6 +176,12 @@ def _queues(d: Draft) -> list[ConfigIssue]:
 
 def _runtimes(d: Draft) -> list[ConfigIssue]:
     return d.catalog_issues
+
+
+def _restricted(d: Draft) -> list[ConfigIssue]:
+    trainer = d.releases.by_name["trainer"].version
+    served = [(s.team, s.name, pod) for s in d.selection.served for _, pod in pod_specs(s.entry.manifest(trainer))]
+    return check_restricted(d.config.teams, served)
 
 
 def _observability(d: Draft) -> list[ConfigIssue]:
@@ -197,6 +208,7 @@ CHECKS: list[Callable[[Draft], list[ConfigIssue]]] = [
     _queues,
     _runtimes,
     _container_resources,
+    _restricted,
     _observability,
 ]
 

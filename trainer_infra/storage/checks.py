@@ -9,6 +9,7 @@ from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.quantity import quantity
 from trainer_infra.storage.backend import GI
 from trainer_infra.storage.config import DataCacheConfig, StorageConfig
+from trainer_infra.storage.data_cache import CACHE_INITIALIZER
 from trainer_infra.tenancy.teams import TeamConfig
 
 # Settings of the StorageClass the platform creates (none with an existing class).
@@ -51,4 +52,17 @@ def check_storage(storage: StorageConfig | None, teams: Sequence[TeamConfig]) ->
             if quantity(team.storage.size) < least:
                 message = f"expected at least {least // GI}Gi"
                 issues.append(ConfigIssue(f"teams[{i}].storage.size", message, team.storage.size, why))
+    return issues
+
+
+def check_job_service_accounts(teams: Sequence[TeamConfig]) -> list[ConfigIssue]:
+    """The data cache's initializer ServiceAccount may create ServiceAccounts and LeaderWorkerSets: a job that
+    runs as it gets those rights (a privilege hop), so it cannot be on a team's job allow-list."""
+    issues = []
+    for i, team in enumerate(teams):
+        for j, name in enumerate(team.job_service_accounts):
+            if name == CACHE_INITIALIZER:
+                hint = "jobs get this account only through the torch-distributed-with-cache runtime"
+                message = "the data cache initializer's account creates ServiceAccounts and LeaderWorkerSets"
+                issues.append(ConfigIssue(f"teams[{i}].jobServiceAccounts[{j}]", message, name, hint))
     return issues

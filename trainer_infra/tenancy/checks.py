@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from trainer_infra.core import kube
 from trainer_infra.core.errors import ConfigIssue
+from trainer_infra.manifests.pod_rules import restricted_problems
 from trainer_infra.tenancy.policies import HF_TOKEN_SECRET
 from trainer_infra.tenancy.teams import TeamConfig
 
@@ -39,6 +40,85 @@ def check_teams(teams: Sequence[TeamConfig], platform: Mapping[str, str]) -> lis
             issues.append(ConfigIssue(path, f"namespace {ns} is {reserved[ns]}", ns, "set teams[].namespace"))
         namespaces.setdefault(ns, i)
         issues += _quota_needs_defaults(i, team) + _api_rules(i, team)
+        issues += _privileged_needs_override(i, team)
+        issues += _dangerous_members(i, team)
+    return issues
+
+
+#: Groups every (or every unauthenticated, every service account's, the admins') identity is in: binding the
+#: member role to them makes the whole cluster (or the internet, or every workload) a team member.
+DANGEROUS_GROUPS = {
+    "system:authenticated": "every authenticated user and service account of the cluster",
+    "system:unauthenticated": "anonymous requests",
+    "system:serviceaccounts": "every service account of every namespace",
+    "system:masters": "the cluster admins (they need no binding)",
+    "system:nodes": "the kubelets",
+}
+
+
+def _dangerous_members(i: int, team: TeamConfig) -> list[ConfigIssue]:
+    issues = []
+    hint = "name the people's users or groups as your authenticator issues them; workloads via members.serviceAccounts"
+    for j, group in enumerate(team.members.groups):
+        if group in DANGEROUS_GROUPS:
+            why = DANGEROUS_GROUPS[group]
+            issues.append(ConfigIssue(f"teams[{i}].members.groups[{j}]", f"this group is {why}", group, hint))
+        elif group.startswith("system:serviceaccounts:"):
+            why = f"every service account of namespace {group.rsplit(':', 1)[-1]}"
+            issues.append(ConfigIssue(f"teams[{i}].members.groups[{j}]", f"this group is {why}", group, hint))
+        elif group.startswith("system:"):
+            issues.append(ConfigIssue(f"teams[{i}].members.groups[{j}]", "a Kubernetes system group", group, hint))
+    for j, user in enumerate(team.members.users):
+        if user.startswith("system:"):
+            issues.append(ConfigIssue(f"teams[{i}].members.users[{j}]", "a Kubernetes system identity", user, hint))
+    return issues
+
+
+def _has_members(team: TeamConfig) -> bool:
+    m = team.members
+    return bool(m.users or m.groups or m.service_accounts)
+
+
+def _privileged_needs_override(i: int, team: TeamConfig) -> list[ConfigIssue]:
+    """`privileged` lets a member's pod own the node (and every team's data on it)."""
+    if team.pod_security != "privileged" or team.allow_privileged or not _has_members(team):
+        return []
+    return [
+        ConfigIssue(
+            f"teams[{i}].podSecurity",
+            "privileged Pod Security lets any member run pods that own the node and read other teams' data",
+            "privileged",
+            "use baseline; or, for a team you trust with the cluster, also set teams[].allowPrivileged: true",
+        )
+    ]
+
+
+def check_restricted(
+    teams: Sequence[TeamConfig], served: Sequence[tuple[str | None, str, Mapping[str, object]]]
+) -> list[ConfigIssue]:
+    """`restricted` teams: every runtime served to them must pass Pod Security `restricted`, or every job on it
+    is refused after Kueue admitted it. `served`: (team name or None for all teams, runtime, pod spec)."""
+    issues = []
+    for i, team in enumerate(teams):
+        if team.pod_security != "restricted":
+            continue
+        refused: dict[str, str] = {}
+        for owner, runtime, pod in served:
+            if owner in (None, team.name) and runtime not in refused:
+                problems = restricted_problems(pod)
+                if problems:
+                    refused[runtime] = problems[0]
+        if refused:
+            detail = "; ".join(f"{name}: {why}" for name, why in sorted(refused.items()))
+            issues.append(
+                ConfigIssue(
+                    f"teams[{i}].podSecurity",
+                    f"restricted refuses the pods of {len(refused)} runtime(s) served to this team ({detail})",
+                    "restricted",
+                    "use baseline, or serve this team only runtimes that set runAsNonRoot, seccompProfile, "
+                    "allowPrivilegeEscalation: false and drop ALL capabilities",
+                )
+            )
     return issues
 
 

@@ -3,13 +3,22 @@ Pod Security level and the decommission marker. TeamConfig (trainer_infra/teams.
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, SecretStr, StringConstraints
 
 from trainer_infra.core import kube
 from trainer_infra.core.model import StrictModel
-from trainer_infra.core.types import ContainerResource, DnsLabel, NonNegativeQuantity, PositiveQuantity, SecretKey
+from trainer_infra.core.types import (
+    ContainerResource,
+    DnsLabel,
+    DnsSubdomain,
+    NonNegativeQuantity,
+    PositiveQuantity,
+    SecretKey,
+)
+from trainer_infra.tenancy.network import PRIVATE_RANGES
 
 # Subjects per kind and team: all of them sit in one RoleBinding, and etcd refuses objects over 1.5 MB.
 MAX_SUBJECTS = 1000
@@ -38,6 +47,17 @@ SubjectName = Annotated[str, StringConstraints(min_length=1, max_length=1024)]
 # Keys of a ResourceQuota's `hard`: `requests.cpu`, `limits.memory`, `requests.nvidia.com/gpu`, `pods`, ...
 QuotaKey = Annotated[str, AfterValidator(_quota_key)]
 PodSecurityLevel = Literal["privileged", "baseline", "restricted"]
+
+
+def _cidr(value: str) -> str:
+    try:
+        ipaddress.ip_network(value, strict=True)
+    except ValueError as exc:
+        raise ValueError(f"not a CIDR like 10.0.0.0/8 ({exc})") from None
+    return value
+
+
+Cidr = Annotated[str, AfterValidator(_cidr)]
 
 
 class MembersConfig(StrictModel):
@@ -86,3 +106,34 @@ class LimitRangeConfig(StrictModel):
     default: dict[ContainerResource, NonNegativeQuantity] = Field(default_factory=dict, description="Default limits.")
     max: dict[ContainerResource, NonNegativeQuantity] = Field(default_factory=dict)
     min: dict[ContainerResource, NonNegativeQuantity] = Field(default_factory=dict)
+
+
+class NetworkPoliciesConfig(StrictModel):
+    """Default-deny NetworkPolicies in every team namespace, with what training needs allowed: pods of the
+    team's jobs among themselves, cluster DNS, egress to `egress` minus `egressExcept`. Enforced only by a
+    CNI that implements NetworkPolicy (most do; kindnet since 0.24 and Cilium, Calico do)."""
+
+    enabled: bool = True
+    egress: list[Cidr] = Field(
+        default_factory=lambda: ["0.0.0.0/0"],
+        description="CIDRs team pods may reach (model hubs, object stores); [] for none.",
+    )
+    egress_except: list[Cidr] = Field(
+        default_factory=lambda: list(PRIVATE_RANGES),
+        description="CIDRs carved out of `egress`: private ranges, link-local (cloud metadata), CGNAT.",
+    )
+    dns_namespace: DnsLabel = Field(default="kube-system", description="Namespace of the cluster DNS pods.")
+    dns_pod_labels: dict[str, str] = Field(
+        default_factory=lambda: {"k8s-app": "kube-dns"}, description="Labels of the cluster DNS pods."
+    )
+
+
+class TenancyConfig(StrictModel):
+    """Rules every team namespace shares (admission policies and network)."""
+
+    priority_classes: list[DnsSubdomain] = Field(
+        default_factory=list,
+        description="PriorityClasses pods in team namespaces may name (TrainingRuntimes, JobSets). None by "
+        "default: system-node-critical and the like would outrank the platform's controllers.",
+    )
+    network_policies: NetworkPoliciesConfig = Field(default_factory=NetworkPoliciesConfig)

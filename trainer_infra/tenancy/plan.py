@@ -1,25 +1,39 @@
-"""`teams[]` → namespaces, member RBAC, quotas, limit ranges and secrets (one PlanPart)."""
+"""`teams[]` → namespaces, member RBAC, quotas, limit ranges, secrets, and what holds against a hostile
+member: admission policies and NetworkPolicies (one PlanPart)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from trainer_infra.core.objects import ManagedObject, PlanPart
+from trainer_infra.tenancy.admission import AdmissionSettings, admission_objects
 from trainer_infra.tenancy.namespaces import team_namespace
+from trainer_infra.tenancy.network import NetworkSettings, network_policies
 from trainer_infra.tenancy.policies import quota_objects, secret_objects
 from trainer_infra.tenancy.rbac import shared_roles, team_bindings
 from trainer_infra.tenancy.teams import TeamConfig
 
 
 def tenancy_plan(
-    teams: Sequence[TeamConfig], trainer_namespace: str, kubernetes: str, allow_data_loss: bool
+    teams: Sequence[TeamConfig],
+    trainer_namespace: str,
+    kubernetes: str,
+    allow_data_loss: bool,
+    *,
+    cluster_queues: Mapping[str, str],
+    admission: AdmissionSettings,
+    network: NetworkSettings | None,
 ) -> PlanPart:
+    """`cluster_queues`: team name → its ClusterQueue; `network` None: no NetworkPolicies."""
     if not teams:
         return PlanPart()
     objects: list[ManagedObject] = shared_roles(trainer_namespace)
     for team in teams:
         objects.append(team_namespace(team, kubernetes, allow_data_loss))
-        objects += team_bindings(team, trainer_namespace)
+        objects += team_bindings(team, trainer_namespace, cluster_queues.get(team.name))
         objects += quota_objects(team)
         objects += secret_objects(team)
+        if network is not None:
+            objects += [ManagedObject(p) for p in network_policies(team.resolved_namespace, team.name, network)]
+    objects += [ManagedObject(o) for o in admission_objects(admission)]
     return PlanPart(objects=tuple(objects))

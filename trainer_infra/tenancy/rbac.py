@@ -3,6 +3,11 @@ their own namespace, read-only access to ClusterTrainingRuntimes, and read acces
 public ConfigMap (the SDK reads it in the Trainer namespace, kubeflow/sdk#529). Nothing cluster-wide
 writes: the only ClusterRoleBindings grant get/list/watch.
 
+Writes are only what the SDK does (tests/sdk_recorder.py records every public TrainerClient call): create and
+delete TrainJobs. No update/patch: a member who may patch `spec.suspend` starts pods Kueue did not admit.
+Reads include the team's own ClusterQueue (quota and usage) and Kueue's visibility API for the namespace's
+LocalQueues (a job's position in the queue).
+
 The rules live in shared ClusterRoles; each team binds them with RoleBindings in its own namespace,
 so a member of team A has no rights in team B's namespace.
 """
@@ -23,6 +28,7 @@ RUNTIME_EDITOR_ROLE = "trainer-platform-runtime-editor"
 RUNTIME_READER_ROLE = "trainer-platform-runtime-reader"
 SDK_PUBLIC_ROLE = "trainer-platform-sdk-public"
 PUBLIC_CONFIGMAP = "kubeflow-trainer-public"
+QUEUE_READER_ROLE = "trainer-platform-queue-reader"
 
 
 def _rule(group: str, resources: list[str], verbs: list[str], names: list[str] | None = None) -> dict[str, Any]:
@@ -41,12 +47,13 @@ def _cluster_role(name: str, rules: list[dict[str, Any]]) -> ManagedObject:
 def shared_roles(trainer_namespace: str) -> list[ManagedObject]:
     """The roles every team binds (created once, whatever the number of teams)."""
     member = [
-        _rule("trainer.kubeflow.org", ["trainjobs"], [*READ, "create", "update", "patch", "delete"]),
+        _rule("trainer.kubeflow.org", ["trainjobs"], [*READ, "create", "delete"]),
         _rule("trainer.kubeflow.org", ["trainjobs/status", "trainingruntimes"], READ),
         _rule("", ["pods", "pods/log", "events", "persistentvolumeclaims"], READ),
         _rule("events.k8s.io", ["events"], READ),
         _rule("jobset.x-k8s.io", ["jobsets"], READ),
         _rule("kueue.x-k8s.io", ["workloads", "localqueues"], READ),
+        _rule("visibility.kueue.x-k8s.io", ["localqueues/pendingworkloads"], ["get", "list"]),
     ]
     editor = [_rule("trainer.kubeflow.org", ["trainingruntimes"], ["create", "update", "patch", "delete"])]
     reader = [_rule("trainer.kubeflow.org", ["clustertrainingruntimes"], READ)]
@@ -86,12 +93,18 @@ def _binding(kind: str, name: str, namespace: str | None, role_kind: str, role: 
     )
 
 
-def team_bindings(team: TeamConfig, trainer_namespace: str) -> list[ManagedObject]:
-    """A team without members gets no bindings (its namespace still works for service accounts you bind)."""
+def team_bindings(team: TeamConfig, trainer_namespace: str, cluster_queue: str | None) -> list[ManagedObject]:
+    """A team without members gets no bindings (its namespace still works for service accounts you bind).
+    `cluster_queue`: the team's ClusterQueue, readable by its members only (a role naming just that one)."""
     if not subjects(team):
         return []
     ns = team.resolved_namespace
-    out = [
+    out = []
+    if cluster_queue is not None:
+        role = f"{QUEUE_READER_ROLE}-{team.name}"
+        out.append(_cluster_role(role, [_rule("kueue.x-k8s.io", ["clusterqueues"], READ, [cluster_queue])]))
+        out.append(_binding("ClusterRoleBinding", role, None, "ClusterRole", role, team))
+    out += [
         _binding("RoleBinding", MEMBER_ROLE, ns, "ClusterRole", MEMBER_ROLE, team),
         _binding(
             "ClusterRoleBinding", f"{RUNTIME_READER_ROLE}-{team.name}", None, "ClusterRole", RUNTIME_READER_ROLE, team

@@ -46,6 +46,16 @@ class TeamConfig(StrictModel):
         description="Pod Security Standard enforced on the namespace. baseline admits the MPI/sshd runtimes "
         "(non-root sshd on port 2222, no added capabilities); restricted rejects them.",
     )
+    allow_privileged: bool = Field(
+        default=False,
+        description="Accept podSecurity: privileged for a team with members. Privileged pods own the node: "
+        "only for teams you trust with the cluster.",
+    )
+    job_service_accounts: list[DnsLabel] = Field(
+        default_factory=list,
+        description="ServiceAccounts of the team namespace its jobs may run as, besides `default` (e.g. one "
+        "with cloud storage access). Any other is refused at admission.",
+    )
     decommission: bool = Field(
         default=False,
         description="Drop the protection of the team namespace and claim (step 1 of removing a team; "

@@ -1,0 +1,387 @@
+"""Issue #12's attacks, each run as a team member against the real API server and controllers of the sandbox
+with the `local` render applied; each asserts the refusal and its message, and that the honest variant works.
+
+Refusals come from the render's ValidatingAdmissionPolicies (and member RBAC); nothing is half-created:
+no JobSet, no Workload. Attack 7 (config guard rails) and 9 (workflows) are offline checks (unit tests);
+attack 8 (NetworkPolicies) is applied here, enforced only by a CNI (tests/test_network_cluster.py, opt-in).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from tests.e2e.kube import ApiError, KubeClient, wait_for
+from tests.e2e.platform import (
+    CQ,
+    GPU,
+    TJ,
+    Obj,
+    Platform,
+    Team,
+    describe_namespace,
+    gpu_quota,
+    has_condition,
+    trainjob,
+    unique,
+    wait_admitted,
+    workload_of,
+)
+from tests.e2e.sandbox import Sandbox
+
+pytestmark = pytest.mark.e2e
+
+VAP = ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy")
+JOBSET = ("jobset.x-k8s.io/v1alpha2", "JobSet")
+RUNTIME = ("trainer.kubeflow.org/v1alpha1", "TrainingRuntime")
+CACHE_SA = "kubeflow-trainer-cache-initializer"
+
+
+def refused(client: KubeClient, obj: Obj, *needles: str) -> str:
+    """Create ``obj`` (for real: a dry run would not prove nothing is left) and expect an admission refusal."""
+    with pytest.raises(ApiError) as err:
+        client.create(obj)
+    message = err.value.message
+    assert err.value.status in (403, 422), message
+    for needle in needles:
+        assert needle in message, f"{needle!r} not in the refusal: {message}"
+    return message
+
+
+def nothing_left(admin: KubeClient, ns: str, name: str) -> None:
+    """A refused TrainJob left no TrainJob, JobSet or Workload behind."""
+    assert name not in [t["metadata"]["name"] for t in admin.list(*TJ, ns)]
+    assert name not in [j["metadata"]["name"] for j in admin.list(*JOBSET, ns)]
+    assert workload_of(admin, ns, name) is None
+
+
+def patched(job: Obj, pod: Obj, replicated_job: str = "node") -> Obj:
+    """``job`` with a runtime patch of one replicated job's pod spec, as the SDK's options write it."""
+    out = copy.deepcopy(job)
+    rj = {"name": replicated_job, "template": {"spec": {"template": {"spec": pod}}}}
+    out["spec"]["runtimePatches"] = [
+        {"manager": "example.com/member", "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [rj]}}}}
+    ]
+    return out
+
+
+def team_claim(platform: Platform, team: Team) -> str:
+    claims = [
+        c["metadata"]["name"]
+        for c in platform.render.of_kind("PersistentVolumeClaim")
+        if c["metadata"]["namespace"] == team.namespace
+    ]
+    assert claims, f"render has no claim in {team.namespace}"
+    return str(claims[0])
+
+
+def member(sandbox: Sandbox, team: Team) -> KubeClient:
+    return sandbox.user_client(team.user, team.groups)
+
+
+def small(name: str, team: Team, **kw: Any) -> Obj:
+    return trainjob(name, team.namespace, gpus=1, nodes=1, queue=team.queue, cpu="1", **kw)
+
+
+# -- the policies are served and type-check clean ----------------------------------------------------
+
+
+def test_admission_policies_compile_against_the_served_schemas(sandbox: Sandbox, platform: Platform) -> None:
+    """The API server type-checks every expression against the installed CRDs: no warning may remain."""
+    names = [p["metadata"]["name"] for p in platform.render.of_kind("ValidatingAdmissionPolicy")]
+    assert len(names) >= 4, names
+
+    def checked() -> list[Obj] | bool:
+        stored = [sandbox.client.get(*VAP, n) for n in names]
+        done = all(s.get("status", {}).get("observedGeneration") == s["metadata"]["generation"] for s in stored)
+        return stored if done else False
+
+    for policy in wait_for("the API server to type-check the admission policies", checked, 60):
+        warnings = policy["status"].get("typeChecking", {}).get("expressionWarnings", [])
+        assert warnings == [], (policy["metadata"]["name"], warnings)
+
+
+# -- 1. another team's data -----------------------------------------------------------------------
+
+
+def test_attack1_inline_nfs_volume_is_refused_and_the_team_claim_works(
+    sandbox: Sandbox, platform: Platform, clean_teams: None
+) -> None:
+    team = platform.teams()[0]
+    me, admin, ns = member(sandbox, team), sandbox.client, team.namespace
+    mount = [{"name": "node", "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]
+    steal = unique("steal")
+    attack = patched(
+        small(steal, team),
+        {
+            "volumes": [{"name": "data", "nfs": {"server": "nfs.trainer-platform-storage.svc", "path": "/"}}],
+            "containers": mount,
+            "securityContext": {"runAsUser": 0},
+        },
+    )
+    refused(me, attack, f"TrainJob {steal} refused: mounts a volume of a kind", "nfs")
+    nothing_left(admin, ns, steal)
+    for kind in (
+        {"csi": {"driver": "nfs.csi.k8s.io", "volumeAttributes": {"server": "x", "share": "/"}}},
+        {"hostPath": {"path": "/"}},
+    ):
+        refused(me, patched(small(unique("steal"), team), {"volumes": [{"name": "data", **kind}], "containers": mount}))
+
+    # honest: the team's own claim, mounted through the same mechanism, runs
+    claim = team_claim(platform, team)
+    honest = unique("claim")
+    me.create(
+        patched(
+            small(honest, team),
+            {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}], "containers": mount},
+        )
+    )
+    wait_admitted(admin, ns, honest, 90, " (team claim via runtimePatches)")
+
+    def pod_with_claim() -> Obj | None:
+        pods = admin.list("v1", "Pod", ns, label_selector=f"jobset.sigs.k8s.io/jobset-name={honest}")
+        return next((p for p in pods if p["status"].get("phase") == "Running"), None)
+
+    try:
+        pod = wait_for(f"a Running pod of {ns}/{honest}", pod_with_claim, 90)
+    except TimeoutError as exc:
+        raise TimeoutError(f"{exc}\n{describe_namespace(admin, ns)}") from None
+    claims = [v["persistentVolumeClaim"]["claimName"] for v in pod["spec"]["volumes"] if "persistentVolumeClaim" in v]
+    assert claim in claims
+
+
+# -- 2. no queue, no quota ------------------------------------------------------------------------
+
+
+def test_attack2_trainjob_outside_the_teams_queue_is_refused(sandbox: Sandbox, platform: Platform) -> None:
+    """Kueue 0.19 puts a label-less job into a LocalQueue named `default` when the namespace has one
+    (jobframework.ApplyDefaultLocalQueue...); a team whose queue has another name got no Workload at all."""
+    team = next((t for t in platform.teams() if t.queue != "default"), None)
+    assert team is not None, "the local render needs a team whose LocalQueue is not named `default`"
+    me = member(sandbox, team)
+    bare = small(unique("noqueue"), team)
+    del bare["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+    refused(me, bare, "kueue.x-k8s.io/queue-name", team.queue)
+    nothing_left(sandbox.client, team.namespace, bare["metadata"]["name"])
+    refused(me, trainjob(unique("elsewhere"), team.namespace, gpus=1, nodes=1, queue="default", cpu="1"), team.queue)
+    # honest: the team's queue; and where the team's queue is `default`, Kueue fills in the label itself
+    me.create(small(unique("queued"), team), dry_run=True)
+    defaulted = next((t for t in platform.teams() if t.queue == "default"), None)
+    if defaulted is not None:
+        job = small(unique("defaulted"), defaulted)
+        del job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+        created = member(sandbox, defaulted).create(job, dry_run=True)
+        assert created["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "default"
+
+
+# -- 3. lifting suspend -----------------------------------------------------------------------------
+
+
+def test_attack3_nobody_but_kueue_resumes_a_suspended_trainjob(
+    sandbox: Sandbox, platform: Platform, clean_teams: None
+) -> None:
+    team = platform.teams()[0]
+    me, admin, ns = member(sandbox, team), sandbox.client, team.namespace
+    cq = platform.cluster_queue(team)
+    too_big = int(gpu_quota(cq)["nominalQuota"]) // platform.gpus_per_node() + 64  # never admissible
+    name = unique("unsuspend")
+    me.create(trainjob(name, ns, gpus=platform.gpus_per_node(), nodes=too_big, queue=team.queue, cpu="1"))
+    wait_for(f"Kueue's Workload for {ns}/{name}", lambda: workload_of(admin, ns, name), 60)
+    assert admin.get(*TJ, name, ns)["spec"].get("suspend") is True
+    patch = {"spec": {"suspend": False}}
+    path = admin.path(*TJ, ns, name)
+    # the member has no update/patch on TrainJobs (the SDK never needs it) ...
+    with pytest.raises(ApiError) as err:
+        me.request("PATCH", path, patch, content_type="application/merge-patch+json")
+    assert err.value.status == 403, err.value.message
+    # ... and whoever has it (here: the cluster admin) is refused by the policy: only Kueue resumes.
+    with pytest.raises(ApiError) as err:
+        admin.request("PATCH", path, patch, content_type="application/merge-patch+json")
+    assert "only the queue (Kueue) may resume" in err.value.message, err.value.message
+    assert admin.get(*TJ, name, ns)["spec"].get("suspend") is True
+    assert admin.list("v1", "Pod", ns, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}") == []
+
+
+# -- 4. quota held by a job whose pods never get ready ---------------------------------------------
+
+
+def test_attack4_an_admitted_job_whose_pods_never_get_ready_gives_its_quota_back(
+    sandbox: Sandbox, platform: Platform, local_settings: dict[str, Any], clean_teams: None
+) -> None:
+    """Kueue runs with the render's waitForPodsReady; pods refused by the namespace ResourceQuota never get
+    ready, so Kueue evicts the Workload (PodsReadyTimeout) and the ClusterQueue's GPUs are free again."""
+    ready = local_settings.get("waitForPodsReady")
+    assert ready and ready.get("timeout"), f"render's Kueue config has no waitForPodsReady: {local_settings}"
+    quotas = {q["metadata"]["namespace"]: q for q in platform.render.of_kind("ResourceQuota")}
+    team = next(t for t in platform.teams() if t.namespace in quotas)
+    cpu = int(str(quotas[team.namespace]["spec"]["hard"]["requests.cpu"]))
+    admin, ns = sandbox.client, team.namespace
+    name = unique("neverready")
+    # two pods of more than half the namespace's ResourceQuota cpu: the queue's cpu quota is larger, so Kueue
+    # admits; the API server refuses the second pod (exceeded quota) and the job never has all pods ready.
+    member(sandbox, team).create(
+        trainjob(name, ns, gpus=platform.gpus_per_node(), nodes=2, queue=team.queue, cpu=str(cpu // 2 + 1))
+    )
+    wait_admitted(admin, ns, name, 90, " (before its pods are refused)")
+    cq = platform.cluster_queue(team)["metadata"]["name"]
+
+    def evicted() -> Obj | None:
+        wl = workload_of(admin, ns, name)
+        for c in (wl or {}).get("status", {}).get("conditions", []):
+            if c["type"] == "Evicted" and c["status"] == "True":
+                return dict(c)
+        return None
+
+    timeout = _seconds(str(ready["timeout"]))
+    cond = wait_for(f"Kueue to evict {ns}/{name} after {ready['timeout']}", evicted, timeout + 60)
+    assert cond["reason"] == "PodsReadyTimeout", cond
+    # Kueue suspends the job, waits for its pods to go, then releases the reservation
+    wait_for(
+        f"{ns}/{name} to give its quota reservation back",
+        lambda: not has_condition(workload_of(admin, ns, name) or {}, "QuotaReserved"),
+        60,
+    )
+
+    def free() -> bool:
+        for flavor in admin.get(*CQ, cq).get("status", {}).get("flavorsReservation", []):
+            for res in flavor["resources"]:
+                if res["name"] == GPU and int(res.get("total", 0)) != 0:
+                    return False
+        return True
+
+    wait_for(f"ClusterQueue {cq} to hold no GPUs", free, 30)
+
+
+def _seconds(duration: str) -> float:
+    units = {"h": 3600, "m": 60, "s": 1}
+    total, number = 0.0, ""
+    for ch in duration:
+        if ch.isdigit() or ch == ".":
+            number += ch
+        else:
+            total += float(number) * units[ch]
+            number = ""
+    return total
+
+
+# -- 5. another service account -------------------------------------------------------------------
+
+
+def test_attack5_service_account_in_runtime_patches_is_refused(sandbox: Sandbox, platform: Platform) -> None:
+    team = platform.teams()[0]
+    name = unique("hop")
+    refused(member(sandbox, team), patched(small(name, team), {"serviceAccountName": CACHE_SA}), "service account")
+    nothing_left(sandbox.client, team.namespace, name)
+
+
+# -- 6. a member's TrainingRuntime ----------------------------------------------------------------
+
+
+def _member_runtime(platform: Platform, ns: str, name: str, pod_changes: Obj) -> Obj:
+    """The catalog's torch-distributed as a namespaced TrainingRuntime, with ``pod_changes`` on its node pods."""
+    source = next(r for r in platform.runtimes() if r["metadata"]["name"] == "torch-distributed")
+    spec = copy.deepcopy(source["spec"])
+    for rj in spec["template"]["spec"]["replicatedJobs"]:
+        rj["template"]["spec"]["template"]["spec"].update(copy.deepcopy(pod_changes))
+    labels = {k: v for k, v in source["metadata"].get("labels", {}).items() if k.startswith("trainer.kubeflow.org/")}
+    return {
+        "apiVersion": RUNTIME[0],
+        "kind": RUNTIME[1],
+        "metadata": {"name": name, "namespace": ns, "labels": labels},
+        "spec": spec,
+    }
+
+
+def test_attack6_member_runtimes_with_system_priority_or_host_access_are_refused(
+    sandbox: Sandbox, platform: Platform
+) -> None:
+    editors = {
+        rb["metadata"]["namespace"]
+        for rb in platform.render.of_kind("RoleBinding")
+        if rb["roleRef"]["name"].endswith("runtime-editor")
+    }
+    team = next((t for t in platform.teams() if t.namespace in editors), None)
+    assert team is not None, "no render team may manage runtimes (manageRuntimes)"
+    me, ns = member(sandbox, team), team.namespace
+    refused(
+        me,
+        _member_runtime(platform, ns, unique("prio"), {"priorityClassName": "system-node-critical"}),
+        "priorityClassName",
+    )
+    host = {
+        "hostPID": True,
+        "volumes": [{"name": "root", "hostPath": {"path": "/"}}],
+    }
+    # the API server reports the first failed validation: the hostPath volume, then hostPID on its own
+    refused(me, _member_runtime(platform, ns, unique("host"), host), "mounts a volume of a kind")
+    refused(me, _member_runtime(platform, ns, unique("pid"), {"hostPID": True}), "hostNetwork, hostPID or hostIPC")
+    privileged = _member_runtime(platform, ns, unique("priv"), {})
+    for rj in privileged["spec"]["template"]["spec"]["replicatedJobs"]:
+        for c in rj["template"]["spec"]["template"]["spec"]["containers"]:
+            c["securityContext"] = {"privileged": True, "capabilities": {"add": ["SYS_ADMIN"]}}
+    refused(me, privileged, "privileged")
+    # honest: a plain copy of a catalog runtime is accepted (Trainer's webhook included), and a job runs on it
+    plain = _member_runtime(platform, ns, unique("mine"), {})
+    me.create(plain)
+    try:
+        job = trainjob(unique("onmine"), ns, gpus=1, nodes=1, queue=team.queue, cpu="1")
+        job["spec"]["runtimeRef"] = {
+            "name": plain["metadata"]["name"],
+            "apiGroup": "trainer.kubeflow.org",
+            "kind": "TrainingRuntime",
+        }
+        me.create(job, dry_run=True)
+    finally:
+        sandbox.client.delete(*RUNTIME, plain["metadata"]["name"], ns)
+
+
+# -- 8. NetworkPolicies are real objects of the cluster ----------------------------------------------
+
+
+def test_attack8_every_team_namespace_has_a_default_deny_network_policy(sandbox: Sandbox, platform: Platform) -> None:
+    """Applied strictly with the render; whether they are enforced depends on the CNI (none here)."""
+    for team in platform.teams():
+        policies = sandbox.client.list("networking.k8s.io/v1", "NetworkPolicy", team.namespace)
+        deny = [
+            p
+            for p in policies
+            if p["spec"]["podSelector"] == {} and set(p["spec"]["policyTypes"]) == {"Ingress", "Egress"}
+        ]
+        assert deny, f"no default-deny NetworkPolicy in {team.namespace}: {[p['metadata']['name'] for p in policies]}"
+
+
+# -- member read access: own ClusterQueue, pending positions ----------------------------------------
+
+
+def test_members_read_their_own_cluster_queue_only(sandbox: Sandbox, platform: Platform) -> None:
+    mine, other = platform.teams()[:2]
+    me = member(sandbox, mine)
+
+    def allowed(resource: str, name: str | None, group: str, ns: str | None = None, verb: str = "get") -> bool:
+        base, _, sub = resource.partition("/")
+        attrs = {"group": group, "resource": base, "verb": verb, **({"name": name} if name else {})}
+        if sub:
+            attrs["subresource"] = sub
+        if ns:
+            attrs["namespace"] = ns
+        review = me.request(
+            "POST",
+            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+            {
+                "apiVersion": "authorization.k8s.io/v1",
+                "kind": "SelfSubjectAccessReview",
+                "spec": {"resourceAttributes": attrs},
+            },
+        )
+        return bool(review["status"]["allowed"])
+
+    own_cq = platform.cluster_queue(mine)["metadata"]["name"]
+    other_cq = platform.cluster_queue(other)["metadata"]["name"]
+    assert allowed("clusterqueues", own_cq, "kueue.x-k8s.io")
+    assert not allowed("clusterqueues", other_cq, "kueue.x-k8s.io")
+    assert me.get(*CQ, own_cq)["metadata"]["name"] == own_cq
+    assert allowed("localqueues/pendingworkloads", mine.queue, "visibility.kueue.x-k8s.io", mine.namespace)
+    assert not allowed("localqueues/pendingworkloads", other.queue, "visibility.kueue.x-k8s.io", other.namespace)
+    assert not allowed("trainjobs", None, "trainer.kubeflow.org", mine.namespace, verb="patch")

@@ -1,0 +1,130 @@
+"""Default-deny NetworkPolicies for a team namespace, with exactly the allowances training needs.
+
+Without them every pod reaches every other team's pods (rendezvous and sshd ports), the controllers' webhooks
+and the in-cluster NFS server (a user-space NFS client needs no mount privilege and reads the whole export).
+Allowed: pods of the team's jobs among themselves (JobSet labels every pod with
+`jobset.sigs.k8s.io/jobset-name`; a static policy cannot say "the same value", so the team is the boundary),
+the data cache's LeaderWorkerSet pods when the cache is on, cluster DNS, and egress to the configured CIDRs
+(by default the internet without private, link-local — cloud metadata — and shared ranges). Team claims are
+mounted by the node (CSI on the host network): pods need no route to the storage server and get none.
+
+Enforcement needs a CNI that implements NetworkPolicy; the render is the same either way.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from typing import Any
+
+from trainer_infra.manifests import meta
+
+API = "networking.k8s.io/v1"
+JOBSET_POD_LABEL = "jobset.sigs.k8s.io/jobset-name"
+LWS_POD_LABEL = "leaderworkerset.sigs.k8s.io/name"
+#: Not reachable by default: RFC 1918, link-local (169.254.169.254 is the cloud metadata service), CGNAT.
+PRIVATE_RANGES = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10")
+
+
+@dataclass(frozen=True)
+class NetworkSettings:
+    """Resolved from the stack config."""
+
+    egress_cidrs: tuple[str, ...] = ("0.0.0.0/0",)
+    egress_except: tuple[str, ...] = PRIVATE_RANGES
+    dns_namespace: str = "kube-system"
+    dns_pod_labels: tuple[tuple[str, str], ...] = (("k8s-app", "kube-dns"),)
+    data_cache: bool = False
+
+
+def _exists(label: str) -> dict[str, Any]:
+    return {"matchExpressions": [{"key": label, "operator": "Exists"}]}
+
+
+def _policy(name: str, ns: str, team: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": API,
+        "kind": "NetworkPolicy",
+        "metadata": meta.metadata(name, ns, {meta.TEAM_LABEL: team}),
+        "spec": spec,
+    }
+
+
+def _cidr_in(cidr: str, outer: str) -> bool:
+    """Whether ``cidr`` lies inside ``outer`` (an ipBlock's `except` must)."""
+    inner, container = ipaddress.ip_network(cidr, strict=False), ipaddress.ip_network(outer, strict=False)
+    if isinstance(inner, ipaddress.IPv4Network) and isinstance(container, ipaddress.IPv4Network):
+        return inner.subnet_of(container)
+    if isinstance(inner, ipaddress.IPv6Network) and isinstance(container, ipaddress.IPv6Network):
+        return inner.subnet_of(container)
+    return False
+
+
+def network_policies(namespace: str, team: str, settings: NetworkSettings) -> list[dict[str, Any]]:
+    """The team namespace's NetworkPolicies (deterministic order)."""
+    training = {"podSelector": _exists(JOBSET_POD_LABEL)}
+    cache = {"podSelector": _exists(LWS_POD_LABEL)}
+    peers = [training, cache] if settings.data_cache else [training]
+    out = [
+        _policy(
+            "trainer-platform-default-deny", namespace, team, {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+        ),
+        _policy(
+            "trainer-platform-training",
+            namespace,
+            team,
+            {
+                "podSelector": _exists(JOBSET_POD_LABEL),
+                "policyTypes": ["Ingress", "Egress"],
+                "ingress": [{"from": [training]}],
+                "egress": [{"to": peers}],
+            },
+        ),
+    ]
+    if settings.data_cache:
+        out.append(
+            _policy(
+                "trainer-platform-data-cache",
+                namespace,
+                team,
+                {
+                    "podSelector": _exists(LWS_POD_LABEL),
+                    "policyTypes": ["Ingress", "Egress"],
+                    "ingress": [{"from": [training, cache]}],
+                    "egress": [{"to": [cache]}],
+                },
+            )
+        )
+    dns_peer = {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": settings.dns_namespace}},
+        "podSelector": {"matchLabels": dict(settings.dns_pod_labels)},
+    }
+    out.append(
+        _policy(
+            "trainer-platform-dns",
+            namespace,
+            team,
+            {
+                "podSelector": {},
+                "policyTypes": ["Egress"],
+                "egress": [{"to": [dns_peer], "ports": [{"protocol": p, "port": 53} for p in ("UDP", "TCP")]}],
+            },
+        )
+    )
+    if settings.egress_cidrs:
+        blocks = []
+        for cidr in settings.egress_cidrs:
+            block: dict[str, Any] = {"cidr": cidr}
+            inside = [e for e in settings.egress_except if _cidr_in(e, cidr) and e != cidr]
+            if inside:
+                block["except"] = inside
+            blocks.append({"ipBlock": block})
+        out.append(
+            _policy(
+                "trainer-platform-egress",
+                namespace,
+                team,
+                {"podSelector": {}, "policyTypes": ["Egress"], "egress": [{"to": blocks}]},
+            )
+        )
+    return out
