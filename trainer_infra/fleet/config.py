@@ -54,8 +54,8 @@ class MultiKueueSettings(StrictModel):
     origin: DnsLabel = Field(default="multikueue", description="Label value marking objects this manager created.")
     worker_lost_timeout: Duration = Field(
         default="15m",
-        description="How long a workload stays admitted on a worker the manager lost contact with before it "
-        "is evicted and dispatched again.",
+        description="How long a workload stays admitted on a worker the manager lost contact with before the "
+        "manager evicts it (re-dispatch: see docs/fleet.md, kueue#15380).",
     )
 
 
