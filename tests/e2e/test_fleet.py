@@ -315,7 +315,7 @@ def test_a_job_too_large_for_any_worker_waits_saying_why(fleet: Fleet) -> None:
 
     cond: dict[str, Any] = wait_for(f"the manager to say why nlp/{name} cannot run", refused, 60)
     FOUND["too_large_workload_condition"] = f"{cond['reason']}: {cond['message']}"
-    for flavor in ("east-h100", "west-h100"):
+    for flavor in ("east.h100", "west.h100"):
         assert (
             f"insufficient quota for nvidia.com/gpu in flavor {flavor}, previously considered podsets requests (0) "
             "+ current podset request (32) > maximum capacity (24)"
@@ -411,7 +411,7 @@ def test_a_worker_joins_drains_and_leaves(fleet: Fleet) -> None:
     apply_objects(fleet.m, _manager_objects(fleet.tmp / "render" / "manager", fleet.workers))
     fleet.m.delete(KUEUE, "MultiKueueCluster", "north")
     fleet.m.delete("v1", "Secret", "multikueue-north", "kueue-system")
-    fleet.m.delete(KUEUE, "ResourceFlavor", "north-h100")
+    fleet.m.delete(KUEUE, "ResourceFlavor", "north.h100")
     fleet.workers.pop("north").stop()
     assert fleet.m.get(KUEUE, "MultiKueueConfig", "fleet")["spec"]["clusters"] == ["east", "west"]
 

@@ -157,10 +157,10 @@ def test_manager_quota_mirrors_each_worker_or_its_cap(renders: dict[str, Rendere
     manager, east = objects(renders["manager"], "ClusterQueue"), objects(renders["east"], "ClusterQueue")
     (east_gpu,) = _gpu(east["/nlp"]).values()
     assert east_gpu == {"name": "nvidia.com/gpu", "nominalQuota": "16", "lendingLimit": "8"}
-    assert _gpu(manager["/nlp"]) == {"east-h100": east_gpu, "west-h100": east_gpu}
-    assert {f: g["nominalQuota"] for f, g in _gpu(manager["/vision"]).items()} == {"east-h100": "8", "west-h100": "8"}
+    assert _gpu(manager["/nlp"]) == {"east.h100": east_gpu, "west.h100": east_gpu}
+    assert {f: g["nominalQuota"] for f, g in _gpu(manager["/vision"]).items()} == {"east.h100": "8", "west.h100": "8"}
     flavors = objects(renders["manager"], "ResourceFlavor")
-    assert sorted(flavors) == ["/east-h100", "/west-h100"]
+    assert sorted(flavors) == ["/east.h100", "/west.h100"]
     assert all(f["spec"] == {} for f in flavors.values())  # the manager runs no pods: plain flavors
     manager_cpu = [r for f in manager["/nlp"]["spec"]["resourceGroups"][0]["flavors"] for r in f["resources"]]
     east_cpu = next(r for r in east["/nlp"]["spec"]["resourceGroups"][0]["flavors"][0]["resources"])
@@ -169,8 +169,8 @@ def test_manager_quota_mirrors_each_worker_or_its_cap(renders: dict[str, Rendere
 
     capped = _manager_cq(changed(lambda r: r["fleet"].update(managerQuota={"cap": {"nvidia.com/gpu": 12}})), "nlp")
     assert {f: (g["nominalQuota"], g["lendingLimit"]) for f, g in _gpu(capped).items()} == {
-        "east-h100": ("12", "8"),
-        "west-h100": ("12", "8"),
+        "east.h100": ("12", "8"),
+        "west.h100": ("12", "8"),
     }
 
 
@@ -202,8 +202,8 @@ def test_a_draining_worker_holds_its_queues_and_leaves_the_managers_quota(render
     assert {cq["spec"]["stopPolicy"] for cq in east.values()} == {"Hold"}
     assert all("stopPolicy" not in cq["spec"] for cq in objects(drained["west"], "ClusterQueue").values())
     manager = objects(drained["manager"], "ClusterQueue")
-    assert _gpu(manager["/nlp"])["east-h100"] == {"name": "nvidia.com/gpu", "nominalQuota": "0", "lendingLimit": "0"}
-    assert _gpu(manager["/nlp"])["west-h100"]["nominalQuota"] == "16"
+    assert _gpu(manager["/nlp"])["east.h100"] == {"name": "nvidia.com/gpu", "nominalQuota": "0", "lendingLimit": "0"}
+    assert _gpu(manager["/nlp"])["west.h100"]["nominalQuota"] == "16"
     (config,) = objects(drained["manager"], "MultiKueueConfig").values()
     assert config["spec"]["clusters"] == ["east", "west"]
     assert config["metadata"]["annotations"] == {"trainer-platform.io/draining": "east"}
@@ -365,6 +365,21 @@ BAD: list[tuple[str, Any, str, str]] = [
         lambda r: r["fleet"].update(managerTrainerController=True),
         "fleet.managerTrainerController",
         "ignores TrainJob spec.managedBy",
+    ),
+    (
+        "more worker pools than a ClusterQueue has flavors",
+        lambda r: r["fleet"].update(
+            workers=[
+                {
+                    **r["fleet"]["workers"][0],
+                    "name": f"w{i}",
+                    "nodePools": [{**r["fleet"]["workers"][0]["nodePools"][0], "name": f"p{j}"} for j in range(4)],
+                }
+                for i in range(17)
+            ]
+        ),
+        "fleet.workers",
+        "one flavor per worker pool; Kueue allows 64",
     ),
     (
         "pools on the manager",

@@ -252,7 +252,8 @@ def hold(cluster_queue: dict[str, Any]) -> dict[str, Any]:
 
 
 def manager_flavor_name(worker: str, pool: str) -> str:
-    return f"{worker}-{pool}"
+    """`<worker>.<pool>`: both are DNS labels, so the dot keeps every pair distinct (a dash would not)."""
+    return f"{worker}.{pool}"
 
 
 def manager_flavors(api: str, flavors: Sequence[tuple[str, str]]) -> list[ManagedObject]:

@@ -106,6 +106,7 @@ def validate_fleet(
     issues = checks.check_workers(fleet, cfg.kubernetes.kubeconfig, is_secret)
     issues += checks.check_manager_pools(cfg.node_pools)
     issues += checks.check_served(fleet, cfg.teams)
+    issues += checks.check_manager_flavors(fleet)
     if issues:
         raise ConfigError(issues, source)
     manager: Validated | None = None
