@@ -2,7 +2,8 @@
 with the `local` render applied; each asserts the refusal and its message, and that the honest variant works.
 
 Refusals come from the render's ValidatingAdmissionPolicies (and member RBAC); nothing is half-created:
-no JobSet, no Workload. Attack 7 (config guard rails) and 9 (workflows) are offline checks (unit tests);
+no JobSet, no Workload. Attack 7 (config guard rails) is an offline check (unit tests) except `restricted`,
+run here against the real PodSecurity admission; 9 (workflows) is a unit test;
 attack 8 (NetworkPolicies) is applied here, enforced only by a CNI (tests/test_network_cluster.py, opt-in).
 """
 
@@ -30,6 +31,9 @@ from tests.e2e.platform import (
     workload_of,
 )
 from tests.e2e.sandbox import Sandbox
+from tests.helpers import stack_raw
+from trainer_infra.core.errors import ConfigError
+from trainer_infra.stack.validate import validate
 
 pytestmark = pytest.mark.e2e
 
@@ -335,6 +339,144 @@ def test_attack6_member_runtimes_with_system_priority_or_host_access_are_refused
         me.create(job, dry_run=True)
     finally:
         sandbox.client.delete(*RUNTIME, plain["metadata"]["name"], ns)
+
+
+# -- 7. podSecurity: restricted -------------------------------------------------------------------------
+
+PSA = "pod-security.kubernetes.io"
+
+
+def _restricted_local_stack(enabled: list[str] | None) -> dict[str, Any]:
+    raw = stack_raw("local")
+    raw["teams"][0]["podSecurity"] = "restricted"
+    if enabled is not None:
+        raw.setdefault("runtimes", {})["enabled"] = enabled
+    return raw
+
+
+def _pods_of(admin: KubeClient, ns: str, name: str) -> list[Obj]:
+    return admin.list("v1", "Pod", ns, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}")
+
+
+def _pod_security_refusals(admin: KubeClient, ns: str, name: str) -> list[str]:
+    return [
+        str(e.get("message", ""))
+        for e in admin.list("v1", "Event", ns)
+        if e["involvedObject"]["kind"] == "Job"
+        and e["involvedObject"]["name"].startswith(f"{name}-")
+        and "violates PodSecurity" in str(e.get("message", ""))
+    ]
+
+
+def test_attack7_restricted_team_runs_every_compliant_runtime_and_mpi_is_refused_at_validate(
+    sandbox: Sandbox, platform: Platform, clean_teams: None
+) -> None:
+    """A team namespace enforcing Pod Security `restricted` (labelled as the render labels a restricted team):
+    the non-MPI catalog runtimes' pods, initializers included, are created by the real controllers and admitted
+    by the API server's PodSecurity admission; `validate` refuses `restricted` while MPI runtimes are served,
+    and the API server refuses an MPI runtime's pods for the same reason. kwok runs no containers: whether the
+    images start as uid 1000 and can write their volumes (kubelet, file permissions) is not verified here."""
+    compliant = sorted(
+        r["metadata"]["name"]
+        for r in platform.runtimes()
+        if "mpi" not in r["spec"]["mlPolicy"]
+        and "data-cache" not in r["metadata"]["annotations"].get("trainer-platform.io/requires", "")
+    )
+    # validate time: the local stack with its first team restricted is refused, naming the MPI runtimes ...
+    with pytest.raises(ConfigError) as err:
+        validate(_restricted_local_stack(None))
+    ((issue),) = err.value.issues
+    assert issue.path == "teams[0].podSecurity", issue.render()
+    for name in ("deepspeed-distributed", "mlx-distributed", "torch-distributed-with-cache"):
+        assert f"{name}: " in issue.message, issue.message
+    # ... and accepted when it serves only runtimes that pass restricted
+    validate(_restricted_local_stack(compliant))
+
+    limited = {lr["metadata"]["namespace"] for lr in platform.render.of_kind("LimitRange")}
+    team = next(t for t in platform.teams() if t.namespace in limited)
+    me, admin, ns = member(sandbox, team), sandbox.client, team.namespace
+    original = {k: v for k, v in admin.get("v1", "Namespace", ns)["metadata"]["labels"].items() if k.startswith(PSA)}
+    admin.request(
+        "PATCH",
+        admin.path("v1", "Namespace", None, ns),
+        {"metadata": {"labels": {f"{PSA}/enforce": "restricted", f"{PSA}/warn": "restricted"}}},
+        content_type="application/merge-patch+json",
+    )
+    try:
+        _run_restricted(sandbox, platform, team, me, admin, ns, compliant)
+    finally:
+        admin.request(
+            "PATCH",
+            admin.path("v1", "Namespace", None, ns),
+            {"metadata": {"labels": original}},
+            content_type="application/merge-patch+json",
+        )
+
+
+def _run_restricted(
+    sandbox: Sandbox, platform: Platform, team: Team, me: KubeClient, admin: KubeClient, ns: str, compliant: list[str]
+) -> None:
+    from kubeflow.common.types import KubernetesBackendConfig
+    from kubeflow.trainer import CustomTrainer, TrainerClient
+    from kubeflow.trainer.options import Labels
+
+    # the data scientist's flow: the SDK, a function with packages to install (pip --user into HOME)
+    sdk = TrainerClient(
+        backend_config=KubernetesBackendConfig(
+            namespace=ns, config_file=str(sandbox.user_kubeconfig(team.user, team.groups))
+        )
+    )
+    expected: dict[str, set[str]] = {}
+    sdk_job = sdk.train(
+        runtime=sdk.get_runtime("torch-distributed"),
+        trainer=CustomTrainer(func=_train, packages_to_install=["numpy"], resources_per_node={"gpu": 1, "cpu": 1}),
+        options=[Labels(labels={"kueue.x-k8s.io/queue-name": team.queue})],
+    )
+    expected[sdk_job] = {"node"}
+    for runtime in compliant:
+        if runtime == "torch-distributed":
+            continue
+        name = unique(runtime.split("-")[0])
+        job = small(name, team)
+        job["spec"]["runtimeRef"]["name"] = runtime
+        expected[name] = {"node"}
+        if runtime.startswith("torchtune"):
+            job["spec"]["initializer"] = {
+                "dataset": {"storageUri": "hf://tatsu-lab/alpaca"},
+                "model": {"storageUri": "hf://meta-llama/Llama-3.2-1B-Instruct"},
+            }
+            expected[name] = {"dataset-initializer", "model-initializer", "node"}
+        me.create(job)
+    mpi = unique("mpi")
+    job = small(mpi, team)
+    job["spec"]["runtimeRef"]["name"] = "deepspeed-distributed"
+    me.create(job)
+
+    def every_step_ran() -> bool:
+        for name, steps in expected.items():
+            pods = _pods_of(admin, ns, name)
+            seen = {p["metadata"]["labels"].get("jobset.sigs.k8s.io/replicatedjob-name") for p in pods}
+            if seen != steps or not any(p["status"].get("phase") == "Running" for p in pods):
+                return False
+        return True
+
+    try:
+        wait_for(f"pods of every restricted-compliant runtime in {ns} ({sorted(expected)})", every_step_ran, 180)
+    except TimeoutError as exc:
+        raise TimeoutError(f"{exc}\n{describe_namespace(admin, ns)}") from None
+    for name in expected:
+        assert _pod_security_refusals(admin, ns, name) == [], name
+        for pod in _pods_of(admin, ns, name):
+            assert pod["spec"]["securityContext"]["runAsNonRoot"] is True
+    refusals = wait_for(
+        f"PodSecurity to refuse the pods of MPI job {ns}/{mpi}", lambda: _pod_security_refusals(admin, ns, mpi), 90
+    )
+    assert 'violates PodSecurity "restricted' in refusals[0], refusals
+    assert _pods_of(admin, ns, mpi) == []
+
+
+def _train() -> None:  # the SDK ships this function's source to the trainer container
+    print("restricted")
 
 
 # -- 8. NetworkPolicies are real objects of the cluster ----------------------------------------------

@@ -8,7 +8,6 @@ import base64
 import copy
 import subprocess
 import sys
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +16,9 @@ import yaml
 
 from tests.conformance import Conformance
 from tests.helpers import ROOT, crd_versions, plan_of
+from tests.tenancy.cel_admission import refusals
 from trainer_infra.core.errors import ConfigError
 from trainer_infra.core.objects import WorkerKubeconfig
-from trainer_infra.core.quantity import quantity
 from trainer_infra.platform.fleet import kubeconfig_text
 from trainer_infra.program import deploy_fleet
 from trainer_infra.render.capture import capture
@@ -138,32 +137,133 @@ def test_manager_objects_join_the_workers(renders: dict[str, Rendered]) -> None:
     assert mk == {"gcInterval": "1m", "origin": "multikueue", "workerLostTimeout": "2m"}
 
 
-def _gpu(cq: dict[str, Any]) -> dict[str, Any]:
+def _gpu(cq: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """flavor → the nvidia.com/gpu entry of a one-group ClusterQueue."""
     (group,) = cq["spec"]["resourceGroups"]
-    (flavor,) = group["flavors"]
-    return next(r for r in flavor["resources"] if r["name"] == "nvidia.com/gpu")
+    return {f["name"]: next(r for r in f["resources"] if r["name"] == "nvidia.com/gpu") for f in group["flavors"]}
 
 
-def test_manager_quota_is_the_sum_of_the_workers_or_its_cap(renders: dict[str, Rendered]) -> None:
-    manager, east = objects(renders["manager"], "ClusterQueue"), objects(renders["east"], "ClusterQueue")
-    assert _gpu(east["/nlp"])["nominalQuota"] == "16"
-    assert _gpu(manager["/nlp"]) == {"name": "nvidia.com/gpu", "nominalQuota": "32", "lendingLimit": "16"}
-    assert _gpu(manager["/vision"])["nominalQuota"] == "16"
-    cpu = next(r for r in manager["/nlp"]["spec"]["resourceGroups"][0]["flavors"][0]["resources"] if r["name"] == "cpu")
-    east_cpu = next(
-        r for r in east["/nlp"]["spec"]["resourceGroups"][0]["flavors"][0]["resources"] if r["name"] == "cpu"
+def _manager_cq(raw: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(
+        o.manifest
+        for o in build_fleet(validate_fleet(raw)).plans["manager"].objects
+        if o.manifest["kind"] == "ClusterQueue" and o.manifest["metadata"]["name"] == name
     )
-    assert quantity(cpu["nominalQuota"]) == 2 * quantity(east_cpu["nominalQuota"])
+
+
+def test_manager_quota_mirrors_each_worker_or_its_cap(renders: dict[str, Rendered]) -> None:
+    """One flavor per worker pool, each with the team's share there: the manager's total is the workers'
+    sum, and (Kueue gives a pod set one flavor) a job must fit one worker to get manager quota."""
+    manager, east = objects(renders["manager"], "ClusterQueue"), objects(renders["east"], "ClusterQueue")
+    (east_gpu,) = _gpu(east["/nlp"]).values()
+    assert east_gpu == {"name": "nvidia.com/gpu", "nominalQuota": "16", "lendingLimit": "8"}
+    assert _gpu(manager["/nlp"]) == {"east.h100": east_gpu, "west.h100": east_gpu}
+    assert {f: g["nominalQuota"] for f, g in _gpu(manager["/vision"]).items()} == {"east.h100": "8", "west.h100": "8"}
+    flavors = objects(renders["manager"], "ResourceFlavor")
+    assert sorted(flavors) == ["/east.h100", "/west.h100"]
+    assert all(f["spec"] == {} for f in flavors.values())  # the manager runs no pods: plain flavors
+    manager_cpu = [r for f in manager["/nlp"]["spec"]["resourceGroups"][0]["flavors"] for r in f["resources"]]
+    east_cpu = next(r for r in east["/nlp"]["spec"]["resourceGroups"][0]["flavors"][0]["resources"])
+    assert [r for r in manager_cpu if r["name"] == "cpu"] == [east_cpu, east_cpu]
     assert "admissionChecksStrategy" not in east["/nlp"]["spec"]  # workers admit locally
 
-    capped = changed(lambda r: r["fleet"].update(managerQuota={"cap": {"nvidia.com/gpu": 20}}))
-    cq = next(
-        o.manifest
-        for o in build_fleet(validate_fleet(capped)).plans["manager"].objects
-        if o.manifest["kind"] == "ClusterQueue" and o.manifest["metadata"]["name"] == "nlp"
+    capped = _manager_cq(changed(lambda r: r["fleet"].update(managerQuota={"cap": {"nvidia.com/gpu": 12}})), "nlp")
+    assert {f: (g["nominalQuota"], g["lendingLimit"]) for f, g in _gpu(capped).items()} == {
+        "east.h100": ("12", "8"),
+        "west.h100": ("12", "8"),
+    }
+
+
+def test_a_draining_worker_holds_its_queues_and_leaves_the_managers_quota(renders: dict[str, Rendered]) -> None:
+    """`draining: true` changes exactly: the worker's ClusterQueues (stopPolicy Hold), its flavors' quota on
+    the manager (0), and the marks the removal policy reads. It stays in the MultiKueueConfig."""
+    drained = render_fleet(build_fleet(validate_fleet(changed(_worker(0, draining=True)))), "fleet")
+    for cluster in ("manager", "east", "west"):
+        before = {
+            (m["kind"], m["metadata"].get("namespace"), m["metadata"]["name"]): m for m in renders[cluster].manifests
+        }
+        after = {
+            (m["kind"], m["metadata"].get("namespace"), m["metadata"]["name"]): m for m in drained[cluster].manifests
+        }
+        assert set(before) == set(after), cluster
+        changed_objects = sorted(k for k in before if before[k] != after[k])
+        expected = {
+            "west": [],
+            "east": [("ClusterQueue", None, "nlp"), ("ClusterQueue", None, "vision")],
+            "manager": [
+                ("ClusterQueue", None, "nlp"),
+                ("ClusterQueue", None, "vision"),
+                ("MultiKueueCluster", None, "east"),
+                ("MultiKueueConfig", None, "fleet"),
+            ],
+        }[cluster]
+        assert changed_objects == expected, cluster
+    east = objects(drained["east"], "ClusterQueue")
+    assert {cq["spec"]["stopPolicy"] for cq in east.values()} == {"Hold"}
+    assert all("stopPolicy" not in cq["spec"] for cq in objects(drained["west"], "ClusterQueue").values())
+    manager = objects(drained["manager"], "ClusterQueue")
+    assert _gpu(manager["/nlp"])["east.h100"] == {"name": "nvidia.com/gpu", "nominalQuota": "0", "lendingLimit": "0"}
+    assert _gpu(manager["/nlp"])["west.h100"]["nominalQuota"] == "16"
+    (config,) = objects(drained["manager"], "MultiKueueConfig").values()
+    assert config["spec"]["clusters"] == ["east", "west"]
+    assert config["metadata"]["annotations"] == {"trainer-platform.io/draining": "east"}
+    assert (
+        objects(drained["manager"], "MultiKueueCluster")["/east"]["metadata"]["labels"]["trainer-platform.io/draining"]
+        == "true"
     )
-    assert _gpu(cq) == {"name": "nvidia.com/gpu", "nominalQuota": "20", "lendingLimit": "16"}
-    assert quantity(_gpu(cq)["nominalQuota"]) == Decimal(20)
+
+
+def _removal_policy(rendered: Rendered) -> dict[str, Any]:
+    return objects(rendered, "ValidatingAdmissionPolicy")["/trainer-platform-fleet-drain-first"]
+
+
+def test_a_worker_leaves_only_after_draining(renders: dict[str, Rendered]) -> None:
+    """Removing a worker from the stack renders a MultiKueueConfig without it; the manager's API server
+    refuses that update unless the stored config (the last `pulumi up`) marked the worker draining."""
+    policy = _removal_policy(renders["manager"])
+    bindings = objects(renders["manager"], "ValidatingAdmissionPolicyBinding")
+    assert bindings["/trainer-platform-fleet-drain-first"]["spec"]["validationActions"] == ["Deny"]
+    without_west = render_fleet(build_fleet(validate_fleet(changed(lambda r: r["fleet"]["workers"].pop(1)))), "fleet")
+    assert sorted(without_west) == ["east", "manager"]
+    (running,) = objects(renders["manager"], "MultiKueueConfig").values()
+    (removed,) = objects(without_west["manager"], "MultiKueueConfig").values()
+    assert removed["spec"]["clusters"] == ["east"]
+
+    def update(new: dict[str, Any], old: dict[str, Any]) -> list[str]:
+        return refusals(policy, new, namespace="", old=old, user="admin", resource="multikueueconfigs")
+
+    (refused,) = update(removed, running)
+    assert refused.startswith("worker(s) west removed from the fleet without draining first")
+    drained = render_fleet(build_fleet(validate_fleet(changed(_worker(1, draining=True)))), "fleet")
+    (draining,) = objects(drained["manager"], "MultiKueueConfig").values()
+    assert update(draining, running) == []  # marking it draining is an ordinary update
+    assert update(removed, draining) == []  # then it may go
+    three = changed(lambda r: r["fleet"]["workers"].append({**r["fleet"]["workers"][1], "name": "north"}))
+    (added,) = objects(
+        render_fleet(build_fleet(validate_fleet(three)), "fleet")["manager"], "MultiKueueConfig"
+    ).values()
+    assert update(added, running) == []  # adding never needs a drain
+
+    def delete(cluster: dict[str, Any]) -> list[str]:
+        return refusals(
+            policy, {}, namespace="", old=cluster, user="admin", resource="multikueueclusters", operation="DELETE"
+        )
+
+    west = objects(renders["manager"], "MultiKueueCluster")["/west"]
+    assert delete(west) == [
+        "worker west is not draining: its running jobs would be evicted; set draining: true on "
+        "the worker, pulumi up, wait until no job runs there, then remove it"
+    ]
+    assert delete(objects(drained["manager"], "MultiKueueCluster")["/west"]) == []
+    foreign = {"metadata": {"name": "other", "labels": {}}}
+    assert delete(foreign) == []  # clusters the stack does not manage are not its business
+
+
+def test_removing_a_worker_is_refused_by_its_protected_namespaces(renders: dict[str, Rendered]) -> None:
+    """Pulumi refuses to delete a protected resource: a worker dropped from the stack keeps its team
+    namespaces (and the jobs and data in them) until someone unprotects them on purpose."""
+    protected = {r["name"] for r in renders["west"].resources if r["protect"]}
+    assert {"namespace-nlp", "namespace-vision"} <= protected
 
 
 def test_worker_identity_is_least_privilege(renders: dict[str, Rendered]) -> None:
@@ -265,6 +365,21 @@ BAD: list[tuple[str, Any, str, str]] = [
         lambda r: r["fleet"].update(managerTrainerController=True),
         "fleet.managerTrainerController",
         "ignores TrainJob spec.managedBy",
+    ),
+    (
+        "more worker pools than a ClusterQueue has flavors",
+        lambda r: r["fleet"].update(
+            workers=[
+                {
+                    **r["fleet"]["workers"][0],
+                    "name": f"w{i}",
+                    "nodePools": [{**r["fleet"]["workers"][0]["nodePools"][0], "name": f"p{j}"} for j in range(4)],
+                }
+                for i in range(17)
+            ]
+        ),
+        "fleet.workers",
+        "one flavor per worker pool; Kueue allows 64",
     ),
     (
         "pools on the manager",

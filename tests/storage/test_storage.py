@@ -191,7 +191,8 @@ def _volumes_and_mounts(runtime: dict[str, Any]) -> list[Any]:
 
 
 def test_without_storage_runtimes_keep_their_volumes() -> None:
-    v = validate({**MINIMAL, "teams": TEAMS_NO_STORAGE, "runtimes": {"defaultResources": None}})
+    runtimes = {"defaultResources": None, "securityContext": {"enabled": False}}  # HOME/scratch: test_pod_security
+    v = validate({**MINIMAL, "teams": TEAMS_NO_STORAGE, "runtimes": runtimes})
     assert _volumes_and_mounts(apply_injections(v.serve.facts, TORCHTUNE)) == _volumes_and_mounts(TORCHTUNE)
 
 
@@ -242,7 +243,8 @@ def test_a_runtime_whose_steps_disagree_on_the_job_directory_is_named_with_both_
 
 
 def test_initializers_read_the_hf_token_where_a_team_has_one() -> None:
-    v = validate({**MINIMAL, "teams": [{"name": "a", "secrets": {"hfToken": "hf_x"}}]})
+    no_home = {"securityContext": {"enabled": False}}  # its HOME env: tests/catalog/test_pod_security.py
+    v = validate({**MINIMAL, "teams": [{"name": "a", "secrets": {"hfToken": "hf_x"}}], "runtimes": no_home})
     jobs = apply_injections(v.serve.facts, TORCHTUNE)["spec"]["template"]["spec"]["replicatedJobs"]
     env = {j["name"]: j["template"]["spec"]["template"]["spec"]["containers"][0].get("env", []) for j in jobs}
     ref = {"secretKeyRef": {"name": "hf-token", "key": "HF_TOKEN", "optional": True}}

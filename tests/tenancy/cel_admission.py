@@ -1,8 +1,8 @@
 """Evaluate a rendered ValidatingAdmissionPolicy the way the API server does, with a CEL interpreter.
 
 Variables are evaluated in order and exposed as `variables.<name>`; each validation must be true, a failed
-one reports its messageExpression (or its message). Kubernetes' CEL adds `join` (strings extension) to the
-standard library: registered here. The e2e suite runs the same policies in a real API server.
+one reports its messageExpression (or its message). Kubernetes' CEL adds `join` and `split` (strings
+extension) to the standard library: registered here. The e2e suite runs the same policies in a real API server.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import cel
 def _context(env: dict[str, Any]) -> cel.Context:
     ctx = cel.Context()
     ctx.add_function("join", lambda items, sep: sep.join(items))
+    ctx.add_function("split", lambda text, sep: text.split(sep))
     for key, value in env.items():
         ctx.add_variable(key, value)
     return ctx
@@ -27,11 +28,15 @@ def refusals(
     namespace: str,
     old: dict[str, Any] | None = None,
     user: str = "alice@example.com",
+    resource: str = "",
+    operation: str | None = None,
 ) -> list[str]:
-    """Messages of every failed validation of ``policy`` for a request on ``obj`` (empty: admitted)."""
+    """Messages of every failed validation of ``policy`` for a request on ``obj`` (empty: admitted);
+    ``resource`` is the plural the request is on, ``operation`` defaults to CREATE or UPDATE."""
     request = {
-        "operation": "UPDATE" if old is not None else "CREATE",
+        "operation": operation or ("UPDATE" if old is not None else "CREATE"),
         "namespace": namespace,
+        "resource": {"resource": resource},
         "userInfo": {"username": user, "groups": ["system:authenticated"]},
     }
     env: dict[str, Any] = {"object": obj, "oldObject": old, "request": request, "variables": {}}

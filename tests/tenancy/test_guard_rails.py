@@ -42,10 +42,57 @@ def test_privileged_team_with_members_needs_the_explicit_override() -> None:
     validate({"kubernetes": K8S, "teams": [{"name": "infra", "podSecurity": "privileged"}]})  # no members
 
 
-def test_restricted_is_refused_while_a_served_runtime_would_be_rejected_by_it() -> None:
-    ((path, message),) = issues({"kubernetes": K8S, "teams": [team(podSecurity="restricted")]})
-    assert path == "teams[0].podSecurity"
-    assert "restricted refuses the pods of" in message and "torch-distributed" in message
+COMPLIANT = [
+    "jax-distributed",
+    "torch-distributed",
+    "torchtune-llama3.2-1b",
+    "torchtune-llama3.2-3b",
+    "torchtune-qwen2.5-1.5b",
+    "xgboost-distributed",
+]
+
+
+def test_restricted_is_accepted_when_every_runtime_served_to_the_team_passes_it() -> None:
+    """The non-MPI catalog runtimes pass restricted by default (injection `pod-security`): a restricted team is
+    accepted as soon as the stack serves only them."""
+    validate({"kubernetes": K8S, "runtimes": {"enabled": COMPLIANT}, "teams": [team(podSecurity="restricted")]})
+
+
+def test_restricted_is_refused_naming_each_refused_runtime_and_why() -> None:
+    raw = {"kubernetes": K8S, "dataCache": {"enabled": True}, "teams": [team(podSecurity="restricted")]}
+    with pytest.raises(ConfigError) as err:
+        validate(raw)
+    ((issue),) = err.value.issues
+    assert issue.path == "teams[0].podSecurity"
+    assert issue.message.startswith("restricted refuses the pods of 3 runtime(s) served to this team: ")
+    assert "deepspeed-distributed: MPI over sshd, not made restricted-compliant" in issue.message
+    assert "mlx-distributed: MPI over sshd" in issue.message
+    # the cache runtime's own pods pass; the cache cluster the initializer creates at run time does not
+    assert "torch-distributed-with-cache: data cache pods" in issue.message
+    assert f"runtimes.enabled: [{', '.join(COMPLIANT)}]" in (issue.hint or "")
+
+
+def test_restricted_is_refused_when_the_platform_leaves_runtimes_to_run_as_root() -> None:
+    raw = {
+        "kubernetes": K8S,
+        "runtimes": {"enabled": ["torch-distributed"], "securityContext": {"enabled": False}},
+        "teams": [team(podSecurity="restricted")],
+    }
+    ((path, message),) = issues(raw)
+    assert path == "teams[0].podSecurity" and "torch-distributed: node pods: allowPrivilegeEscalation" in message
+
+
+def test_a_team_runtime_counts_only_for_its_own_team() -> None:
+    """An MPI TrainingRuntime in one team's namespace refuses restricted for that team, not for another."""
+    runtimes = {"enabled": COMPLIANT, "teams": [{"team": "nlp", "runtime": "deepspeed-distributed"}]}
+    other = {"name": "vision", "podSecurity": "restricted", "members": {"users": ["bob@example.com"]}}
+    found = issues({"kubernetes": K8S, "runtimes": runtimes, "teams": [team(podSecurity="restricted"), other]})
+    assert [(p, "deepspeed-distributed: MPI" in m) for p, m in found] == [("teams[0].podSecurity", True)]
+
+
+def test_runtime_user_ids_are_checked() -> None:
+    raw = {"kubernetes": K8S, "runtimes": {"securityContext": {"runAsUser": 0}}}
+    assert [p for p, _ in issues(raw)] == ["runtimes.securityContext.runAsUser"]
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field, field_validator
 
 from trainer_infra.catalog.fault_tolerance import FaultTolerance
+from trainer_infra.catalog.pod_security import RuntimeSecurityContext
 from trainer_infra.core.model import Resources, StrictModel
 from trainer_infra.core.types import DnsLabel, DnsSubdomain, ImageRef, PositiveInt32, SemVer
 from trainer_infra.manifests.runtime import image_problem
@@ -90,6 +91,11 @@ class RuntimesConfig(StrictModel):
     fault_tolerance: FaultTolerance = Field(
         default_factory=FaultTolerance,
         description="JobSet restart limit, non-retriable exit codes and deadline of every runtime's TrainJobs.",
+    )
+    security_context: RuntimeSecurityContext = Field(
+        default_factory=RuntimeSecurityContext,
+        description="Injection `pod-security`: non-root user, seccomp and capabilities that let every non-MPI "
+        "runtime pass Pod Security `restricted` (see docs/teams.md#pod-security).",
     )
     sdk_device = field_validator("default_resources")(sdk_device_problem)
 

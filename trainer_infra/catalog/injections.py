@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainer_infra.catalog.fault_tolerance import FaultTolerance, inject_fault_tolerance
+from trainer_infra.catalog.pod_security import RuntimeSecurityContext, restricted_pods
 from trainer_infra.core.images import mirror_image
 from trainer_infra.core.model import Resources
 from trainer_infra.manifests.runtime import (
@@ -44,6 +45,7 @@ class RuntimeFacts:
     default_resources: Resources | None = None
     accelerators: tuple[str, ...] = ()  # the accelerator resources the stack's pools offer, sorted
     fault_tolerance: FaultTolerance = field(default_factory=FaultTolerance)  # this runtime's, overrides merged
+    security_context: RuntimeSecurityContext = field(default_factory=RuntimeSecurityContext)
 
 
 def mirror_images(mirror: str | None, runtime: Manifest) -> Manifest:
@@ -134,6 +136,7 @@ INJECTIONS: list[tuple[str, Injection]] = [
     ("hf-token", lambda facts, rt: hf_token_env(facts.hf_token, rt)),
     ("gpu-tolerations", lambda facts, rt: accelerator_tolerations(facts.accelerators, rt)),
     ("claim-templates", lambda facts, rt: claim_templates(rt)),
+    ("pod-security", lambda facts, rt: restricted_pods(facts.security_context, rt)),  # after shared-volume
     ("resources", lambda facts, rt: default_resources(facts.default_resources, rt)),
     ("fault-tolerance", lambda facts, rt: inject_fault_tolerance(facts.fault_tolerance, rt)),
 ]

@@ -92,6 +92,24 @@ def check_manager_pools(node_pools: Sequence[Any]) -> list[ConfigIssue]:
     ]
 
 
+MAX_FLAVORS = 64  # Kueue 0.19.2: flavors per ClusterQueue resource group
+
+
+def check_manager_flavors(fleet: FleetConfig) -> list[ConfigIssue]:
+    """The manager's team queues get one flavor per worker pool, in one resource group."""
+    count = sum(len(w.node_pools) for w in fleet.workers)
+    if count <= MAX_FLAVORS:
+        return []
+    return [
+        ConfigIssue(
+            "fleet.workers",
+            f"the manager's ClusterQueues would need one flavor per worker pool; Kueue allows {MAX_FLAVORS}",
+            f"{count} worker pools",
+            "use fewer pools per worker, or split the workers over several fleets",
+        )
+    ]
+
+
 def check_served(fleet: FleetConfig, teams: Sequence[TeamConfig]) -> list[ConfigIssue]:
     """A team queue on the manager whose quota names a pool no worker has would admit nothing anywhere."""
     pools = {p.name for w in fleet.workers for p in w.node_pools}

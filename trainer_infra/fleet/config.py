@@ -39,6 +39,12 @@ class WorkerConfig(StrictModel):
         "Secret is created, the manager's kubeconfig Secret is updated in place, the old token is deleted.",
     )
     node_pools: list[NodePoolConfig] = Field(default_factory=list, description="The worker's node pools.")
+    draining: bool = Field(
+        default=False,
+        description="Take the worker out of service: its ClusterQueues admit nothing new (`stopPolicy: Hold`), "
+        "jobs already running there finish and keep reporting to the manager, the manager stops counting its "
+        "quota. A worker can leave `fleet.workers` only after a `pulumi up` with `draining: true`.",
+    )
 
 
 class MultiKueueSettings(StrictModel):
@@ -48,18 +54,20 @@ class MultiKueueSettings(StrictModel):
     origin: DnsLabel = Field(default="multikueue", description="Label value marking objects this manager created.")
     worker_lost_timeout: Duration = Field(
         default="15m",
-        description="How long a workload stays admitted on a worker the manager lost contact with before it "
-        "is evicted and dispatched again.",
+        description="How long a workload stays admitted on a worker the manager lost contact with before the "
+        "manager evicts it (re-dispatch: see docs/fleet.md, kueue#15380).",
     )
 
 
 class ManagerQuota(StrictModel):
-    """The manager's ClusterQueue quota: the sum over the workers of each team's quota per pool, optionally
+    """The manager's ClusterQueue quota: each team's quota on every worker pool, one flavor per worker and
+    pool (so the manager's total is the sum over the workers, and a job must fit one worker), optionally
     capped per resource (`nvidia.com/gpu`, `cpu`, `memory`)."""
 
     mode: Literal["sum"] = Field(default="sum", description="How worker quotas combine (sum).")
     cap: dict[str, Quantity] = Field(
-        default_factory=dict, description="Upper bound per resource name on each team × pool on the manager."
+        default_factory=dict,
+        description="Upper bound per resource name on each team's share of one worker pool on the manager.",
     )
 
 

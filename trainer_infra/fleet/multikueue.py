@@ -9,6 +9,12 @@ Worker: the identity the manager acts as, with only what MultiKueue does there (
 create-multikueue-kubeconfig.sh lists it): read Workloads and the dispatched job kinds cluster-wide (its
 watches are cluster-wide), create and delete them only in team namespaces, update Workload status there.
 Job kinds follow the manager's Kueue integrations, so a disabled integration grants nothing.
+
+Leaving the fleet: Kueue 0.19.2 evicts at once every workload admitted on a cluster dropped from the
+MultiKueueConfig ("Admitting remote no longer exists", pkg/controller/admissionchecks/multikueue/workload.go)
+while the job keeps running on the worker. So a worker is first drained (its ClusterQueues hold, it stays
+in the MultiKueueConfig so its running jobs keep reporting), and a policy on the manager refuses to drop a
+cluster from the MultiKueueConfig, or delete its MultiKueueCluster, unless the stored object marks it draining.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ CONFIG_NAME = "fleet"
 ROLE = "trainer-platform-multikueue"
 SERVICE_ACCOUNT = "multikueue"
 FLEET_LABEL = "trainer-platform.io/fleet-cluster"
+DRAINING = "trainer-platform.io/draining"  # MultiKueueConfig annotation (comma-separated), MultiKueueCluster label
+REMOVAL_POLICY = "trainer-platform-fleet-drain-first"
 # Kueue integration → (API group, plural) of the job MultiKueue creates on a worker.
 DISPATCHED = {
     "trainer.kubeflow.org/trainjob": ("trainer.kubeflow.org", "trainjobs"),
@@ -35,6 +43,7 @@ DISPATCHED = {
     "batch/job": ("batch", "jobs"),
 }
 RBAC = "rbac.authorization.k8s.io/v1"
+ADMISSION_API = "admissionregistration.k8s.io/v1"
 
 
 def kubeconfig_secret_name(worker: str) -> str:
@@ -138,8 +147,11 @@ def worker_auth_objects(
     return objects
 
 
-def manager_objects(api: str, kueue_namespace: str, workers: Sequence[tuple[str, str, str]]) -> list[ManagedObject]:
-    """`workers`: (name, API server URL, token Secret key in that worker's plan), preferred first."""
+def manager_objects(
+    api: str, kueue_namespace: str, workers: Sequence[tuple[str, str, str, bool]]
+) -> list[ManagedObject]:
+    """`workers`: (name, API server URL, token Secret key in that worker's plan, draining), preferred first.
+    Draining workers stay listed (their running jobs keep reporting) and are marked for the removal policy."""
     check = {
         "apiVersion": api,
         "kind": "AdmissionCheck",
@@ -149,14 +161,19 @@ def manager_objects(api: str, kueue_namespace: str, workers: Sequence[tuple[str,
             "parameters": {"apiGroup": api.split("/")[0], "kind": "MultiKueueConfig", "name": CONFIG_NAME},
         },
     }
+    draining = [name for name, _, _, drain in workers if drain]
     config = {
         "apiVersion": api,
         "kind": "MultiKueueConfig",
-        "metadata": meta.metadata(CONFIG_NAME),
-        "spec": {"clusters": [name for name, _, _ in workers]},
+        "metadata": meta.metadata(CONFIG_NAME, annotations={DRAINING: ",".join(draining)} if draining else None),
+        "spec": {"clusters": [name for name, _, _, _ in workers]},
     }
-    objects = [ManagedObject(check, replace_on_changes=("spec.controllerName",)), ManagedObject(config)]
-    for name, server, token_key in workers:
+    objects = [
+        ManagedObject(check, replace_on_changes=("spec.controllerName",)),
+        ManagedObject(config, after=(f"validatingadmissionpolicybinding-{REMOVAL_POLICY}",)),
+        *(ManagedObject(o) for o in removal_policy(api.split("/")[0])),
+    ]
+    for name, server, token_key, drain in workers:
         secret_name = kubeconfig_secret_name(name)
         secret = {
             "apiVersion": "v1",
@@ -165,10 +182,11 @@ def manager_objects(api: str, kueue_namespace: str, workers: Sequence[tuple[str,
             "metadata": meta.metadata(secret_name, kueue_namespace, labels={FLEET_LABEL: name}),
             "stringData": {"kubeconfig": WorkerKubeconfig(name, token_key, server, f"{name}-{SERVICE_ACCOUNT}")},
         }
+        labels = {FLEET_LABEL: name, **({DRAINING: "true"} if drain else {})}
         cluster = {
             "apiVersion": api,
             "kind": "MultiKueueCluster",
-            "metadata": meta.metadata(name, labels={FLEET_LABEL: name}),
+            "metadata": meta.metadata(name, labels=labels),
             "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": secret_name}}},
         }
         objects.append(ManagedObject(secret))
@@ -176,17 +194,82 @@ def manager_objects(api: str, kueue_namespace: str, workers: Sequence[tuple[str,
     return objects
 
 
-def manager_flavors(api: str, pools: Sequence[str]) -> list[ManagedObject]:
+def _was_draining(obj: str) -> str:
+    return (
+        f"has({obj}.metadata.annotations) && '{DRAINING}' in {obj}.metadata.annotations && "
+        f"c in {obj}.metadata.annotations['{DRAINING}'].split(',')"
+    )
+
+
+def removal_policy(group: str) -> list[dict[str, Any]]:
+    """Drain first: the API server refuses to drop a worker from the MultiKueueConfig, or to delete its
+    MultiKueueCluster, unless the stored object (the last `pulumi up`) already marked it draining."""
+    rules = [
+        {"apiGroups": [group], "apiVersions": ["*"], "operations": ["UPDATE"], "resources": ["multikueueconfigs"]},
+        {"apiGroups": [group], "apiVersions": ["*"], "operations": ["DELETE"], "resources": ["multikueueclusters"]},
+    ]
+    hint = "set draining: true on the worker, pulumi up, wait until no job runs there, then remove it"
+    validations = [
+        {
+            "expression": "request.resource.resource != 'multikueueconfigs' || oldObject.metadata.name != "
+            f"'{CONFIG_NAME}' || oldObject.spec.clusters.all(c, c in object.spec.clusters || "
+            f"({_was_draining('oldObject')}))",
+            "messageExpression": "'worker(s) ' + oldObject.spec.clusters.filter(c, !(c in object.spec.clusters) && "
+            f"!({_was_draining('oldObject')})).join(', ') + ' removed from the fleet without draining first: "
+            f"their running jobs would be evicted; {hint}'",
+            "message": f"a worker was removed from the fleet without draining first; {hint}",
+            "reason": "Forbidden",
+        },
+        {
+            "expression": "request.resource.resource != 'multikueueclusters' || !has(oldObject.metadata.labels) || "
+            f"!('{FLEET_LABEL}' in oldObject.metadata.labels) || "
+            f"('{DRAINING}' in oldObject.metadata.labels && oldObject.metadata.labels['{DRAINING}'] == 'true')",
+            "messageExpression": "'worker ' + oldObject.metadata.name + ' is not draining: its running jobs would be "
+            f"evicted; {hint}'",
+            "message": f"the worker is not draining; {hint}",
+            "reason": "Forbidden",
+        },
+    ]
+    return [
+        {
+            "apiVersion": ADMISSION_API,
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": meta.metadata(REMOVAL_POLICY),
+            "spec": {"failurePolicy": "Fail", "matchConstraints": {"resourceRules": rules}, "validations": validations},
+        },
+        {
+            "apiVersion": ADMISSION_API,
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": meta.metadata(REMOVAL_POLICY),
+            "spec": {"policyName": REMOVAL_POLICY, "validationActions": ["Deny"]},
+        },
+    ]
+
+
+def hold(cluster_queue: dict[str, Any]) -> dict[str, Any]:
+    """A draining worker's queue: admits nothing new, lets admitted workloads finish (Kueue `stopPolicy`)."""
+    return {**cluster_queue, "spec": {**cluster_queue["spec"], "stopPolicy": "Hold"}}
+
+
+def manager_flavor_name(worker: str, pool: str) -> str:
+    """`<worker>.<pool>`: both are DNS labels, so the dot keeps every pair distinct (a dash would not)."""
+    return f"{worker}.{pool}"
+
+
+def manager_flavors(api: str, flavors: Sequence[tuple[str, str]]) -> list[ManagedObject]:
+    """One plain flavor per (worker, pool): the manager runs no pods, so the flavors select no nodes."""
     return [
         ManagedObject(
             {
                 "apiVersion": api,
                 "kind": "ResourceFlavor",
-                "metadata": meta.metadata(p, labels={POOL_LABEL: p}),
+                "metadata": meta.metadata(
+                    manager_flavor_name(worker, pool), labels={POOL_LABEL: pool, FLEET_LABEL: worker}
+                ),
                 "spec": {},
             }
         )
-        for p in pools
+        for worker, pool in flavors
     ]
 
 
@@ -195,25 +278,25 @@ def _q(res: str, value: Decimal) -> str:
 
 
 def manager_resource_groups(
-    pools: Sequence[str],
+    flavors: Sequence[str],
     covered: Sequence[str],
     nominal: dict[str, dict[str, Decimal]],
     limits: dict[str, dict[str, dict[str, Decimal]]],
 ) -> list[dict[str, Any]]:
-    """One resource group over the pools' plain flavors. `nominal[pool][resource]` is already summed and
-    capped; `limits[pool]["borrowingLimit"|"lendingLimit"][resource]` likewise."""
-    flavors = []
-    for pool in pools:
+    """One resource group over the per-worker flavors. `nominal[flavor][resource]` is the team's quota on
+    that worker pool (capped); `limits[flavor]["borrowingLimit"|"lendingLimit"][resource]` likewise."""
+    entries = []
+    for name in flavors:
         resources = []
         for res in covered:
-            entry: dict[str, Any] = {"name": res, "nominalQuota": _q(res, nominal.get(pool, {}).get(res, Decimal(0)))}
+            entry: dict[str, Any] = {"name": res, "nominalQuota": _q(res, nominal.get(name, {}).get(res, Decimal(0)))}
             for key in ("borrowingLimit", "lendingLimit"):
-                value = limits.get(pool, {}).get(key, {}).get(res)
+                value = limits.get(name, {}).get(key, {}).get(res)
                 if value is not None:
                     entry[key] = _q(res, value)
             resources.append(entry)
-        flavors.append({"name": pool, "resources": resources})
-    return [{"coveredResources": list(covered), "flavors": flavors}] if flavors else []
+        entries.append({"name": name, "resources": resources})
+    return [{"coveredResources": list(covered), "flavors": entries}] if entries else []
 
 
 def with_admission_check(cluster_queue: dict[str, Any], resource_groups: list[dict[str, Any]]) -> dict[str, Any]:

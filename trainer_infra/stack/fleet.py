@@ -26,6 +26,8 @@ from trainer_infra.core.quantity import quantity
 from trainer_infra.fleet import checks
 from trainer_infra.fleet.config import FleetConfig, WorkerConfig
 from trainer_infra.fleet.multikueue import (
+    hold,
+    manager_flavor_name,
     manager_flavors,
     manager_objects,
     manager_resource_groups,
@@ -104,6 +106,7 @@ def validate_fleet(
     issues = checks.check_workers(fleet, cfg.kubernetes.kubeconfig, is_secret)
     issues += checks.check_manager_pools(cfg.node_pools)
     issues += checks.check_served(fleet, cfg.teams)
+    issues += checks.check_manager_flavors(fleet)
     if issues:
         raise ConfigError(issues, source)
     manager: Validated | None = None
@@ -153,12 +156,11 @@ def check_runtimes_identical(vf: ValidatedFleet, plans: Mapping[str, Plan]) -> l
 
 
 @dataclass
-class _TeamSum:
-    nominal: dict[str, dict[str, Decimal]] = field(default_factory=dict)  # pool → resource → amount
-    limits: dict[str, dict[str, dict[str, Decimal]]] = field(default_factory=dict)  # pool → limit → resource
+class _TeamQuota:
+    """One team's quota on the manager per flavor (one flavor per worker pool)."""
 
-    def add(self, into: dict[str, Decimal], res: str, value: Decimal) -> None:
-        into[res] = into.get(res, Decimal(0)) + value
+    nominal: dict[str, dict[str, Decimal]] = field(default_factory=dict)  # flavor → resource → amount
+    limits: dict[str, dict[str, dict[str, Decimal]]] = field(default_factory=dict)  # flavor → limit → resource
 
     def cap(self, cap: dict[str, Decimal]) -> None:
         tables = [*self.nominal.values(), *(t for by_key in self.limits.values() for t in by_key.values())]
@@ -168,24 +170,27 @@ class _TeamSum:
                     table[res] = min(table[res], limit)
 
 
-def _summed(vf: ValidatedFleet) -> tuple[list[str], list[str], list[_TeamSum]]:
-    """Pools (first-seen order), covered resources, and per team: nominal and limits per pool, summed over
-    the workers that have the pool and capped by `fleet.managerQuota.cap`."""
-    pools: list[str] = []
+def _per_worker(vf: ValidatedFleet) -> tuple[list[tuple[str, str]], list[str], list[_TeamQuota]]:
+    """(worker, pool) flavors (workers preferred first), covered resources, and per team: its quota on each
+    worker pool as the worker itself grants it, capped by `fleet.managerQuota.cap`. Kueue assigns a pod set
+    one flavor, so on the manager a job must fit one worker's share, as it must to run; the manager's total
+    is still the sum over the workers. A draining worker's flavors stay (admitted workloads name them) with
+    no quota, so nothing new is counted against it."""
+    flavors: list[tuple[str, str]] = []
     accelerators: set[str] = set()
-    for _, v in vf.workers:
-        pools += [p.name for p in v.pools if p.name not in pools]
+    for w, v in vf.workers:
+        flavors += [(w.name, p.name) for p in v.pools]
         accelerators |= {p.accelerator_resource for p in v.pools if p.accelerator_resource}
     covered = ["cpu", "memory", *sorted(accelerators)]
     cap = {res: quantity(value) for res, value in vf.fleet.manager_quota.cap.items()}
-    sums = []
+    quotas = []
     for ti, team in enumerate(vf.config.teams):
-        total = _TeamSum()
-        for _, v in vf.workers:
+        q = _TeamQuota()
+        for w, v in vf.workers:
             for pool in v.pools:
-                into = total.nominal.setdefault(pool.name, {})
-                for res, value in v.queues.nominal.get((ti, pool.name), {}).items():
-                    total.add(into, res, value)
+                name = manager_flavor_name(w.name, pool.name)
+                amounts = v.queues.nominal.get((ti, pool.name), {})
+                q.nominal[name] = {res: Decimal(0) if w.draining else value for res, value in amounts.items()}
                 quota = team.quota.get(pool.name)
                 if quota is None:
                     continue
@@ -193,31 +198,33 @@ def _summed(vf: ValidatedFleet) -> tuple[list[str], list[str], list[_TeamSum]]:
                     for res in covered:
                         amount = limit_for(lim, res, pool.accelerator_resource)
                         if amount is not None:
-                            total.add(total.limits.setdefault(pool.name, {}).setdefault(key, {}), res, amount)
-        total.cap(cap)
-        sums.append(total)
-    return pools, covered, sums
+                            value = Decimal(0) if w.draining else amount
+                            q.limits.setdefault(name, {}).setdefault(key, {})[res] = value
+        q.cap(cap)
+        quotas.append(q)
+    return flavors, covered, quotas
 
 
-def _manager_plan(vf: ValidatedFleet, plan: Plan, worker_plans: Mapping[str, Plan]) -> Plan:
+def _manager_plan(vf: ValidatedFleet, plan: Plan) -> Plan:
     v = vf.manager
     kueue = v.releases.by_name["kueue"]
     api = kueue.api_versions["kueue.x-k8s.io"]
-    pools, covered, summed = _summed(vf)
+    flavors, covered, quotas = _per_worker(vf)
+    names = [manager_flavor_name(w, p) for w, p in flavors]
     queues = {team.name: ti for ti, team in enumerate(vf.config.teams)}
     objects: list[ManagedObject] = []
     for obj in plan.objects:
         m = obj.manifest
         if m["kind"] == "ClusterQueue" and m["metadata"]["name"] in queues:
-            team = summed[queues[m["metadata"]["name"]]]
-            groups = manager_resource_groups(pools, covered, team.nominal, team.limits)
+            team = quotas[queues[m["metadata"]["name"]]]
+            groups = manager_resource_groups(names, covered, team.nominal, team.limits)
             obj = replace(obj, manifest=with_admission_check(m, groups))
         objects.append(obj)
     workers = []
     for w, wv in vf.workers:
         ns = wv.releases.by_name["kueue"].namespace
-        workers.append((w.name, w.api_server, f"secret-{ns}-{token_secret_name(w.token_generation)}"))
-    objects += manager_flavors(api, pools) + manager_objects(api, kueue.namespace, workers)
+        workers.append((w.name, w.api_server, f"secret-{ns}-{token_secret_name(w.token_generation)}", w.draining))
+    objects += manager_flavors(api, flavors) + manager_objects(api, kueue.namespace, workers)
     mk = vf.fleet.multi_kueue
     block = {"gcInterval": mk.gc_interval, "origin": mk.origin, "workerLostTimeout": mk.worker_lost_timeout}
     releases = []
@@ -235,6 +242,10 @@ def _manager_plan(vf: ValidatedFleet, plan: Plan, worker_plans: Mapping[str, Pla
     return replace(plan, releases=tuple(releases), gates=gates, objects=unique_sorted(objects))
 
 
+def _held(w: WorkerConfig, obj: ManagedObject) -> bool:
+    return w.draining and obj.manifest["kind"] == "ClusterQueue"
+
+
 def build_fleet(vf: ValidatedFleet) -> FleetPlan:
     frameworks = kueue_frameworks(kueue_settings(vf.config))
     plans: dict[str, Plan] = {}
@@ -243,9 +254,10 @@ def build_fleet(vf: ValidatedFleet) -> FleetPlan:
         ns = v.releases.by_name["kueue"].namespace
         team_ns = [t.resolved_namespace for t in v.config.teams]
         auth = worker_auth_objects(ns, team_ns, frameworks, w.token_generation)
-        plans[w.name] = replace(plan, objects=unique_sorted([*plan.objects, *auth]))
+        own = [replace(o, manifest=hold(o.manifest)) if _held(w, o) else o for o in plan.objects]
+        plans[w.name] = replace(plan, objects=unique_sorted([*own, *auth]))
     issues = check_runtimes_identical(vf, plans)
     if issues:
         raise ConfigError(issues, "the fleet")
-    plans[vf.fleet.manager_name] = _manager_plan(vf, build_plan(vf.manager), plans)
+    plans[vf.fleet.manager_name] = _manager_plan(vf, build_plan(vf.manager))
     return FleetPlan(vf.fleet.manager_name, plans)

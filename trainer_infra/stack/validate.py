@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from trainer_infra.catalog.injections import RuntimeFacts
 from trainer_infra.catalog.loader import Catalog, load_catalog
 from trainer_infra.catalog.plan import Selection, ServeContext, features, select, unused_settings
+from trainer_infra.catalog.pod_security import restricted_pods, restricted_refusal
 from trainer_infra.components.checks import check_components
 from trainer_infra.components.kueue import kueue_settings
 from trainer_infra.components.plan import Releases, resolve_releases
@@ -22,7 +23,6 @@ from trainer_infra.core.errors import ConfigError, ConfigIssue, format_path
 from trainer_infra.core.model import Resources
 from trainer_infra.core.schema import issue_from
 from trainer_infra.core.walk import instances
-from trainer_infra.manifests.runtime import pod_specs
 from trainer_infra.nodepools.checks import check_pools
 from trainer_infra.nodepools.model import ResolvedPool
 from trainer_infra.nodepools.registry import BACKENDS as POOL_BACKENDS
@@ -35,6 +35,7 @@ from trainer_infra.stack.config import StackConfig
 from trainer_infra.stack.load import NAMESPACE, SECRET_PLACEHOLDER
 from trainer_infra.stack.secrets import plaintext_warnings
 from trainer_infra.storage.checks import check_data_cache, check_job_service_accounts, check_storage
+from trainer_infra.storage.data_cache import CACHE_CLUSTER_PODS
 from trainer_infra.tenancy.checks import SYSTEM_NAMESPACES, check_restricted, check_teams
 
 
@@ -179,8 +180,21 @@ def _runtimes(d: Draft) -> list[ConfigIssue]:
 
 
 def _restricted(d: Draft) -> list[ConfigIssue]:
+    """Judged on each runtime as served (the `pod-security` injection applied; the other injections add
+    nothing Pod Security looks at) plus the pods the data cache runtime creates at run time."""
     trainer = d.releases.by_name["trainer"].version
-    served = [(s.team, s.name, pod) for s in d.selection.served for _, pod in pod_specs(s.entry.manifest(trainer))]
+    security = d.config.runtimes.security_context
+    served = [
+        (
+            s.team,
+            s.name,
+            restricted_refusal(
+                restricted_pods(security, s.entry.manifest(trainer)),
+                CACHE_CLUSTER_PODS if "data-cache" in s.entry.requires else (),
+            ),
+        )
+        for s in d.selection.served
+    ]
     return check_restricted(d.config.teams, served)
 
 
@@ -245,6 +259,7 @@ def validate_model(cfg: StackConfig, source: str = "", earlier: list[ConfigIssue
         hf_token=any(t.secrets.hf_token is not None for t in cfg.teams),
         default_resources=cfg.runtimes.default_resources,
         accelerators=tuple(sorted({r for p in d.pools if (r := p.accelerator_resource)})),
+        security_context=cfg.runtimes.security_context,
     )
     serve = ServeContext(
         d.releases.by_name["trainer"].version, cfg.runtimes, cfg.data_cache, facts, cfg.allow_data_loss

@@ -98,3 +98,23 @@ def cache_initializer_rbac(namespace: str) -> list[ManagedObject]:
             }
         ),
     ]
+
+
+def _cache_container(name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "ports": [{"containerPort": 50051, "name": "grpc"}, {"containerPort": 8080, "name": "health"}],
+    }
+
+
+#: The pods of the cache cluster, as the dataset initializer creates them at run time (trainer 2.2.1 and 2.3.0
+#: `pkg/initializers/dataset/cache.py`: a LeaderWorkerSet whose head and worker templates set no
+#: securityContext and cannot be configured). Only what Pod Security judges; the `restricted` guard rail
+#: checks them like the runtime's own pods, so the cache runtime is refused for restricted teams.
+CACHE_CLUSTER_PODS: tuple[tuple[str, dict[str, Any]], ...] = (
+    (
+        "data cache pods (a LeaderWorkerSet the cache initializer creates, no securityContext settable)",
+        {"containers": [_cache_container("head")]},
+    ),
+    ("data cache worker pods", {"containers": [_cache_container("worker")]}),
+)

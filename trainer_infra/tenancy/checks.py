@@ -6,7 +6,6 @@ from collections.abc import Mapping, Sequence
 
 from trainer_infra.core import kube
 from trainer_infra.core.errors import ConfigIssue
-from trainer_infra.manifests.pod_rules import restricted_problems
 from trainer_infra.tenancy.policies import HF_TOKEN_SECRET
 from trainer_infra.tenancy.teams import TeamConfig
 
@@ -94,31 +93,36 @@ def _privileged_needs_override(i: int, team: TeamConfig) -> list[ConfigIssue]:
 
 
 def check_restricted(
-    teams: Sequence[TeamConfig], served: Sequence[tuple[str | None, str, Mapping[str, object]]]
+    teams: Sequence[TeamConfig], served: Sequence[tuple[str | None, str, str | None]]
 ) -> list[ConfigIssue]:
     """`restricted` teams: every runtime served to them must pass Pod Security `restricted`, or every job on it
-    is refused after Kueue admitted it. `served`: (team name or None for all teams, runtime, pod spec)."""
+    is refused after Kueue admitted it. `served`: (team name, or None for a cluster runtime every team gets;
+    runtime name; why `restricted` refuses its pods, or None)."""
     issues = []
     for i, team in enumerate(teams):
         if team.pod_security != "restricted":
             continue
-        refused: dict[str, str] = {}
-        for owner, runtime, pod in served:
-            if owner in (None, team.name) and runtime not in refused:
-                problems = restricted_problems(pod)
-                if problems:
-                    refused[runtime] = problems[0]
-        if refused:
-            detail = "; ".join(f"{name}: {why}" for name, why in sorted(refused.items()))
-            issues.append(
-                ConfigIssue(
-                    f"teams[{i}].podSecurity",
-                    f"restricted refuses the pods of {len(refused)} runtime(s) served to this team ({detail})",
-                    "restricted",
-                    "use baseline, or serve this team only runtimes that set runAsNonRoot, seccompProfile, "
-                    "allowPrivilegeEscalation: false and drop ALL capabilities",
-                )
+        mine = [(name, why) for owner, name, why in served if owner in (None, team.name)]
+        refused = dict(sorted((name, why) for name, why in mine if why is not None))
+        if not refused:
+            continue
+        detail = "; ".join(f"{name}: {why}" for name, why in refused.items())
+        compliant = sorted({name for name, why in mine if why is None})
+        hint = (
+            "use baseline, or serve this team only compliant runtimes (cluster runtimes reach every team: "
+            f"runtimes.enabled: [{', '.join(compliant)}] leaves the others out)"
+            if compliant
+            else "use baseline: no runtime served to this team passes restricted (runtimes.securityContext.enabled "
+            "makes the non-MPI catalog runtimes pass)"
+        )
+        issues.append(
+            ConfigIssue(
+                f"teams[{i}].podSecurity",
+                f"restricted refuses the pods of {len(refused)} runtime(s) served to this team: {detail}",
+                "restricted",
+                hint,
             )
+        )
     return issues
 
 
