@@ -10,7 +10,6 @@ Kueue's visibility APIService are reached through the charts' Services.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -47,15 +46,7 @@ class ChartSandbox(Sandbox):
         ]
 
     def _start(self) -> None:
-        self._check_binaries()
-        if self.workdir.exists():
-            shutil.rmtree(self.workdir)
-        for sub in ("logs", "pki", "etcd", "config"):
-            (self.workdir / sub).mkdir(parents=True, exist_ok=True)
-        self._make_pki()
-        self._start_etcd()
-        self._start_apiserver()
-        self._start_core_controllers()
+        self._start_control_plane()
         self._route_pod_cidr()
         self._system_node()
         self.podlet = Podlet(

@@ -217,6 +217,14 @@ class Sandbox:
 
     # -- steps --------------------------------------------------------------
     def _start(self) -> None:
+        self._start_control_plane()
+        self._apply_crds()
+        self._start_platform_controllers()
+        self._register_webhooks()
+        self._write_state()
+
+    def _start_control_plane(self) -> None:
+        """A fresh work folder, PKI, etcd, the API server, controller-manager and scheduler."""
         self._check_binaries()
         if self.workdir.exists():
             shutil.rmtree(self.workdir)
@@ -226,10 +234,6 @@ class Sandbox:
         self._start_etcd()
         self._start_apiserver()
         self._start_core_controllers()
-        self._apply_crds()
-        self._start_platform_controllers()
-        self._register_webhooks()
-        self._write_state()
 
     def _check_binaries(self) -> None:
         missing = [t.name for t in self.builder.targets() if not t.tool and not (self.bin_dir / t.name).exists()]
