@@ -55,13 +55,16 @@ class Deployed:
     base: Obj
     render: RenderOutput
     timings: dict[str, float] = field(default_factory=dict)
+    #: config changes that later steps keep (an upgrade stays applied)
+    kept: dict[str, Any] = field(default_factory=dict)
 
     def config(self, **overrides: Any) -> Obj:
         ctx = yaml.safe_load(self.sandbox.kubeconfig.read_text())["current-context"]
         return stack_config(self.base, context=ctx, mirror=self.registry.mirror, **overrides)
 
     def set_config(self, **overrides: Any) -> None:
-        self.project.write_stack(self.config(**overrides))
+        """The stack as deployed so far (``kept``) plus ``overrides`` for this step only."""
+        self.project.write_stack(self.config(**{**self.kept, **overrides}))
         self.project.config_secret("trainer-platform:teams[0].secrets.hfToken", SENTINEL)
 
     def timed(self, name: str, result: Result) -> Result:
@@ -236,7 +239,8 @@ def test_upgrade_with_a_new_team_keeps_the_webhook_certificates(deployed: Deploy
             "storage": {"size": "1Gi"},
         }
     )
-    deployed.set_config(teams=teams)
+    deployed.kept["teams"] = teams
+    deployed.set_config()
     # the new team's claim is like every team's (class, access modes), with its own size
     claim = dict(deployed.render.of_kind("PersistentVolumeClaim")[0])
     claim["metadata"] = {"namespace": "e2e-new", "name": claim["metadata"]["name"]}
