@@ -157,7 +157,8 @@ class PulumiProject:
         return self.run("up", "--yes", "--skip-preview", "--stack", STACK, *extra, check=check)
 
     def destroy(self, *extra: str, check: bool = True) -> Result:
-        return self.run("destroy", "--yes", "--skip-preview", "--stack", STACK, *extra, check=check)
+        """With its preview, as documented: the preview refuses protected deletions before anything is deleted."""
+        return self.run("destroy", "--yes", "--stack", STACK, *extra, check=check)
 
     def export(self) -> dict[str, Any]:
         """The stack's state (``pulumi stack export``), secrets left encrypted."""

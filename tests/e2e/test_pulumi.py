@@ -259,7 +259,8 @@ def test_policy_pack_in_the_engine_blocks_a_violating_change(deployed: Deployed)
             **deployed.base["config"]["trainer-platform:components"],
             "kueue": {
                 **deployed.base["config"]["trainer-platform:components"]["kueue"],
-                "resources": {"requests": {}, "limits": {"memory": "1Gi"}},
+                # `resources.requests: {}` is not a violation: Helm keeps the chart's defaults; null removes them
+                "values": {"controllerManager": {"manager": {"resources": {"requests": None}}}},
             },
         }
     )
@@ -290,7 +291,13 @@ def test_destroy_refuses_protected_data_until_the_documented_opt_in(deployed: De
     assert "protected" in refused.output
     assert client.get("v1", "Namespace", "nlp")
     assert client.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", "clusterqueues.kueue.x-k8s.io")
-    # README "Never lose data": allowDataLoss + up drops the protection (deletes nothing), then destroy
+    # the refusal deleted nothing, not even what is unprotected
+    queue = client.get("kueue.x-k8s.io/v1beta2", "ClusterQueue", "nlp")
+    assert "deletionTimestamp" not in queue["metadata"], "a refused destroy deleted the ClusterQueue"
+    # docs/data-safety.md "Tear down the whole platform": TrainJobs first (Kueue and Trainer keep the queues,
+    # flavors and runtimes they use), allowDataLoss + up drops the protection (deletes nothing), then destroy
+    for tj in client.list("trainer.kubeflow.org/v1alpha1", "TrainJob"):
+        client.delete("trainer.kubeflow.org/v1alpha1", "TrainJob", tj["metadata"]["name"], tj["metadata"]["namespace"])
     deployed.set_config(allowDataLoss=True)
     deployed.project.up()
     assert client.get("v1", "Namespace", "nlp")
