@@ -296,8 +296,9 @@ def test_destroy_refuses_protected_data_until_the_documented_opt_in(deployed: De
     assert "deletionTimestamp" not in queue["metadata"], "a refused destroy deleted the ClusterQueue"
     # docs/data-safety.md "Tear down the whole platform": TrainJobs first (Kueue and Trainer keep the queues,
     # flavors and runtimes they use), allowDataLoss + up drops the protection (deletes nothing), then destroy
-    for tj in client.list("trainer.kubeflow.org/v1alpha1", "TrainJob"):
-        client.delete("trainer.kubeflow.org/v1alpha1", "TrainJob", tj["metadata"]["name"], tj["metadata"]["namespace"])
+    for ns in client.list("v1", "Namespace"):
+        for tj in client.list("trainer.kubeflow.org/v1alpha1", "TrainJob", ns["metadata"]["name"]):
+            client.delete("trainer.kubeflow.org/v1alpha1", "TrainJob", tj["metadata"]["name"], ns["metadata"]["name"])
     deployed.set_config(allowDataLoss=True)
     deployed.project.up()
     assert client.get("v1", "Namespace", "nlp")
