@@ -4,7 +4,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 STACK  ?= local
 
-.PHONY: render validate test lint typecheck unit bench docs clean e2e sandbox-up sandbox-down
+.PHONY: render validate test lint typecheck unit bench docs clean e2e e2e-pulumi sandbox-up sandbox-down
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -35,6 +35,9 @@ bench: $(STAMP)  ## render 1,000 teams × 10/50 pools beside Pulumi's mock-engin
 
 e2e: $(STAMP)  ## real etcd/kube-apiserver/kwok/JobSet/Kueue/Trainer on loopback (builds once into ~/.cache)
 	$(PY) -m tests.e2e.run
+
+e2e-pulumi: $(STAMP)  ## also the real `pulumi preview/up/destroy` (builds the Pulumi toolchain once; root: own network namespace)
+	E2E_PULUMI=1 $(PY) -m tests.e2e.run
 
 sandbox-up: $(STAMP)  ## try the platform without a cluster: the local stack on the e2e control plane
 	$(PY) -m tests.e2e.sandbox up --stack $(STACK)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.e2e.pulumi_stack import PREVIEW_SCRIPT
 from tests.helpers import ROOT
 
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
@@ -66,7 +67,13 @@ def test_actions_pinned_by_sha_permissions_minimal_and_prod_gated() -> None:
     up = yaml.safe_load((ROOT / ".github/workflows/pulumi-up.yml").read_text())["jobs"]["up"]
     assert up["environment"] == "${{ inputs.stack }}", "prod's approval rule applies through its environment"
     preview = (ROOT / ".github/workflows/preview.yml").read_text()
-    assert "policyPacks: policy" in preview and "--format markdown" in preview
+    assert "--format markdown" in preview
+    # the PR preview is the command the e2e runs against its sandbox (tests/e2e/pulumi_stack.py)
+    steps = yaml.safe_load(preview)["jobs"]["preview"]["steps"]
+    assert any(".ci/pulumi-preview" in str(step.get("run", "")) for step in steps)
+    script = (ROOT / ".ci/pulumi-preview").read_text()
+    assert "pulumi preview --diff" in script and '--policy-pack "${PULUMI_POLICY_PACK:-policy}"' in script
+    assert PREVIEW_SCRIPT == ROOT / ".ci/pulumi-preview"
 
 
 def test_pull_request_code_sees_credentials_only_through_a_preview_environment() -> None:

@@ -130,6 +130,9 @@ class Endpoints:
 class Sandbox:
     """Start, inspect and stop the whole local control plane."""
 
+    #: extra kube-apiserver flags of a variant (``ChartSandbox`` routes to Service endpoints)
+    apiserver_args: tuple[str, ...] = ()
+
     def __init__(
         self,
         workdir: Path,
@@ -214,6 +217,14 @@ class Sandbox:
 
     # -- steps --------------------------------------------------------------
     def _start(self) -> None:
+        self._start_control_plane()
+        self._apply_crds()
+        self._start_platform_controllers()
+        self._register_webhooks()
+        self._write_state()
+
+    def _start_control_plane(self) -> None:
+        """A fresh work folder, PKI, etcd, the API server, controller-manager and scheduler."""
         self._check_binaries()
         if self.workdir.exists():
             shutil.rmtree(self.workdir)
@@ -223,10 +234,6 @@ class Sandbox:
         self._start_etcd()
         self._start_apiserver()
         self._start_core_controllers()
-        self._apply_crds()
-        self._start_platform_controllers()
-        self._register_webhooks()
-        self._write_state()
 
     def _check_binaries(self) -> None:
         missing = [t.name for t in self.builder.targets() if not t.tool and not (self.bin_dir / t.name).exists()]
@@ -344,6 +351,7 @@ class Sandbox:
                 f"--service-account-signing-key-file={self.sa_keys.key}",
                 "--profiling=false",
                 "--v=1",
+                *self.apiserver_args,
             ],
         )
         self._write_kubeconfig(self.kubeconfig, "admin", self.admin_cert)
@@ -783,8 +791,9 @@ class Sandbox:
         labels: dict[str, str] | None = None,
         capacity: dict[str, str] | None = None,
         taints: list[Obj] | None = None,
+        pod_cidr: str | None = None,
     ) -> Obj:
-        """A fake node managed by kwok (same shape as kwok's docs)."""
+        """A fake node managed by kwok (same shape as kwok's docs); kwok gives its Pods IPs from ``pod_cidr``."""
         cap = {"cpu": "32", "memory": "256Gi", "pods": "110", **(capacity or {})}
         node = {
             "apiVersion": "v1",
@@ -800,7 +809,7 @@ class Sandbox:
                     **(labels or {}),
                 },
             },
-            "spec": {"taints": taints or []},
+            "spec": {"taints": taints or [], **({"podCIDR": pod_cidr, "podCIDRs": [pod_cidr]} if pod_cidr else {})},
             "status": {"capacity": cap, "allocatable": cap},
         }
         return self.client.apply(node)

@@ -54,6 +54,11 @@ def train_fn() -> None:  # the SDK ships this function's source to the trainer c
 
 
 def test_data_scientist_flow_with_sdk(sandbox: Sandbox, platform: Platform, clean_teams: None) -> None:
+    sdk_flow(sandbox, platform)
+
+
+def sdk_flow(sandbox: Sandbox, platform: Platform) -> None:
+    """list_runtimes → train → admitted → pods on the flavor's kwok nodes (also run on what `pulumi up` deployed)."""
     from kubeflow.common.types import KubernetesBackendConfig
     from kubeflow.trainer import CustomTrainer, TrainerClient
     from kubeflow.trainer.options import Labels

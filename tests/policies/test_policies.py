@@ -269,7 +269,7 @@ def _struct(props: dict[str, Any]) -> struct_pb2.Struct:
     return out
 
 
-def _secret(value: str) -> dict[str, str]:
+def _secret(value: Any) -> dict[str, Any]:
     return {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270", "value": value}
 
 
@@ -294,6 +294,9 @@ def test_pack_reports_what_offline_reports_and_sees_pulumi_secrets(pack: Any) ->
 
     assert analyze({**SECRET, "stringData": {"token": _secret("hf_abc123")}}) == []
     assert analyze({**SECRET, "stringData": {"token": "hf_abc123"}}) == ["no-plaintext-secrets"]
+    # the engine hands a whole `data` map as one secret (pulumi-kubernetes marks Secret data secret): the
+    # pack crashed on it in the real engine (`'str' object has no attribute 'items'`, found by the e2e)
+    assert analyze({**SECRET, "data": _secret({"token": "aGZfYWJj"})}) == []
     assert analyze(runtime(tolerate=False)) == ["gpu-runtimes-tolerate-gpu-taint"]
     assert analyze(without(CLUSTER_QUEUE, "spec", "namespaceSelector")) == ["clusterqueue-namespace-selector"]
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from tests.conformance import Conformance
-from tests.helpers import MINIMAL, STACKS, conformance_findings, plan_of, render, resource, stack_raw
+from tests.helpers import MINIMAL, STACKS, conformance_findings, plan_of, render, resource, stack_raw, with_changes
+from trainer_infra.render.output import Rendered
 
 ALL_STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in STACKS.glob("Pulumi.*.yaml"))
 
@@ -197,3 +199,34 @@ def test_team_fair_sharing_weights_turn_on_fair_sharing_in_kueue() -> None:
     assert "fairSharing" not in manager_config({**MINIMAL, "teams": [{"name": "a"}]})
     weighted = manager_config({**MINIMAL, "teams": [{"name": "a", "fairSharingWeight": "2"}]})
     assert weighted["fairSharing"] == {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]}
+
+
+CONTROLLER_RESOURCES = {
+    "jobset": ("controller", "resources"),
+    "kueue": ("controllerManager", "manager", "resources"),
+    "trainer": ("manager", "resources"),
+}
+
+
+def _controller_resources(rendered: Rendered, release: str) -> dict[str, Any]:
+    values = next(r for r in rendered.releases if r["name"] == release)["values"]
+    for key in CONTROLLER_RESOURCES[release]:
+        values = values[key]
+    return values
+
+
+def test_charts_keep_no_cpu_limit_of_their_own() -> None:
+    """Kueue and JobSet default `limits.cpu: 2`; Helm merges maps key by key, so only a null removes it
+    (the e2e's `pulumi preview` shows the charts' Deployments without it)."""
+    rendered = render(MINIMAL)
+    for release in CONTROLLER_RESOURCES:
+        assert _controller_resources(rendered, release)["limits"] == {"cpu": None, "memory": "1Gi"}, release
+
+
+def test_a_configured_cpu_limit_is_kept() -> None:
+    raw = with_changes(
+        MINIMAL,
+        components={"kueue": {"resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "2"}}}},
+    )
+    limits = _controller_resources(render(raw), "kueue")["limits"]
+    assert limits == {"cpu": "2", "memory": None}

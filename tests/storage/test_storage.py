@@ -272,8 +272,11 @@ def test_data_cache_installs_lws_with_trainer_and_rbac_in_every_team_namespace()
         "tag": "v2.2.1",
     }
     assert values["runtimes"]["torchDistributedWithCache"] == {"enabled": False}
-    # The LWS subchart reads top-level `lws:`; its image goes through the mirror too.
-    assert chart["lws"] == {"image": {"manager": {"repository": "m.corp/registry.k8s.io/lws/lws", "tag": "v0.8.0"}}}
+    # The LWS subchart reads top-level `lws:`; its image goes through the mirror too, and its controller
+    # gets the Trainer controller's resources (the subchart's default has requests only, no memory limit).
+    assert chart["lws"]["image"] == {"manager": {"repository": "m.corp/registry.k8s.io/lws/lws", "tag": "v0.8.0"}}
+    assert chart["lws"]["resources"] == chart["manager"]["resources"]
+    assert chart["lws"]["resources"]["limits"]["memory"]
     role = next(m for m in rendered.manifests if m["kind"] == "ClusterRole" and m["metadata"]["name"] == CACHE_ROLE)
     # cache.py reads its TrainJob first; upstream's role lacks this (trainer#3945).
     assert {"apiGroups": ["trainer.kubeflow.org"], "resources": ["trainjobs"], "verbs": ["get"]} in role["rules"]

@@ -31,7 +31,7 @@ def jobset_values(cfg: JobSetConfig, release: ResolvedRelease) -> dict[str, Any]
     repo, tag = split_image(release.image("manager"))
     values: dict[str, Any] = {
         "image": {"repository": repo, "tag": tag, "pullPolicy": "IfNotPresent"},
-        "controller": {"replicas": cfg.replicas, "resources": cfg.resources.as_k8s()},
+        "controller": {"replicas": cfg.replicas, "resources": cfg.resources.as_chart_values()},
     }
     return deep_merge(values, cfg.values)
 

@@ -141,7 +141,7 @@ def kueue_values(
             "replicas": cfg.replicas,
             "manager": {
                 "image": {"repository": repo, "tag": tag, "pullPolicy": "IfNotPresent"},
-                "resources": cfg.resources.as_k8s(),
+                "resources": cfg.resources.as_chart_values(),
             },
             "featureGates": [{"name": name, "enabled": on} for name, on in sorted(kueue_feature_gates(cfg).items())],
         },

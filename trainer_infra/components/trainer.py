@@ -35,7 +35,7 @@ def trainer_values(cfg: TrainerConfig, release: ResolvedRelease) -> dict[str, An
             **{name: {"enabled": False} for name in CHART_RUNTIMES},
             "torchtuneDistributed": {f: {"enabled": False} for f in TORCHTUNE_MODELS},
         },
-        "manager": {"replicas": cfg.replicas, "resources": cfg.resources.as_k8s()},
+        "manager": {"replicas": cfg.replicas, "resources": cfg.resources.as_chart_values()},
     }
     if Version(release.version) >= Version("2.3.0"):
         # v2.3 renders its CRDs from templates/ behind crds.enabled (v2.2 keeps them in crds/).
@@ -53,6 +53,10 @@ class Trainer(Controller):
     def values(self, stack: StackView, release: ResolvedRelease) -> dict[str, Any]:
         # Data cache values first, so the component's escape hatch still wins.
         cache = data_cache_values(stack.data_cache, release.version, release.image("lws"), stack.images.registry_mirror)
+        if stack.data_cache.enabled and stack.data_cache.install_lws:
+            # The LWS subchart's controller gets the same resources as ours (its chart default has no limit).
+            resources = stack.components.trainer.resources.as_chart_values()
+            cache = deep_merge(cache, {"lws": {"resources": resources}})
         return deep_merge(cache, trainer_values(stack.components.trainer, release))
 
     def metrics_endpoint(self, release: ResolvedRelease) -> MetricsEndpoint:

@@ -22,6 +22,10 @@ class StrictModel(BaseModel):
     )
 
 
+#: The resources the charts' default values limit.
+CHART_LIMITED = ("cpu", "memory")
+
+
 class Resources(StrictModel):
     """A container's requests and limits, checked as the API server checks a pod's: no negative amounts,
     requests ≤ limits, extended resources (GPUs) whole and with request = limit."""
@@ -39,4 +43,15 @@ class Resources(StrictModel):
             out["requests"] = dict(sorted(self.requests.items()))
         if self.limits:
             out["limits"] = dict(sorted(self.limits.items()))
+        return out
+
+    def as_chart_values(self) -> dict[str, dict[str, str | None]]:
+        """A chart's `resources` value. Helm merges our values over the chart's defaults key by key, so a
+        limit we leave out would keep the chart's own (Kueue's and JobSet's `limits.cpu: 2`); a null deletes
+        it. Every cpu/memory limit not set here is therefore null: what we configure is all there is."""
+        out: dict[str, dict[str, str | None]] = {k: dict(v) for k, v in self.as_k8s().items()}
+        limits = out.setdefault("limits", {})
+        for name in CHART_LIMITED:
+            limits.setdefault(name, None)
+        out["limits"] = dict(sorted(limits.items()))
         return out

@@ -9,12 +9,16 @@ installer, needs internet and we own the runtimes anyway.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pulumi
 import pulumi_kubernetes as k8s
 
 from trainer_infra.core.objects import HelmRelease
 
 CRD_TYPE = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
+SECRET_TYPE = "kubernetes:core/v1:Secret"
 
 
 def protect_crds(protect: bool) -> pulumi.ResourceTransform:
@@ -32,6 +36,27 @@ def protect_crds(protect: bool) -> pulumi.ResourceTransform:
     return transform
 
 
+def controller_filled(props: Mapping[str, Any]) -> bool:
+    """A chart Secret whose every `data` value is empty is a placeholder its controller fills at run time
+    (JobSet 0.12's and Trainer 2.2's webhook certificates)."""
+    data = props.get("data")
+    return isinstance(data, Mapping) and bool(data) and all(v in ("", None) for v in data.values())
+
+
+def leave_controller_secrets(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
+    """Create such a Secret without `data` and never diff `data`: the controller owns its content.
+
+    Applied as the chart ships it, Pulumi's server-side apply co-owns the empty keys; a later `pulumi up`
+    that touches the Secret then conflicts with the controller's field ownership (kubernetes-sigs/jobset#1205)
+    or, forced, blanks the certificates and every admission through that webhook fails.
+    """
+    if args.type_ != SECRET_TYPE or not controller_filled(args.props):
+        return None
+    props = {k: v for k, v in args.props.items() if k != "data"}
+    opts = pulumi.ResourceOptions.merge(args.opts, pulumi.ResourceOptions(ignore_changes=["data"]))
+    return pulumi.ResourceTransformResult(props=props, opts=opts)
+
+
 def chart(release: HelmRelease, protect: bool, opts: pulumi.ResourceOptions) -> k8s.helm.v4.Chart:
     return k8s.helm.v4.Chart(
         release.name,
@@ -43,5 +68,7 @@ def chart(release: HelmRelease, protect: bool, opts: pulumi.ResourceOptions) -> 
             skip_await=False,
             repository_opts=k8s.helm.v4.RepositoryOptsArgs(repo=release.repository) if release.repository else None,
         ),
-        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(transforms=[protect_crds(protect)])),
+        opts=pulumi.ResourceOptions.merge(
+            opts, pulumi.ResourceOptions(transforms=[protect_crds(protect), leave_controller_secrets])
+        ),
     )

@@ -180,7 +180,10 @@ def _no_plaintext_secrets(subjects: Sequence[Subject]) -> Iterable[Finding]:
         if s.kind != "Secret":
             continue
         for field in ("data", "stringData"):
-            for key, value in sorted((s.props.get(field) or {}).items()):
+            values = s.props.get(field) or {}
+            if values == SECRET_MARK:  # the whole map is a Pulumi secret (how the engine hands Secret data)
+                continue
+            for key, value in sorted(values.items()):
                 if value != SECRET_MARK:
                     yield s, f"{field}.{key}", "value is plain text in the program"
 

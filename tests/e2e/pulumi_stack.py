@@ -1,0 +1,170 @@
+"""Drive the project's Pulumi program with the real CLI (``tests/e2e/toolchain.py``) against the sandbox.
+
+The e2e project is generated in a work directory, never in the checkout: a ``Pulumi.yaml`` whose ``main`` is the
+repository root (the same ``__main__.py`` users run) and whose virtualenv is the toolchain's (the SDKs matching
+the built engine and provider: the project's own ``.venv`` pins a newer pulumi-kubernetes whose SDK would ask
+for a provider we cannot build here), a stack file derived from ``stacks/Pulumi.local.yaml``, a local file
+backend and a passphrase secrets provider. The policy pack runs the repository's ``policy/__main__.py``.
+The commands are those of ``.ci/pulumi-preview`` (the PR workflow's preview step).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.e2e.toolchain import Toolchain
+from tests.e2e.versions import REPO_ROOT
+
+STACK = "e2e"
+#: A throwaway passphrase for the e2e's own secrets provider (the state lives in a temporary directory).
+PASSPHRASE = "trainer-platform-e2e"
+PREVIEW_SCRIPT = REPO_ROOT / ".ci" / "pulumi-preview"
+
+
+class PulumiError(RuntimeError):
+    """A pulumi command failed; the message holds the command, exit code and the engine's diagnostics."""
+
+
+@dataclass(frozen=True)
+class Result:
+    """One CLI run."""
+
+    args: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+def diagnostics(output: str, limit: int = 6000) -> str:
+    """The engine's ``Diagnostics:`` section (what failed and why), or the output's tail."""
+    start = output.find("Diagnostics:")
+    text = output[start:] if start >= 0 else output
+    return text[:limit] if start >= 0 else text[-limit:]
+
+
+def stack_config(base: dict[str, Any], *, context: str, mirror: str, **overrides: Any) -> dict[str, Any]:
+    """The e2e stack: ``base`` (a stack file's content) pointed at the sandbox context and the chart mirror."""
+    doc = copy.deepcopy(base)
+    config = doc.setdefault("config", {})
+    config.setdefault("trainer-platform:kubernetes", {})["context"] = context
+    config.setdefault("trainer-platform:charts", {})["repositoryMirror"] = mirror
+    for key, value in overrides.items():
+        config[f"trainer-platform:{key}"] = value
+    return doc
+
+
+class PulumiProject:
+    """The generated project directory and every CLI call made on it."""
+
+    def __init__(self, toolchain: Toolchain, workdir: Path, *, kubeconfig: Path, ca_bundle: Path) -> None:
+        self.toolchain = toolchain
+        self.workdir = workdir
+        self.kubeconfig = kubeconfig
+        self.ca_bundle = ca_bundle
+        self.state_dir = workdir / "state"
+        self.policy_dir = workdir / "policy"
+        self.results: list[Result] = []
+
+    # -- files ---------------------------------------------------------------
+    def write(self, stack: dict[str, Any]) -> None:
+        """Pulumi.yaml, Pulumi.<stack>.yaml and the policy pack shim."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.state_dir.mkdir(exist_ok=True)
+        project = yaml.safe_load((REPO_ROOT / "Pulumi.yaml").read_text())
+        project["runtime"]["options"]["virtualenv"] = str(self.toolchain.venv)
+        project["main"] = os.path.relpath(REPO_ROOT, self.workdir)
+        project.pop("stackConfigDir", None)
+        (self.workdir / "Pulumi.yaml").write_text(yaml.safe_dump(project, sort_keys=False))
+        self.write_stack(stack)
+        pack = yaml.safe_load((REPO_ROOT / "policy" / "PulumiPolicy.yaml").read_text())
+        pack["runtime"]["options"]["virtualenv"] = str(self.toolchain.venv)
+        self.policy_dir.mkdir(exist_ok=True)
+        (self.policy_dir / "PulumiPolicy.yaml").write_text(yaml.safe_dump(pack, sort_keys=False))
+        (self.policy_dir / "__main__.py").write_text(
+            '"""Runs the repository\'s policy pack (only its virtualenv differs)."""\n'
+            "import runpy\n\n"
+            f"runpy.run_path({str(REPO_ROOT / 'policy' / '__main__.py')!r}, run_name='__main__')\n"
+        )
+
+    def write_stack(self, stack: dict[str, Any]) -> None:
+        """Replace the stack file's config (secrets set with ``config_secret`` must be set again)."""
+        path = self.workdir / f"Pulumi.{STACK}.yaml"
+        current = yaml.safe_load(path.read_text()) if path.exists() else {}
+        doc = copy.deepcopy(stack)
+        if current and "encryptionsalt" in current:
+            doc["encryptionsalt"] = current["encryptionsalt"]
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+
+    # -- running -------------------------------------------------------------
+    def env(self) -> dict[str, str]:
+        env = self.toolchain.env()
+        env.update(
+            PULUMI_HOME=str(self.workdir / "home"),
+            PULUMI_BACKEND_URL=f"file://{self.state_dir}",
+            PULUMI_CONFIG_PASSPHRASE=PASSPHRASE,
+            KUBECONFIG=str(self.kubeconfig),
+            # the chart mirror's certificate is signed by the sandbox CA, as a private mirror's would be
+            SSL_CERT_FILE=str(self.ca_bundle),
+            PYTHONPATH=str(REPO_ROOT),
+            PULUMI_STACK=STACK,
+            PULUMI_POLICY_PACK=str(self.policy_dir),
+        )
+        env.pop("PULUMI_ACCESS_TOKEN", None)
+        return env
+
+    def run(self, *args: str, check: bool = True, timeout: float = 1800) -> Result:
+        """Run ``pulumi <args>`` in the project; on failure raise with the engine's diagnostics."""
+        return self._exec([str(self.toolchain.pulumi), *args, "--non-interactive"], check=check, timeout=timeout)
+
+    def _exec(self, cmd: list[str], *, check: bool, timeout: float) -> Result:
+        start = time.monotonic()
+        proc = subprocess.run(cmd, cwd=self.workdir, env=self.env(), capture_output=True, text=True, timeout=timeout)
+        result = Result(tuple(cmd[1:]), proc.returncode, proc.stdout, proc.stderr, round(time.monotonic() - start, 1))
+        self.results.append(result)
+        if check and proc.returncode != 0:
+            raise PulumiError(
+                f"`pulumi {' '.join(cmd[1:])}` exited {proc.returncode} after {result.seconds} s:\n"
+                f"{diagnostics(result.output)}"
+            )
+        return result
+
+    def init(self) -> None:
+        self.run("login", f"file://{self.state_dir}")
+        self.run("stack", "init", STACK, "--secrets-provider", "passphrase")
+
+    def config_secret(self, path: str, value: str) -> None:
+        self.run("config", "set", "--secret", "--path", path, value, "--stack", STACK)
+
+    def preview(self, *extra: str, check: bool = True) -> Result:
+        """The PR workflow's preview (``.ci/pulumi-preview``): ``--diff`` with the policy pack enforced."""
+        return self._exec(["bash", str(PREVIEW_SCRIPT), *extra], check=check, timeout=1800)
+
+    def up(self, *extra: str, check: bool = True) -> Result:
+        return self.run("up", "--yes", "--skip-preview", "--stack", STACK, *extra, check=check)
+
+    def destroy(self, *extra: str, check: bool = True) -> Result:
+        """With its preview, as documented: the preview refuses protected deletions before anything is deleted."""
+        return self.run("destroy", "--yes", "--stack", STACK, *extra, check=check)
+
+    def export(self) -> dict[str, Any]:
+        """The stack's state (``pulumi stack export``), secrets left encrypted."""
+        data: dict[str, Any] = json.loads(self.run("stack", "export", "--stack", STACK).stdout)
+        return data
+
+    def state_files_text(self) -> str:
+        """Everything the file backend wrote (checkpoints, history, backups)."""
+        return "\n".join(p.read_text(errors="replace") for p in sorted(self.state_dir.rglob("*")) if p.is_file())

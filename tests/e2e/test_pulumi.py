@@ -1,0 +1,335 @@
+"""The real install path: `pulumi preview`/`up`/`destroy` with the real engine, provider and charts.
+
+One ``ChartSandbox`` (an empty control plane + kwok + the podlet) and one Pulumi project for the module; the
+tests run in order and each builds on the state the previous one left (that is the user's path too):
+preview on an empty cluster → up → the SDK scenario on what Pulumi deployed → a second up changes nothing →
+an upgrade (a new team) leaves the webhook certificates alone → the policy pack blocks a violating change →
+secrets never leak → destroy refuses protected data until the documented opt-in.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.e2e.chart_registry import ChartRegistry
+from tests.e2e.chart_sandbox import SYSTEM_NODE, ChartSandbox
+from tests.e2e.kube import ApiError, wait_for
+from tests.e2e.platform import Platform
+from tests.e2e.pulumi_stack import PulumiProject, Result, stack_config
+from tests.e2e.render import RenderOutput, bind_claims, render_stack
+from tests.e2e.test_scenarios import sdk_flow
+from tests.e2e.toolchain import Toolchain
+from tests.e2e.versions import REPO_ROOT, cache_root, shared_dir
+
+pytestmark = pytest.mark.e2e
+
+Obj = dict[str, Any]
+#: A Pulumi secret set in the stack's config; it must never appear in clear text outside the cluster.
+SENTINEL = "hf_e2e_SENTINEL_must_never_leak_0123456789"
+CHART_COMPONENTS = ("jobset", "kueue", "kubeflow-trainer")
+#: chart Secrets that the controllers fill with their webhook certificates at run time
+CERT_SECRETS = (
+    ("jobset-system", "jobset-webhook-server-cert"),
+    ("kubeflow-system", "kubeflow-trainer-webhook-cert"),
+    ("kubeflow-system", "lws-webhook-server-cert"),  # the local stack's data cache installs LWS
+)
+
+
+@dataclass
+class Deployed:
+    """Everything the module's tests share."""
+
+    sandbox: ChartSandbox
+    registry: ChartRegistry
+    project: PulumiProject
+    base: Obj
+    render: RenderOutput
+    timings: dict[str, float] = field(default_factory=dict)
+    #: config changes that later steps keep (an upgrade stays applied)
+    kept: dict[str, Any] = field(default_factory=dict)
+
+    def config(self, **overrides: Any) -> Obj:
+        ctx = yaml.safe_load(self.sandbox.kubeconfig.read_text())["current-context"]
+        return stack_config(self.base, context=ctx, mirror=self.registry.mirror, **overrides)
+
+    def set_config(self, **overrides: Any) -> None:
+        """The stack as deployed so far (``kept``) plus ``overrides`` for this step only."""
+        self.project.write_stack(self.config(**{**self.kept, **overrides}))
+        self.project.config_secret("trainer-platform:teams[0].secrets.hfToken", SENTINEL)
+
+    def timed(self, name: str, result: Result) -> Result:
+        self.timings[name] = result.seconds
+        record = cache_root() / "toolchain" / "e2e-timings.json"
+        record.parent.mkdir(parents=True, exist_ok=True)
+        history = json.loads(record.read_text()) if record.exists() else []
+        history.append(
+            {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "step": name, "seconds": result.seconds}
+        )
+        record.write_text(json.dumps(history, indent=2) + "\n")
+        print(f"[e2e] {name}: {result.seconds} s")
+        return result
+
+    def failure_context(self) -> str:
+        podlet = self.sandbox.podlet.describe() if self.sandbox.podlet else "(no podlet)"
+        return f"podlet:\n{podlet}"
+
+
+@pytest.fixture(scope="module")
+def plain_render(tmp_path_factory: pytest.TempPathFactory) -> RenderOutput:
+    """The offline render of the stack Pulumi deploys: ``stacks/Pulumi.local.yaml`` as it is (no e2e extras)."""
+    return render_stack("local", tmp_path_factory.mktemp("render") / "out")
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory: pytest.TempPathFactory, plain_render: RenderOutput) -> Iterator[Deployed]:
+    toolchain = Toolchain()
+    if os.environ.get("E2E_NO_BUILD") != "1":
+        toolchain.build()
+    work = tmp_path_factory.mktemp("pulumi")
+    sandbox = ChartSandbox(work / "sandbox")
+    with sandbox:
+        cert = sandbox.ca.issue("chart-mirror", "chart-mirror", hosts=("127.0.0.1",))
+        archives = sorted((shared_dir() / "charts").glob("*.tgz"))
+        with ChartRegistry(archives, cert=cert.cert, key=cert.key) as registry:
+            project = PulumiProject(
+                toolchain, work / "project", kubeconfig=sandbox.kubeconfig, ca_bundle=sandbox.ca.cert_path
+            )
+            base = yaml.safe_load((REPO_ROOT / "stacks" / "Pulumi.local.yaml").read_text())
+            deployed = Deployed(sandbox, registry, project, base, plain_render)
+            project.write(deployed.config())
+            project.init()
+            deployed.set_config()
+            # no provisioner in the sandbox: pre-bound fake PersistentVolumes for the stack's claims
+            bind_claims(sandbox.client, plain_render.of_kind("PersistentVolumeClaim"))
+            yield deployed
+            print(f"[e2e] pulumi timings: {json.dumps(deployed.timings)}")
+
+
+def _steps(result: Result) -> list[Obj]:
+    doc: Obj = json.loads(result.stdout)
+    return list(doc.get("steps", []))
+
+
+def _kind_name(step: Obj) -> tuple[str, str, str]:
+    state = step.get("newState") or step.get("oldState") or {}
+    inputs = state.get("inputs") or {}
+    meta = inputs.get("metadata") or {}
+    return str(inputs.get("kind", "")), str(meta.get("namespace", "")), str(meta.get("name", ""))
+
+
+def test_preview_on_an_empty_cluster_lists_every_object(deployed: Deployed) -> None:
+    result = deployed.timed("preview (local, empty cluster)", deployed.project.preview("--json"))
+    steps = _steps(result)
+    assert steps and {s["op"] for s in steps} == {"create"}, {s["op"] for s in steps}
+    planned = {_kind_name(s) for s in steps}
+    # every object of the offline render is in the engine's plan ...
+    missing = [
+        (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])
+        for o in deployed.render.objects
+        if (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) not in planned
+    ]
+    assert not missing, f"render objects absent from `pulumi preview`: {missing[:20]}"
+    # ... and so is every chart object (the offline render only lists the releases)
+    deployments = {(ns, name) for kind, ns, name in planned if kind == "Deployment"}
+    for ns in ("jobset-system", "kueue-system", "kubeflow-system"):
+        assert any(d_ns == ns for d_ns, _ in deployments), f"no chart Deployment in {ns}: {sorted(deployments)}"
+    kinds = {kind for kind, _, _ in planned}
+    assert {"CustomResourceDefinition", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} <= kinds
+    # the charts came through the product's air-gap path: the stack's mirror, nothing else
+    pulled = deployed.registry.pulled()
+    expected = {f"{deployed.registry.mirror}/{_upstream_path(r)}:{r['version']}" for r in deployed.render.helm_releases}
+    assert expected <= {p for p in pulled}, (sorted(expected), pulled)
+
+
+def _upstream_path(release: Obj) -> str:
+    """Where a release's chart lives upstream, without the scheme: the path it has under the mirror."""
+    if release.get("repository"):
+        return f"{str(release['repository']).removeprefix('https://').rstrip('/')}/{release['chart']}"
+    return str(release["chart"]).removeprefix("oci://")
+
+
+def test_controllers_have_no_cpu_limit_in_the_rendered_charts(deployed: Deployed) -> None:
+    """The project sets a memory limit only; the charts' own limits.cpu must not survive Helm's merge."""
+    result = deployed.project.preview("--json")
+    found = {}
+    for step in _steps(result):
+        kind, ns, name = _kind_name(step)
+        if kind != "Deployment" or ns not in ("jobset-system", "kueue-system", "kubeflow-system"):
+            continue
+        for c in step["newState"]["inputs"]["spec"]["template"]["spec"]["containers"]:
+            found[f"{ns}/{name}/{c['name']}"] = (c.get("resources") or {}).get("limits") or {}
+    assert found
+    with_cpu = {k: v for k, v in found.items() if "cpu" in v}
+    assert not with_cpu, f"chart containers keep a cpu limit: {with_cpu}"
+    assert all("memory" in v for v in found.values()), found
+
+
+def _cert_secrets(deployed: Deployed) -> dict[tuple[str, str], Obj]:
+    return {(ns, n): deployed.sandbox.client.get("v1", "Secret", n, ns) for ns, n in CERT_SECRETS}
+
+
+def _webhook_rejects_invalid_cluster_queue(deployed: Deployed) -> None:
+    bad = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "e2e-invalid"},
+        "spec": {"cohortName": "Not_A_DNS_Label", "resourceGroups": []},
+    }
+    with pytest.raises(ApiError) as err:
+        deployed.sandbox.client.create(bad, dry_run=True)
+    assert "failed calling webhook" not in err.value.message, err.value.message
+
+
+def test_up_installs_the_platform_from_the_charts(deployed: Deployed) -> None:
+    try:
+        deployed.timed("up (local, empty cluster)", deployed.project.up())
+    except Exception as exc:
+        raise AssertionError(f"{exc}\n{deployed.failure_context()}") from None
+    client = deployed.sandbox.client
+    # the controllers serving the cluster are the chart's Pods, run with the chart's configuration
+    podlet = deployed.sandbox.podlet
+    assert podlet is not None
+    running = {p.namespace for p in podlet.pods.values() if p.process.alive()}
+    assert {"jobset-system", "kueue-system", "kubeflow-system"} <= running, deployed.failure_context()
+    for ns in ("jobset-system", "kueue-system", "kubeflow-system"):
+        for pod in client.list("v1", "Pod", ns):
+            assert pod["spec"]["nodeName"] == SYSTEM_NODE
+    # webhooks are the charts' (Service references, caBundle injected by the controllers), reached via Services
+    for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+        for cfg in client.list("admissionregistration.k8s.io/v1", kind):
+            for hook in cfg.get("webhooks", []):
+                assert "service" in hook["clientConfig"], (cfg["metadata"]["name"], hook["clientConfig"])
+                assert hook["clientConfig"].get("caBundle"), f"{cfg['metadata']['name']}: no caBundle injected"
+    _webhook_rejects_invalid_cluster_queue(deployed)
+    for (ns, name), secret in _cert_secrets(deployed).items():
+        assert secret.get("data", {}).get("tls.crt"), f"{ns}/{name} has no certificate"
+
+
+def test_sdk_scenario_on_what_pulumi_deployed(deployed: Deployed) -> None:
+    sdk_flow(deployed.sandbox, Platform(deployed.render, list(deployed.render.objects)))
+
+
+def test_second_up_changes_nothing(deployed: Deployed) -> None:
+    before = _cert_secrets(deployed)
+    result = deployed.timed("up (local, no change)", deployed.project.up("--expect-no-changes"))
+    assert result.returncode == 0
+    after = _cert_secrets(deployed)
+    for key in before:
+        assert after[key]["metadata"]["resourceVersion"] == before[key]["metadata"]["resourceVersion"], key
+
+
+def test_upgrade_with_a_new_team_keeps_the_webhook_certificates(deployed: Deployed) -> None:
+    before = _cert_secrets(deployed)
+    teams = list(deployed.base["config"]["trainer-platform:teams"])
+    teams.append(
+        {
+            "name": "e2e-new",
+            "quota": {"h100": {"gpus": 0}},
+            "members": {"users": ["carol@example.com"]},
+            "storage": {"size": "1Gi"},
+        }
+    )
+    deployed.kept["teams"] = teams
+    deployed.set_config()
+    # the new team's claim is like every team's (class, access modes), with its own size
+    claim = dict(deployed.render.of_kind("PersistentVolumeClaim")[0])
+    claim["metadata"] = {"namespace": "e2e-new", "name": claim["metadata"]["name"]}
+    claim["spec"] = {**claim["spec"], "resources": {"requests": {"storage": "1Gi"}}}
+    bind_claims(deployed.sandbox.client, [claim])
+    deployed.timed("up (local, a new team)", deployed.project.up())
+    after = _cert_secrets(deployed)
+    for key, secret in before.items():
+        assert after[key].get("data") == secret.get("data"), f"{key}: webhook certificate changed by `pulumi up`"
+    _webhook_rejects_invalid_cluster_queue(deployed)
+
+
+def test_policy_pack_in_the_engine_blocks_a_violating_change(deployed: Deployed) -> None:
+    deployed.set_config(
+        components={
+            **deployed.base["config"]["trainer-platform:components"],
+            "kueue": {
+                **deployed.base["config"]["trainer-platform:components"]["kueue"],
+                # `resources.requests: {}` is not a violation: Helm keeps the chart's defaults; null removes them
+                "values": {"controllerManager": {"manager": {"resources": {"requests": None}}}},
+            },
+        }
+    )
+    try:
+        result = deployed.project.preview(check=False)
+    finally:
+        deployed.set_config()
+    assert result.returncode != 0, result.output[-3000:]
+    assert "controllers-request-resources" in result.output, result.output[-3000:]
+    assert SENTINEL not in result.output
+
+
+def test_secrets_never_appear_in_state_output_or_messages(deployed: Deployed) -> None:
+    state = deployed.project.state_files_text()
+    assert state, "the file backend wrote no state"
+    assert SENTINEL not in state
+    assert base64.b64encode(SENTINEL.encode()).decode() not in state
+    for result in deployed.project.results:
+        assert SENTINEL not in result.output, result.args
+    secret = deployed.sandbox.client.get("v1", "Secret", "hf-token", "nlp")
+    assert base64.b64decode(secret["data"]["HF_TOKEN"]).decode() == SENTINEL  # it did reach the cluster
+
+
+def test_destroy_refuses_protected_data_until_the_documented_opt_in(deployed: Deployed) -> None:
+    client = deployed.sandbox.client
+    refused = deployed.project.destroy(check=False)
+    assert refused.returncode != 0
+    assert "protected" in refused.output
+    assert client.get("v1", "Namespace", "nlp")
+    assert client.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", "clusterqueues.kueue.x-k8s.io")
+    # the refusal deleted nothing, not even what is unprotected
+    queue = client.get("kueue.x-k8s.io/v1beta2", "ClusterQueue", "nlp")
+    assert "deletionTimestamp" not in queue["metadata"], "a refused destroy deleted the ClusterQueue"
+    # docs/data-safety.md "Tear down the whole platform": TrainJobs first (Kueue and Trainer keep the queues,
+    # flavors and runtimes they use), allowDataLoss + up drops the protection (deletes nothing), then destroy
+    for ns in client.list("v1", "Namespace"):
+        for tj in client.list("trainer.kubeflow.org/v1alpha1", "TrainJob", ns["metadata"]["name"]):
+            client.delete("trainer.kubeflow.org/v1alpha1", "TrainJob", tj["metadata"]["name"], ns["metadata"]["name"])
+    deployed.set_config(allowDataLoss=True)
+    deployed.project.up()
+    assert client.get("v1", "Namespace", "nlp")
+    export = deployed.project.export()
+    resources = export["deployment"]["resources"]
+    retained = {r["urn"] for r in resources if r.get("retainOnDelete")}
+    deployed.timed("destroy (local, opt-in)", deployed.project.destroy())
+    gone = []
+    for r in resources:
+        inputs = r.get("inputs") or {}
+        if not str(r["type"]).startswith("kubernetes:") or "kind" not in inputs or r["urn"] in retained:
+            continue
+        meta = inputs.get("metadata") or {}
+        try:
+            client.get(inputs["apiVersion"], inputs["kind"], meta["name"], meta.get("namespace"))
+        except ApiError as exc:
+            if exc.status == 404:
+                gone.append(r["urn"])
+                continue
+            raise
+        wait_for(
+            f"{inputs['kind']} {meta.get('namespace', '')}/{meta['name']} to be deleted",
+            functools.partial(_absent, client, inputs, meta),
+            120,
+        )
+    assert gone
+
+
+def _absent(client: Any, inputs: Obj, meta: Obj) -> bool:
+    try:
+        client.get(inputs["apiVersion"], inputs["kind"], meta["name"], meta.get("namespace"))
+    except ApiError as exc:
+        return exc.status == 404
+    return False

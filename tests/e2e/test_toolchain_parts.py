@@ -1,0 +1,142 @@
+"""Pure parts of the Pulumi toolchain build and the chart mirror (run in ``make test``, no binaries needed)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import tarfile
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.build import BuildError
+from tests.e2e.chart_registry import CHART_TYPE, CONFIG_TYPE, ChartRegistry
+from tests.e2e.toolchain import (
+    Toolchain,
+    ToolchainVersions,
+    cli_go_mod,
+    drop_local_replaces,
+    drop_requirement,
+    pin_requirements,
+    project_requirements,
+)
+
+LANGHOST_GOMOD = """module github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3
+
+go 1.25.11
+
+replace (
+\tgithub.com/atotto/clipboard => github.com/tgummerer/clipboard v0.0.0-20241001131231-d02d263e614e
+\tgithub.com/pulumi/pulumi/pkg/v3 => ../../../../pkg
+\tgithub.com/pulumi/pulumi/sdk/v3 => ../../..
+)
+
+require (
+\tgithub.com/blang/semver v3.5.1+incompatible
+\tgithub.com/pulumi/pulumi/pkg/v3 v3.243.0
+\tgithub.com/pulumi/pulumi/sdk/v3 v3.258.0
+)
+"""
+
+
+def test_language_host_gomod_loses_local_replaces_and_gets_pinned() -> None:
+    pkg, sdk = "github.com/pulumi/pulumi/pkg/v3", "github.com/pulumi/pulumi/sdk/v3"
+    text = pin_requirements(drop_local_replaces(LANGHOST_GOMOD, {pkg, sdk}), {pkg: "3.259.0", sdk: "3.259.0"})
+    assert "=> ../" not in text
+    assert "github.com/atotto/clipboard => github.com/tgummerer/clipboard" in text  # kept: not local
+    assert f"\t{pkg} v3.259.0\n" in text and f"\t{sdk} v3.259.0\n" in text
+    assert "v3.243.0" not in text and "v3.258.0" not in text
+
+
+def test_pin_requirements_refuses_a_module_the_gomod_does_not_require() -> None:
+    with pytest.raises(ValueError, match=r"does not require example\.com/x"):
+        pin_requirements(LANGHOST_GOMOD, {"example.com/x": "1.0.0"})
+
+
+def test_drop_requirement_removes_only_that_module() -> None:
+    text = drop_requirement(LANGHOST_GOMOD, "github.com/blang/semver")
+    assert "blang/semver" not in text and "pulumi/pkg/v3 v3.243.0" in text
+
+
+def test_cli_gomod_pins_pkg_and_sdk_with_the_clipboard_replace() -> None:
+    text = cli_go_mod("3.259.0")
+    assert "github.com/pulumi/pulumi/pkg/v3 v3.259.0" in text and "github.com/pulumi/pulumi/sdk/v3 v3.259.0" in text
+    assert "replace github.com/atotto/clipboard => github.com/tgummerer/clipboard" in text
+
+
+def test_e2e_venv_pins_the_sdks_and_keeps_the_other_runtime_dependencies(tmp_path: Path) -> None:
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(
+        '[project]\nname = "x"\ndependencies = ["pulumi>=3.200,<4", "pulumi-kubernetes>=4.34,<5", "pydantic>=2"]\n'
+    )
+    reqs = project_requirements(pyproject, ToolchainVersions().python_sdks)
+    assert reqs == ["pulumi==3.259.0", "pulumi-kubernetes==4.32.0", "pydantic>=2"]
+
+
+def test_a_missing_archive_names_the_step_and_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRAINER_PLATFORM_SHARED", str(tmp_path))
+    toolchain = Toolchain(root=tmp_path / "cache")
+    with pytest.raises(BuildError) as err:
+        toolchain.build_language_host()
+    message = str(err.value)
+    assert "'pulumi-language-python'" in message
+    assert str(tmp_path / "upstream-src" / "pulumi-language-python-v3.259.0.tar.gz") in message
+
+
+def test_a_corrupted_archive_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    upstream = tmp_path / "upstream-src"
+    upstream.mkdir()
+    (upstream / "pulumi-language-python-v3.259.0.tar.gz").write_bytes(b"not the archive")
+    (upstream / "SHA256SUMS").write_text(f"{'0' * 64}  pulumi-language-python-v3.259.0.tar.gz\n")
+    monkeypatch.setenv("TRAINER_PLATFORM_SHARED", str(tmp_path))
+    with pytest.raises(BuildError, match="does not match its SHA256SUMS"):
+        Toolchain(root=tmp_path / "cache").build_language_host()
+
+
+def _chart_archive(name: str, version: str) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for path, text in {
+            f"{name}/Chart.yaml": f"apiVersion: v2\nname: {name}\nversion: {version}\n",
+            f"{name}/charts/dep/Chart.yaml": "apiVersion: v2\nname: dep\nversion: 9.9.9\n",
+        }.items():
+            data = text.encode()
+            info = tarfile.TarInfo(path)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _get(url: str) -> tuple[int, bytes, dict[str, str]]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            return resp.status, resp.read(), dict(resp.headers)
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read(), dict(exc.headers)
+
+
+def test_the_mirror_serves_a_chart_under_its_prefix_and_nothing_else(tmp_path: Path) -> None:
+    archive = tmp_path / "kueue-0.19.2.tgz"
+    archive.write_bytes(_chart_archive("kueue", "0.19.2"))
+    with ChartRegistry([archive]) as registry:
+        assert registry.mirror == f"oci://{registry.host}/charts"
+        base = f"http://{registry.host}/v2/charts/registry.k8s.io/kueue/charts/kueue"
+        status, body, headers = _get(f"{base}/manifests/0.19.2")
+        assert status == 200
+        manifest = json.loads(body)
+        assert headers["Docker-Content-Digest"] == "sha256:" + hashlib.sha256(body).hexdigest()
+        assert manifest["config"]["mediaType"] == CONFIG_TYPE
+        layer = manifest["layers"][0]
+        assert layer["mediaType"] == CHART_TYPE
+        status, blob, _ = _get(f"{base}/blobs/{layer['digest']}")
+        assert status == 200 and blob == archive.read_bytes()
+        status, config, _ = _get(f"{base}/blobs/{manifest['config']['digest']}")
+        assert json.loads(config)["name"] == "kueue"  # the top-level chart, not the bundled dependency
+        assert json.loads(_get(f"{base}/tags/list")[1])["tags"] == ["0.19.2"]
+        assert _get(f"{base}/manifests/0.19.1")[0] == 404
+        assert _get(f"http://{registry.host}/v2/kueue/charts/kueue/manifests/0.19.2")[0] == 404  # not under the prefix
+        assert _get(f"http://{registry.host}/v2/charts/x/jobset/manifests/0.19.2")[0] == 404
+        assert registry.pulled() == [f"oci://{registry.host}/charts/registry.k8s.io/kueue/charts/kueue:0.19.2"]

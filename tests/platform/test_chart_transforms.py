@@ -1,0 +1,57 @@
+"""Transforms on chart objects: what Pulumi applies of the charts' own manifests."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from typing import Any
+
+import pulumi
+import pytest
+import yaml
+
+from tests.e2e.versions import shared_dir
+from trainer_infra.platform.helm import SECRET_TYPE, leave_controller_secrets
+
+
+def _args(type_: str, props: dict[str, Any]) -> pulumi.ResourceTransformArgs:
+    return pulumi.ResourceTransformArgs(custom=True, type_=type_, name="x", props=props, opts=pulumi.ResourceOptions())
+
+
+def _chart_secret_data(archive: str, template: str) -> dict[str, Any]:
+    """The literal `data:` block of a chart's Secret template (it has no template expressions)."""
+    path = shared_dir() / "charts" / archive
+    if not path.exists():
+        pytest.skip(f"{path} not present (TRAINER_PLATFORM_SHARED)")
+    with tarfile.open(path) as tar:
+        member = tar.extractfile(template)
+        assert member is not None
+        text = member.read().decode()
+    block = text[text.index("\ndata:\n") :].split("{{", 1)[0]
+    data: dict[str, Any] = yaml.safe_load(io.StringIO(block))["data"]
+    return data
+
+
+@pytest.mark.parametrize(
+    ("archive", "template"),
+    [
+        ("jobset-0.12.0.tgz", "jobset/templates/internalcert/secret.yaml"),
+        ("kubeflow-trainer-2.2.1.tgz", "kubeflow-trainer/templates/webhook/secret.yaml"),
+    ],
+)
+def test_webhook_cert_placeholders_are_created_without_data_and_never_diffed(archive: str, template: str) -> None:
+    data = _chart_secret_data(archive, template)
+    assert data and set(data.values()) == {""}, "the chart ships empty keys the controller fills"
+    props = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "webhook-cert"}, "data": data}
+    result = leave_controller_secrets(_args(SECRET_TYPE, props))
+    assert result is not None
+    assert "data" not in result.props and result.props["metadata"] == {"name": "webhook-cert"}
+    assert result.opts is not None and result.opts.ignore_changes == ["data"]
+
+
+def test_secrets_with_content_and_other_kinds_are_left_alone() -> None:
+    filled = {"apiVersion": "v1", "kind": "Secret", "data": {"token": "c2VjcmV0"}}
+    assert leave_controller_secrets(_args(SECRET_TYPE, filled)) is None
+    assert leave_controller_secrets(_args(SECRET_TYPE, {"kind": "Secret"})) is None
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": ""}}
+    assert leave_controller_secrets(_args("kubernetes:core/v1:ConfigMap", config)) is None
