@@ -16,27 +16,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from trainer_infra.manifests.pod_security import BASELINE_CAPABILITIES
+
 # Volume sources a team pod may use: the team's claims and the in-pod kinds (issue #12's admission policy).
 SAFE_VOLUMES = frozenset(
     {"name", "configMap", "secret", "emptyDir", "projected", "downwardAPI", "persistentVolumeClaim"}
-)
-# Pod Security baseline: capabilities a container may add (check_capabilities_baseline.go).
-BASELINE_CAPABILITIES = frozenset(
-    {
-        "AUDIT_WRITE",
-        "CHOWN",
-        "DAC_OVERRIDE",
-        "FOWNER",
-        "FSETID",
-        "KILL",
-        "MKNOD",
-        "NET_BIND_SERVICE",
-        "SETFCAP",
-        "SETGID",
-        "SETPCAP",
-        "SETUID",
-        "SYS_CHROOT",
-    }
 )
 
 
