@@ -67,10 +67,27 @@ def kind_name(step: dict[str, Any]) -> tuple[str, str, str]:
 
 
 def diagnostics(output: str, limit: int = 6000) -> str:
-    """The engine's ``Diagnostics:`` section (what failed and why), or the output's tail."""
+    """What failed and why: the engine's ``Diagnostics:`` section, the error diagnostics of a ``--json`` run
+    (each with its resource, long ones cut in the middle), or else the output's tail."""
     start = output.find("Diagnostics:")
-    text = output[start:] if start >= 0 else output
-    return text[:limit] if start >= 0 else text[-limit:]
+    if start >= 0:
+        return output[start : start + limit]
+    try:
+        doc = json.loads(output[output.find("{") :]) if "{" in output else {}
+    except json.JSONDecodeError:
+        doc = {}
+    errors = [d for d in doc.get("diagnostics", []) if d.get("severity") == "error"] if isinstance(doc, dict) else []
+    if errors:
+        share = max(limit // len(errors), 300)
+        return "\n".join(
+            f"{d.get('urn', '(no resource)')}: {_cut(str(d.get('message', '')).strip(), share)}" for d in errors
+        )
+    return output[-limit:]
+
+
+def _cut(text: str, size: int) -> str:
+    """Head and tail: a provider error puts the object first and the API server's reason last."""
+    return text if len(text) <= size else f"{text[: size // 2]} … {text[-size // 2 :]}"
 
 
 def stack_config(base: dict[str, Any], *, context: str, mirror: str, **overrides: Any) -> dict[str, Any]:

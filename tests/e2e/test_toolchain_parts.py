@@ -14,6 +14,7 @@ import pytest
 
 from tests.e2e.build import BuildError
 from tests.e2e.chart_registry import CHART_TYPE, CONFIG_TYPE, ChartRegistry
+from tests.e2e.pulumi_stack import diagnostics
 from tests.e2e.run import GO_STEPS, with_pulumi
 from tests.e2e.toolchain import (
     Toolchain,
@@ -159,3 +160,20 @@ def test_ci_runs_the_install_path_only_once_its_go_binaries_are_built(
                 output.write_text("")
     assert toolchain.missing() == ["python-venv", "pulumi-python-plugin"]
     assert with_pulumi([], "auto", toolchain)  # the venv and the plugin script are built on the way
+
+
+def test_a_failed_json_preview_shows_each_error_and_its_resource() -> None:
+    """`--json` output has no `Diagnostics:` section; its long messages must not push the cause out of view."""
+    doc = {
+        "steps": [],
+        "diagnostics": [
+            {"urn": "urn:a", "message": "x" * 9000 + " the cause", "severity": "error"},
+            {"urn": "urn:b", "message": "second failure", "severity": "error"},
+            {"message": "just info", "severity": "info"},
+        ],
+    }
+    shown = diagnostics(json.dumps(doc, indent=2), limit=2000)
+    assert "urn:a: xxx" in shown and "the cause" in shown and "urn:b: second failure" in shown
+    assert "just info" not in shown
+    assert len(shown) < 2100
+    assert diagnostics("Updating...\nDiagnostics:\n  boom\n") == "Diagnostics:\n  boom\n"
