@@ -160,13 +160,16 @@ class PulumiProject:
         env.pop("PULUMI_ACCESS_TOKEN", None)
         return env
 
-    def run(self, *args: str, check: bool = True, timeout: float = 1800) -> Result:
+    def run(self, *args: str, check: bool = True, timeout: float = 1800, env: dict[str, str] | None = None) -> Result:
         """Run ``pulumi <args>`` in the project; on failure raise with the engine's diagnostics."""
-        return self._exec([str(self.toolchain.pulumi), *args, "--non-interactive"], check=check, timeout=timeout)
+        return self._exec(
+            [str(self.toolchain.pulumi), *args, "--non-interactive"], check=check, timeout=timeout, env=env
+        )
 
-    def _exec(self, cmd: list[str], *, check: bool, timeout: float) -> Result:
+    def _exec(self, cmd: list[str], *, check: bool, timeout: float, env: dict[str, str] | None = None) -> Result:
         start = time.monotonic()
-        proc = subprocess.run(cmd, cwd=self.workdir, env=self.env(), capture_output=True, text=True, timeout=timeout)
+        full_env = {**self.env(), **(env or {})}
+        proc = subprocess.run(cmd, cwd=self.workdir, env=full_env, capture_output=True, text=True, timeout=timeout)
         result = Result(tuple(cmd[1:]), proc.returncode, proc.stdout, proc.stderr, round(time.monotonic() - start, 1))
         self.results.append(result)
         if check and proc.returncode != 0:
@@ -187,8 +190,10 @@ class PulumiProject:
         """The PR workflow's preview (``.ci/pulumi-preview``): ``--diff`` with the policy pack enforced."""
         return self._exec(["bash", str(PREVIEW_SCRIPT), *extra], check=check, timeout=timeout)
 
-    def up(self, *extra: str, check: bool = True, timeout: float = 1800) -> Result:
-        return self.run("up", "--yes", "--skip-preview", "--stack", STACK, *extra, check=check, timeout=timeout)
+    def up(self, *extra: str, check: bool = True, timeout: float = 1800, env: dict[str, str] | None = None) -> Result:
+        return self.run(
+            "up", "--yes", "--skip-preview", "--stack", STACK, *extra, check=check, timeout=timeout, env=env
+        )
 
     def destroy(self, *extra: str, check: bool = True) -> Result:
         """With its preview, as documented: the preview refuses protected deletions before anything is deleted."""
