@@ -4,7 +4,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 STACK  ?= local
 
-.PHONY: render validate test lint typecheck unit bench docs clean e2e e2e-pulumi sandbox-up sandbox-down
+.PHONY: render validate test lint typecheck unit bench bench-pulumi docs clean e2e e2e-pulumi sandbox-up sandbox-down
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -38,6 +38,9 @@ e2e: $(STAMP)  ## real etcd/kube-apiserver/kwok/JobSet/Kueue/Trainer on loopback
 
 e2e-pulumi: $(STAMP)  ## also the real `pulumi preview/up/destroy` (builds the Pulumi toolchain once; root: own network namespace)
 	E2E_PULUMI=1 $(PY) -m tests.e2e.run
+
+bench-pulumi: $(STAMP)  ## preview + up of a 1,000-team synthetic stack through the real engine (BENCH_TEAMS=N; root)
+	$(PY) -m tests.e2e.run -m e2e tests/e2e/test_pulumi_scale.py
 
 sandbox-up: $(STAMP)  ## try the platform without a cluster: the local stack on the e2e control plane
 	$(PY) -m tests.e2e.sandbox up --stack $(STACK)

@@ -164,6 +164,14 @@ def test_runtimes_are_protected_and_retained_and_removal_takes_two_deliberate_st
     ]
 
 
+def test_allow_data_loss_lets_a_destroy_delete_the_runtimes() -> None:
+    """Retained runtimes would outlive the Trainer controller on a destroy, and the CRD's delete would then wait
+    forever on their finalizer (seen with the real engine, tests/e2e/test_pulumi.py)."""
+    rendered = render({**MINIMAL, "allowDataLoss": True})
+    runtimes = [r for r in rendered.resources if r["name"].startswith("clustertrainingruntime-")]
+    assert runtimes and all((r["protect"], r["retainOnDelete"]) == (False, False) for r in runtimes)
+
+
 def test_a_new_version_rolls_to_dev_while_prod_pins_the_old(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = tmp_path / "runtimes"
     shutil.copytree(CATALOG, folder)

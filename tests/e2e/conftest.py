@@ -9,7 +9,7 @@ import pytest
 
 from tests.e2e.build import Builder
 from tests.e2e.kube import wait_for
-from tests.e2e.platform import Platform, delete_trainjobs, node_ready
+from tests.e2e.platform import Platform, delete_trainjobs, node_ready, wait_admission_enforced
 from tests.e2e.render import RenderOutput, apply_render, controller_users, kueue_settings, render_stack
 from tests.e2e.sandbox import Sandbox
 
@@ -89,7 +89,11 @@ def platform(sandbox: Sandbox, local_render: RenderOutput) -> Platform:
     wait_for(
         f"kwok nodes {nodes} Ready", lambda: all(node_ready(sandbox.client.get("v1", "Node", n)) for n in nodes), 90
     )
-    return Platform(render, objects)
+    platform = Platform(render, objects)
+    if render.of_kind("ValidatingAdmissionPolicy"):
+        for team in platform.render_teams():
+            wait_admission_enforced(sandbox.client, team.namespace)
+    return platform
 
 
 @pytest.fixture

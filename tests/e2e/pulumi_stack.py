@@ -15,14 +15,18 @@ import json
 import os
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from tests.e2e.chart_registry import ChartRegistry
+from tests.e2e.chart_sandbox import ChartSandbox
 from tests.e2e.toolchain import Toolchain
-from tests.e2e.versions import REPO_ROOT
+from tests.e2e.versions import REPO_ROOT, cache_root, shared_dir
 
 STACK = "e2e"
 #: A throwaway passphrase for the e2e's own secrets provider (the state lives in a temporary directory).
@@ -48,12 +52,42 @@ class Result:
     def output(self) -> str:
         return self.stdout + self.stderr
 
+    def steps(self) -> list[dict[str, Any]]:
+        """The engine's planned steps of a ``--json`` preview."""
+        doc: dict[str, Any] = json.loads(self.stdout)
+        return list(doc.get("steps", []))
+
+
+def kind_name(step: dict[str, Any]) -> tuple[str, str, str]:
+    """(kind, namespace, name) of the Kubernetes object a preview step creates, changes or deletes."""
+    state = step.get("newState") or step.get("oldState") or {}
+    inputs = state.get("inputs") or {}
+    meta = inputs.get("metadata") or {}
+    return str(inputs.get("kind", "")), str(meta.get("namespace", "")), str(meta.get("name", ""))
+
 
 def diagnostics(output: str, limit: int = 6000) -> str:
-    """The engine's ``Diagnostics:`` section (what failed and why), or the output's tail."""
+    """What failed and why: the engine's ``Diagnostics:`` section, the error diagnostics of a ``--json`` run
+    (each with its resource, long ones cut in the middle), or else the output's tail."""
     start = output.find("Diagnostics:")
-    text = output[start:] if start >= 0 else output
-    return text[:limit] if start >= 0 else text[-limit:]
+    if start >= 0:
+        return output[start : start + limit]
+    try:
+        doc = json.loads(output[output.find("{") :]) if "{" in output else {}
+    except json.JSONDecodeError:
+        doc = {}
+    errors = [d for d in doc.get("diagnostics", []) if d.get("severity") == "error"] if isinstance(doc, dict) else []
+    if errors:
+        share = max(limit // len(errors), 300)
+        return "\n".join(
+            f"{d.get('urn', '(no resource)')}: {_cut(str(d.get('message', '')).strip(), share)}" for d in errors
+        )
+    return output[-limit:]
+
+
+def _cut(text: str, size: int) -> str:
+    """Head and tail: a provider error puts the object first and the API server's reason last."""
+    return text if len(text) <= size else f"{text[: size // 2]} … {text[-size // 2 :]}"
 
 
 def stack_config(base: dict[str, Any], *, context: str, mirror: str, **overrides: Any) -> dict[str, Any]:
@@ -126,13 +160,16 @@ class PulumiProject:
         env.pop("PULUMI_ACCESS_TOKEN", None)
         return env
 
-    def run(self, *args: str, check: bool = True, timeout: float = 1800) -> Result:
+    def run(self, *args: str, check: bool = True, timeout: float = 1800, env: dict[str, str] | None = None) -> Result:
         """Run ``pulumi <args>`` in the project; on failure raise with the engine's diagnostics."""
-        return self._exec([str(self.toolchain.pulumi), *args, "--non-interactive"], check=check, timeout=timeout)
+        return self._exec(
+            [str(self.toolchain.pulumi), *args, "--non-interactive"], check=check, timeout=timeout, env=env
+        )
 
-    def _exec(self, cmd: list[str], *, check: bool, timeout: float) -> Result:
+    def _exec(self, cmd: list[str], *, check: bool, timeout: float, env: dict[str, str] | None = None) -> Result:
         start = time.monotonic()
-        proc = subprocess.run(cmd, cwd=self.workdir, env=self.env(), capture_output=True, text=True, timeout=timeout)
+        full_env = {**self.env(), **(env or {})}
+        proc = subprocess.run(cmd, cwd=self.workdir, env=full_env, capture_output=True, text=True, timeout=timeout)
         result = Result(tuple(cmd[1:]), proc.returncode, proc.stdout, proc.stderr, round(time.monotonic() - start, 1))
         self.results.append(result)
         if check and proc.returncode != 0:
@@ -149,12 +186,14 @@ class PulumiProject:
     def config_secret(self, path: str, value: str) -> None:
         self.run("config", "set", "--secret", "--path", path, value, "--stack", STACK)
 
-    def preview(self, *extra: str, check: bool = True) -> Result:
+    def preview(self, *extra: str, check: bool = True, timeout: float = 1800) -> Result:
         """The PR workflow's preview (``.ci/pulumi-preview``): ``--diff`` with the policy pack enforced."""
-        return self._exec(["bash", str(PREVIEW_SCRIPT), *extra], check=check, timeout=1800)
+        return self._exec(["bash", str(PREVIEW_SCRIPT), *extra], check=check, timeout=timeout)
 
-    def up(self, *extra: str, check: bool = True) -> Result:
-        return self.run("up", "--yes", "--skip-preview", "--stack", STACK, *extra, check=check)
+    def up(self, *extra: str, check: bool = True, timeout: float = 1800, env: dict[str, str] | None = None) -> Result:
+        return self.run(
+            "up", "--yes", "--skip-preview", "--stack", STACK, *extra, check=check, timeout=timeout, env=env
+        )
 
     def destroy(self, *extra: str, check: bool = True) -> Result:
         """With its preview, as documented: the preview refuses protected deletions before anything is deleted."""
@@ -168,3 +207,47 @@ class PulumiProject:
     def state_files_text(self) -> str:
         """Everything the file backend wrote (checkpoints, history, backups)."""
         return "\n".join(p.read_text(errors="replace") for p in sorted(self.state_dir.rglob("*")) if p.is_file())
+
+
+def record_timing(name: str, result: Result) -> None:
+    """Print the step's time and append it to the cache's history, so numbers survive the run for notes."""
+    record = cache_root() / "toolchain" / "e2e-timings.json"
+    record.parent.mkdir(parents=True, exist_ok=True)
+    history = json.loads(record.read_text()) if record.exists() else []
+    history.append({"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "step": name, "seconds": result.seconds})
+    record.write_text(json.dumps(history, indent=2) + "\n")
+    print(f"[e2e] {name}: {result.seconds} s", flush=True)
+
+
+@dataclass
+class Installation:
+    """An empty control plane, the chart mirror and a Pulumi project whose stack points at both."""
+
+    sandbox: ChartSandbox
+    registry: ChartRegistry
+    project: PulumiProject
+
+    def config(self, base: dict[str, Any], **overrides: Any) -> dict[str, Any]:
+        ctx = yaml.safe_load(self.sandbox.kubeconfig.read_text())["current-context"]
+        return stack_config(base, context=ctx, mirror=self.registry.mirror, **overrides)
+
+
+@contextmanager
+def installation(work: Path, base: dict[str, Any]) -> Iterator[Installation]:
+    """Build the toolchain (unless ``E2E_NO_BUILD=1``: the runner built it), start the sandbox and the chart
+    mirror, init the stack with ``base``; everything is stopped on exit."""
+    toolchain = Toolchain()
+    if os.environ.get("E2E_NO_BUILD") != "1":
+        toolchain.build()
+    sandbox = ChartSandbox(work / "sandbox")
+    with sandbox:
+        cert = sandbox.ca.issue("chart-mirror", "chart-mirror", hosts=("127.0.0.1",))
+        archives = sorted((shared_dir() / "charts").glob("*.tgz"))
+        with ChartRegistry(archives, cert=cert.cert, key=cert.key) as registry:
+            project = PulumiProject(
+                toolchain, work / "project", kubeconfig=sandbox.kubeconfig, ca_bundle=sandbox.ca.cert_path
+            )
+            found = Installation(sandbox, registry, project)
+            project.write(found.config(base))
+            project.init()
+            yield found

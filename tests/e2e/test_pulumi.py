@@ -12,8 +12,6 @@ from __future__ import annotations
 import base64
 import functools
 import json
-import os
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,11 +23,10 @@ from tests.e2e.chart_registry import ChartRegistry
 from tests.e2e.chart_sandbox import SYSTEM_NODE, ChartSandbox
 from tests.e2e.kube import ApiError, wait_for
 from tests.e2e.platform import Platform
-from tests.e2e.pulumi_stack import PulumiProject, Result, stack_config
+from tests.e2e.pulumi_stack import Installation, PulumiProject, Result, installation, kind_name, record_timing
 from tests.e2e.render import RenderOutput, bind_claims, render_stack
 from tests.e2e.test_scenarios import sdk_flow
-from tests.e2e.toolchain import Toolchain
-from tests.e2e.versions import REPO_ROOT, cache_root, shared_dir
+from tests.e2e.versions import REPO_ROOT
 
 pytestmark = pytest.mark.e2e
 
@@ -49,34 +46,33 @@ CERT_SECRETS = (
 class Deployed:
     """Everything the module's tests share."""
 
-    sandbox: ChartSandbox
-    registry: ChartRegistry
-    project: PulumiProject
+    installed: Installation
     base: Obj
     render: RenderOutput
     timings: dict[str, float] = field(default_factory=dict)
     #: config changes that later steps keep (an upgrade stays applied)
     kept: dict[str, Any] = field(default_factory=dict)
 
-    def config(self, **overrides: Any) -> Obj:
-        ctx = yaml.safe_load(self.sandbox.kubeconfig.read_text())["current-context"]
-        return stack_config(self.base, context=ctx, mirror=self.registry.mirror, **overrides)
+    @property
+    def sandbox(self) -> ChartSandbox:
+        return self.installed.sandbox
+
+    @property
+    def registry(self) -> ChartRegistry:
+        return self.installed.registry
+
+    @property
+    def project(self) -> PulumiProject:
+        return self.installed.project
 
     def set_config(self, **overrides: Any) -> None:
         """The stack as deployed so far (``kept``) plus ``overrides`` for this step only."""
-        self.project.write_stack(self.config(**{**self.kept, **overrides}))
+        self.project.write_stack(self.installed.config(self.base, **{**self.kept, **overrides}))
         self.project.config_secret("trainer-platform:teams[0].secrets.hfToken", SENTINEL)
 
     def timed(self, name: str, result: Result) -> Result:
         self.timings[name] = result.seconds
-        record = cache_root() / "toolchain" / "e2e-timings.json"
-        record.parent.mkdir(parents=True, exist_ok=True)
-        history = json.loads(record.read_text()) if record.exists() else []
-        history.append(
-            {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "step": name, "seconds": result.seconds}
-        )
-        record.write_text(json.dumps(history, indent=2) + "\n")
-        print(f"[e2e] {name}: {result.seconds} s")
+        record_timing(name, result)
         return result
 
     def failure_context(self) -> str:
@@ -92,46 +88,21 @@ def plain_render(tmp_path_factory: pytest.TempPathFactory) -> RenderOutput:
 
 @pytest.fixture(scope="module")
 def deployed(tmp_path_factory: pytest.TempPathFactory, plain_render: RenderOutput) -> Iterator[Deployed]:
-    toolchain = Toolchain()
-    if os.environ.get("E2E_NO_BUILD") != "1":
-        toolchain.build()
-    work = tmp_path_factory.mktemp("pulumi")
-    sandbox = ChartSandbox(work / "sandbox")
-    with sandbox:
-        cert = sandbox.ca.issue("chart-mirror", "chart-mirror", hosts=("127.0.0.1",))
-        archives = sorted((shared_dir() / "charts").glob("*.tgz"))
-        with ChartRegistry(archives, cert=cert.cert, key=cert.key) as registry:
-            project = PulumiProject(
-                toolchain, work / "project", kubeconfig=sandbox.kubeconfig, ca_bundle=sandbox.ca.cert_path
-            )
-            base = yaml.safe_load((REPO_ROOT / "stacks" / "Pulumi.local.yaml").read_text())
-            deployed = Deployed(sandbox, registry, project, base, plain_render)
-            project.write(deployed.config())
-            project.init()
-            deployed.set_config()
-            # no provisioner in the sandbox: pre-bound fake PersistentVolumes for the stack's claims
-            bind_claims(sandbox.client, plain_render.of_kind("PersistentVolumeClaim"))
-            yield deployed
-            print(f"[e2e] pulumi timings: {json.dumps(deployed.timings)}")
-
-
-def _steps(result: Result) -> list[Obj]:
-    doc: Obj = json.loads(result.stdout)
-    return list(doc.get("steps", []))
-
-
-def _kind_name(step: Obj) -> tuple[str, str, str]:
-    state = step.get("newState") or step.get("oldState") or {}
-    inputs = state.get("inputs") or {}
-    meta = inputs.get("metadata") or {}
-    return str(inputs.get("kind", "")), str(meta.get("namespace", "")), str(meta.get("name", ""))
+    base = yaml.safe_load((REPO_ROOT / "stacks" / "Pulumi.local.yaml").read_text())
+    with installation(tmp_path_factory.mktemp("pulumi"), base) as installed:
+        deployed = Deployed(installed, base, plain_render)
+        deployed.set_config()
+        # no provisioner in the sandbox: pre-bound fake PersistentVolumes for the stack's claims
+        bind_claims(deployed.sandbox.client, plain_render.of_kind("PersistentVolumeClaim"))
+        yield deployed
+        print(f"[e2e] pulumi timings: {json.dumps(deployed.timings)}")
 
 
 def test_preview_on_an_empty_cluster_lists_every_object(deployed: Deployed) -> None:
     result = deployed.timed("preview (local, empty cluster)", deployed.project.preview("--json"))
-    steps = _steps(result)
+    steps = result.steps()
     assert steps and {s["op"] for s in steps} == {"create"}, {s["op"] for s in steps}
-    planned = {_kind_name(s) for s in steps}
+    planned = {kind_name(s) for s in steps}
     # every object of the offline render is in the engine's plan ...
     missing = [
         (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])
@@ -162,8 +133,8 @@ def test_controllers_have_no_cpu_limit_in_the_rendered_charts(deployed: Deployed
     """The project sets a memory limit only; the charts' own limits.cpu must not survive Helm's merge."""
     result = deployed.project.preview("--json")
     found = {}
-    for step in _steps(result):
-        kind, ns, name = _kind_name(step)
+    for step in result.steps():
+        kind, ns, name = kind_name(step)
         if kind != "Deployment" or ns not in ("jobset-system", "kueue-system", "kubeflow-system"):
             continue
         for c in step["newState"]["inputs"]["spec"]["template"]["spec"]["containers"]:

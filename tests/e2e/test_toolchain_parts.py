@@ -14,6 +14,8 @@ import pytest
 
 from tests.e2e.build import BuildError
 from tests.e2e.chart_registry import CHART_TYPE, CONFIG_TYPE, ChartRegistry
+from tests.e2e.pulumi_stack import diagnostics
+from tests.e2e.run import GO_STEPS, with_pulumi
 from tests.e2e.toolchain import (
     Toolchain,
     ToolchainVersions,
@@ -140,3 +142,38 @@ def test_the_mirror_serves_a_chart_under_its_prefix_and_nothing_else(tmp_path: P
         assert _get(f"http://{registry.host}/v2/kueue/charts/kueue/manifests/0.19.2")[0] == 404  # not under the prefix
         assert _get(f"http://{registry.host}/v2/charts/x/jobset/manifests/0.19.2")[0] == 404
         assert registry.pulled() == [f"oci://{registry.host}/charts/registry.k8s.io/kueue/charts/kueue:0.19.2"]
+
+
+def test_ci_runs_the_install_path_only_once_its_go_binaries_are_built(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`.ci/run` sets E2E_PULUMI=auto: a cold toolchain would break the 90-minute limit, a built one costs nothing."""
+    toolchain = Toolchain(root=tmp_path)
+    assert not with_pulumi([], "auto", toolchain)
+    assert "make e2e-pulumi" in capsys.readouterr().out
+    assert with_pulumi([], "1", toolchain) and with_pulumi(["tests/e2e/test_pulumi_scale.py"], "", toolchain)
+    assert not with_pulumi([], "", toolchain)
+    for step in toolchain.steps():
+        if step.name in GO_STEPS:
+            for output in step.outputs:
+                output.parent.mkdir(parents=True, exist_ok=True)
+                output.write_text("")
+    assert toolchain.missing() == ["python-venv", "pulumi-python-plugin"]
+    assert with_pulumi([], "auto", toolchain)  # the venv and the plugin script are built on the way
+
+
+def test_a_failed_json_preview_shows_each_error_and_its_resource() -> None:
+    """`--json` output has no `Diagnostics:` section; its long messages must not push the cause out of view."""
+    doc = {
+        "steps": [],
+        "diagnostics": [
+            {"urn": "urn:a", "message": "x" * 9000 + " the cause", "severity": "error"},
+            {"urn": "urn:b", "message": "second failure", "severity": "error"},
+            {"message": "just info", "severity": "info"},
+        ],
+    }
+    shown = diagnostics(json.dumps(doc, indent=2), limit=2000)
+    assert "urn:a: xxx" in shown and "the cause" in shown and "urn:b: second failure" in shown
+    assert "just info" not in shown
+    assert len(shown) < 2100
+    assert diagnostics("Updating...\nDiagnostics:\n  boom\n") == "Diagnostics:\n  boom\n"

@@ -412,12 +412,17 @@ class Toolchain:
             Step("pulumi-python-plugin", (self._dynamic_plugin_stamp(),), self.write_dynamic_provider_plugin),
         ]
 
+    def missing(self) -> list[str]:
+        """The steps that a build would run (nothing cached for them yet)."""
+        return [step.name for step in self.steps() if not all(p.exists() for p in step.outputs)]
+
     def build(self, force: bool = False) -> dict[str, float]:
         """Run the steps whose outputs are missing; return seconds per step run."""
         self.dir.mkdir(parents=True, exist_ok=True)
         times: dict[str, float] = {}
+        todo = set(self.missing())
         for step in self.steps():
-            if not force and all(p.exists() for p in step.outputs):
+            if not force and step.name not in todo:
                 continue
             print(f"[toolchain] {step.name} ...", flush=True)
             start = time.monotonic()

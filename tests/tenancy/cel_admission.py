@@ -30,16 +30,29 @@ def refusals(
     user: str = "alice@example.com",
     resource: str = "",
     operation: str | None = None,
+    namespace_annotations: dict[str, str] | None = None,
 ) -> list[str]:
     """Messages of every failed validation of ``policy`` for a request on ``obj`` (empty: admitted);
-    ``resource`` is the plural the request is on, ``operation`` defaults to CREATE or UPDATE."""
+    ``resource`` is the plural the request is on, ``operation`` defaults to CREATE or UPDATE,
+    ``namespace_annotations`` those of the request's namespace (``namespaceObject``; none: cluster-scoped)."""
     request = {
         "operation": operation or ("UPDATE" if old is not None else "CREATE"),
         "namespace": namespace,
         "resource": {"resource": resource},
         "userInfo": {"username": user, "groups": ["system:authenticated"]},
     }
-    env: dict[str, Any] = {"object": obj, "oldObject": old, "request": request, "variables": {}}
+    namespace_object = (
+        None
+        if namespace_annotations is None
+        else {"metadata": {"name": namespace, "annotations": namespace_annotations}}
+    )
+    env: dict[str, Any] = {
+        "object": obj,
+        "oldObject": old,
+        "request": request,
+        "namespaceObject": namespace_object,
+        "variables": {},
+    }
     for condition in policy["spec"].get("matchConditions", []):
         if cel.evaluate(condition["expression"], _context(env)) is not True:
             return []

@@ -155,8 +155,13 @@ def test_render_has_a_policy_and_binding_per_kind_scoped_to_team_namespaces(mani
     tj = policies[policy_name("TrainJob")]
     selector = tj["spec"]["matchConstraints"]["namespaceSelector"]
     assert selector == {"matchExpressions": [{"key": "trainer-platform.io/team", "operator": "Exists"}]}
-    team_var = next(v for v in tj["spec"]["variables"] if v["name"] == "team")["expression"]
-    assert '"nlp-q"' in team_var and '"trainer"' in team_var and '"workspace"' in team_var
+    # the allow-lists are on the team namespace (members cannot edit it), not in the policy
+    nlp = next(m for m in of_kind(manifests, "Namespace") if m["metadata"]["name"] == "nlp")
+    assert nlp["metadata"]["annotations"] == {
+        "admission.trainer-platform.io/claims": "workspace",
+        "admission.trainer-platform.io/queues": "nlp-q",
+        "admission.trainer-platform.io/service-accounts": "default,trainer",
+    }
     suspend = [v for v in tj["spec"]["validations"] if "suspend" in v["expression"]]
     assert "system:serviceaccount:kueue-system:kueue-controller-manager" in suspend[0]["expression"]
 

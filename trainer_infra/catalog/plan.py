@@ -261,6 +261,8 @@ def catalog_plan(ctx: ServeContext, catalog: Catalog, selection: Selection) -> P
     for served in selection.served:
         # Running TrainJobs reference runtimes by name: never delete one by accident. Retained in the
         # cluster when dropped from the program, and protected unless it is retiring (or data loss is allowed).
+        # Under allowDataLoss a destroy deletes them too, while the Trainer controller that must clear their
+        # `resource-in-use` finalizer still runs; retained, they would outlive it and block the CRD's delete.
         unprotected = ctx.allow_data_loss or served.entry.name in ctx.runtimes.retiring
         manifest = build_runtime(ctx, catalog, served)
         storage = ctx.facts.storage
@@ -276,7 +278,7 @@ def catalog_plan(ctx: ServeContext, catalog: Catalog, selection: Selection) -> P
                     "and leave TRAIN_JOB_NAME to the platform",
                 )
             )
-        objects.append(ManagedObject(manifest, protect=not unprotected, retain_on_delete=True))
+        objects.append(ManagedObject(manifest, protect=not unprotected, retain_on_delete=not ctx.allow_data_loss))
     if issues:
         raise ConfigError(issues)
     return PlanPart(objects=tuple(objects))

@@ -12,7 +12,7 @@ import pulumi_kubernetes as k8s
 
 from trainer_infra.core.objects import ManagedObject, Plan, WorkerKubeconfig
 from trainer_infra.platform.gate import ReadinessGateResource
-from trainer_infra.platform.helm import chart
+from trainer_infra.platform.helm import chart, with_objects
 from trainer_infra.platform.objects import KubernetesObject
 
 
@@ -61,12 +61,14 @@ class TrainingPlatform(pulumi.ComponentResource):
                 pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=after)),
             )
             ready[release.name] = helm
+            # the gate (so every object served by this controller) also goes before the chart's objects on delete
+            objects = with_objects(helm)
             for gate in (g for g in plan.gates if g.release == release.name):
                 ready[gate.name] = ReadinessGateResource(
                     replace(gate, name=prefix + gate.name),
                     kubeconfig,
                     cluster.context,
-                    pulumi.ResourceOptions(parent=self, depends_on=[helm]),
+                    pulumi.ResourceOptions(parent=self, depends_on=objects),
                 )
                 by_group.update({group: ready[gate.name] for group in gate.api_groups})
 

@@ -57,6 +57,18 @@ def leave_controller_secrets(args: pulumi.ResourceTransformArgs) -> pulumi.Resou
     return pulumi.ResourceTransformResult(props=props, opts=opts)
 
 
+def with_objects(chart: k8s.helm.v4.Chart) -> pulumi.Output[list[pulumi.Resource]]:
+    """The chart and every object it rendered, for `depends_on`.
+
+    Depending on the chart component alone orders creation but not deletion: the engine deletes a
+    component's children and the component's dependents in no set order, so a destroy could delete the
+    Trainer controller's Deployment before the ClusterTrainingRuntimes whose `resource-in-use` finalizer
+    only that controller removes (and Kueue's before its queues and flavors): the destroy hangs.
+    Objects of kinds the SDK has no class for arrive as ids, not resources; none of them runs a controller.
+    """
+    return chart.resources.apply(lambda objs: [chart, *(o for o in objs or [] if isinstance(o, pulumi.Resource))])
+
+
 def chart(release: HelmRelease, protect: bool, opts: pulumi.ResourceOptions) -> k8s.helm.v4.Chart:
     return k8s.helm.v4.Chart(
         release.name,

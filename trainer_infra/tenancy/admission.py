@@ -9,7 +9,10 @@ route. TrainJobs must also name one of the team's LocalQueues (otherwise Kueue n
 and only Kueue may lift `spec.suspend` (otherwise a member starts pods Kueue did not admit).
 
 Scope: namespaces labelled with the team label (members cannot label namespaces). Per-team allow-lists are
-a CEL map literal keyed by namespace, so there is no parameter object that could be missing or edited.
+annotations on the team namespace (`namespace_annotations`), read through `namespaceObject`: members cannot
+edit namespaces, there is no parameter object that could be missing, and each policy keeps the same size
+whatever the number of teams. (A CEL map literal of every team passed the API server's 100,000-character
+expression limit at about 590 teams: `make bench-pulumi` failed at 1,000.)
 """
 
 from __future__ import annotations
@@ -31,6 +34,12 @@ from trainer_infra.manifests.pod_rules import (
 API = "admissionregistration.k8s.io/v1"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PREFIX = "trainer-platform-tenancy"
+#: the team namespace's annotations that hold its allow-lists (comma-separated names), by `variables.team` key
+ALLOW_LISTS = {
+    "claims": "admission.trainer-platform.io/claims",
+    "queues": "admission.trainer-platform.io/queues",
+    "serviceAccounts": "admission.trainer-platform.io/service-accounts",
+}
 
 
 @dataclass(frozen=True)
@@ -259,24 +268,36 @@ def _validation(kind: str, expression: str, message: str, reason: str = "Forbidd
     }
 
 
-def _team_variable(settings: AdmissionSettings) -> str:
-    teams = {
-        t.namespace: {
-            "claims": sorted(set(t.claims)),
-            "queues": sorted(set(t.queues)),
-            "serviceAccounts": sorted({DEFAULT_SERVICE_ACCOUNT, *t.service_accounts}),
-        }
-        for t in settings.teams
+def namespace_annotations(team: TeamAdmission) -> dict[str, str]:
+    """What the policies let this team reference, for its namespace's metadata."""
+    lists = {
+        "claims": set(team.claims),
+        "queues": set(team.queues),
+        "serviceAccounts": {DEFAULT_SERVICE_ACCOUNT, *team.service_accounts},
     }
-    empty: dict[str, list[str]] = {"claims": [], "queues": [], "serviceAccounts": []}
-    return f"request.namespace in {_lit(teams)} ? {_lit(teams)}[request.namespace] : {_lit(empty)}"
+    return {ALLOW_LISTS[key]: ",".join(sorted(names)) for key, names in lists.items()}
 
 
-def _known_team(settings: AdmissionSettings, kind: str) -> dict[str, Any]:
-    namespaces = sorted(t.namespace for t in settings.teams)
+_ANNOTATIONS = "namespaceObject.metadata.annotations"
+
+
+def _has_annotation(key: str) -> str:
+    return f"has({_ANNOTATIONS}) && '{key}' in {_ANNOTATIONS}"
+
+
+def _team_variable(_: AdmissionSettings) -> str:
+    """The allow-lists as lists of names; empty lists (nothing allowed) where an annotation is missing."""
+    lists = {
+        key: f"({_has_annotation(ann)} ? {_ANNOTATIONS}['{ann}'] : '').split(',').filter(n, n != '')"
+        for key, ann in ALLOW_LISTS.items()
+    }
+    return "{" + ", ".join(f"'{key}': {expr}" for key, expr in lists.items()) + "}"
+
+
+def _known_team(_: AdmissionSettings, kind: str) -> dict[str, Any]:
     return _validation(
         kind,
-        f"request.namespace in {_lit(namespaces)}",
+        " && ".join(f"({_has_annotation(ann)})" for ann in ALLOW_LISTS.values()),
         "this namespace carries the team label but is not a team of this platform",
     )
 

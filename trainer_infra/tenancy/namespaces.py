@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from trainer_infra.core.objects import ManagedObject
 from trainer_infra.manifests import meta
 from trainer_infra.tenancy.protection import TEAM_LABEL, decommission_annotations, team_data_protected
@@ -24,9 +26,13 @@ def namespace_labels(team: TeamConfig, kubernetes: str) -> dict[str, str]:
     }
 
 
-def team_namespace(team: TeamConfig, kubernetes: str, allow_data_loss: bool) -> ManagedObject:
+def team_namespace(
+    team: TeamConfig, kubernetes: str, allow_data_loss: bool, annotations: Mapping[str, str]
+) -> ManagedObject:
+    """`annotations`: what the admission policies read from the namespace (its allow-lists)."""
     manifest = meta.namespace(team.resolved_namespace, labels=namespace_labels(team, kubernetes))
-    if team.decommission:
-        manifest["metadata"]["annotations"] = decommission_annotations(team)
+    extra = decommission_annotations(team) or {}
+    if annotations or extra:
+        manifest["metadata"]["annotations"] = dict(sorted({**annotations, **extra}.items()))
     keep = team_data_protected(team, allow_data_loss)
     return ManagedObject(manifest, protect=keep, retain_on_delete=keep)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from trainer_infra.core.objects import ManagedObject, PlanPart
-from trainer_infra.tenancy.admission import AdmissionSettings, admission_objects
+from trainer_infra.tenancy.admission import AdmissionSettings, admission_objects, namespace_annotations
 from trainer_infra.tenancy.namespaces import team_namespace
 from trainer_infra.tenancy.network import NetworkSettings, network_policies
 from trainer_infra.tenancy.policies import quota_objects, secret_objects
@@ -28,12 +28,18 @@ def tenancy_plan(
     if not teams:
         return PlanPart()
     objects: list[ManagedObject] = shared_roles(trainer_namespace)
+    allowed = {t.namespace: namespace_annotations(t) for t in admission.teams}
+    namespaces: list[str] = []
     for team in teams:
-        objects.append(team_namespace(team, kubernetes, allow_data_loss))
+        namespace = team_namespace(team, kubernetes, allow_data_loss, allowed.get(team.resolved_namespace, {}))
+        namespaces.append(namespace.key)
+        objects.append(namespace)
         objects += team_bindings(team, trainer_namespace, cluster_queues.get(team.name))
         objects += quota_objects(team)
         objects += secret_objects(team)
         if network is not None:
             objects += [ManagedObject(p) for p in network_policies(team.resolved_namespace, team.name, network)]
-    objects += [ManagedObject(o) for o in admission_objects(admission)]
+    # the policies read the allow-lists from the namespaces: never applied before them (a first `up` that adds the
+    # annotations would otherwise refuse the teams' jobs for a moment)
+    objects += [ManagedObject(o, after=tuple(namespaces)) for o in admission_objects(admission)]
     return PlanPart(objects=tuple(objects))
