@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from tests.e2e.build import monitoring_crd_files
-from tests.e2e.versions import VersionSet
+from tests.e2e.versions import VersionSet, shared_dir
 
 ENV = "TRAINER_PLATFORM_CRDS"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -38,8 +38,15 @@ def fetch_pinned(cache: Path = CACHE, opener: Any = urllib.request.urlopen) -> P
         target = cache / entry["path"]
         if target.is_file() and _sha256(target.read_bytes()) == entry["sha256"]:
             continue
-        with opener(entry["url"], timeout=60) as response:
-            data = response.read()
+        try:
+            with opener(entry["url"], timeout=60) as response:
+                data = response.read()
+        except OSError as exc:  # URLError, timeouts, refused connections: no network here
+            raise RuntimeError(
+                f"the upstream CRDs are not in {shared_dir() / 'crds'} and the pinned download of {entry['url']} "
+                f"failed ({exc}): put the shared reference folder beside the repository, or point "
+                f"TRAINER_PLATFORM_SHARED (or {ENV}) at it"
+            ) from None
         if _sha256(data) != entry["sha256"]:
             raise RuntimeError(f"{entry['url']}: sha256 {_sha256(data)} != pinned {entry['sha256']}")
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -48,11 +55,12 @@ def fetch_pinned(cache: Path = CACHE, opener: Any = urllib.request.urlopen) -> P
 
 
 def crds_dir() -> Path:
-    """TRAINER_PLATFORM_CRDS, else ../shared/crds beside the repo, else the pinned fetch into the cache."""
+    """TRAINER_PLATFORM_CRDS, else the shared folder's crds/ (TRAINER_PLATFORM_SHARED, default ../shared), else
+    the pinned fetch into the cache."""
     configured = os.environ.get(ENV)
     if configured:
         return Path(configured)
-    shared = REPO_ROOT.parent / "shared" / "crds"
+    shared = shared_dir() / "crds"
     return shared if shared.is_dir() else fetch_pinned()
 
 

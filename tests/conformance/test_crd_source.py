@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import urllib.error
 from pathlib import Path
 from typing import Any
 
@@ -45,3 +46,13 @@ def test_fetch_caches_verified_files_and_rejects_tampered_ones(tmp_path: Path) -
     victim = crds._sources()[0]["path"]
     with pytest.raises(RuntimeError, match="sha256"):
         crds.fetch_pinned(tmp_path / "other", _opener_from(shared, tamper=victim))
+
+
+def test_without_the_shared_folder_or_network_the_error_says_what_to_set(tmp_path: Path) -> None:
+    def offline(url: str, timeout: float) -> Any:
+        raise urllib.error.URLError("[Errno 101] Network is unreachable")
+
+    with pytest.raises(RuntimeError) as err:
+        crds.fetch_pinned(tmp_path / "cache", offline)
+    message = str(err.value)
+    assert "TRAINER_PLATFORM_SHARED" in message and "Network is unreachable" in message
