@@ -16,11 +16,13 @@ import argparse
 import atexit
 import json
 import os
+import random
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -54,11 +56,50 @@ class SandboxError(RuntimeError):
     """A sandbox step failed; the message names the process, its version and its log tail."""
 
 
+def ephemeral_port_range(proc_file: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")) -> tuple[int, int]:
+    """The kernel's range for port-0 binds and outgoing connections (Linux default if unreadable)."""
+    try:
+        low, high = (int(x) for x in proc_file.read_text().split())
+    except (OSError, ValueError):
+        return 32768, 60999
+    return low, high
+
+
+def port_window(ephemeral: tuple[int, int]) -> range:
+    """The widest stretch of unprivileged ports the kernel never hands out on its own."""
+    low, high = ephemeral
+    below, above = range(max(1024, min(low, 10000)), low), range(high + 1, 65536)
+    return max(below, above, key=len)
+
+
+_handed_out: set[int] = set()
+_port_lock = threading.Lock()
+
+
 def free_port() -> int:
-    """A currently free TCP port on 127.0.0.1."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A free TCP port on 127.0.0.1 that stays free until the process we configure with it binds it.
+
+    A port-0 probe returns an ephemeral port, and before the controller binds it the kernel may give the same
+    port to an outgoing connection (kube-apiserver → etcd) or to another port-0 listener: the controller then
+    dies with "address already in use" and takes the whole session down (seen on a cold CI run). Ports
+    outside the ephemeral range are only taken by explicit binds; each is handed out once per test process,
+    and a random pick keeps two sessions on one machine apart.
+    """
+    window = port_window(ephemeral_port_range())
+    pick = random.SystemRandom()
+    with _port_lock:
+        for _ in range(200):
+            port = pick.choice(window)
+            if port in _handed_out:
+                continue
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            _handed_out.add(port)
+            return port
+    raise SandboxError(f"no free TCP port on 127.0.0.1 in {window.start}-{window.stop - 1} after 200 tries")
 
 
 def log_tail(path: Path, lines: int = 30) -> str:

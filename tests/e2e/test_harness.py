@@ -10,7 +10,13 @@ import yaml
 
 from tests.e2e.build import kube_go_mod, kube_version_ldflags, parse_staging_replaces
 from tests.e2e.render import RenderError, RenderOutput, check_versions, controller_users, kueue_settings, load_render
-from tests.e2e.sandbox import kwok_complete_stage, kwok_fail_stage
+from tests.e2e.sandbox import (
+    ephemeral_port_range,
+    free_port,
+    kwok_complete_stage,
+    kwok_fail_stage,
+    port_window,
+)
 from tests.e2e.versions import VersionSet, shared_dir
 from tests.e2e.webhooks import apply_json_patch, load_kustomized_webhooks, load_upstream_webhooks, localize
 from tests.helpers import MINIMAL, plan_of
@@ -190,3 +196,17 @@ def test_kueue_settings_take_the_renders_metric_settings_not_its_address() -> No
     release = {"name": "kueue", "chart": "oci://registry.k8s.io/kueue/charts/kueue", "values": values}
     settings = kueue_settings(RenderOutput(Path("."), [], [release]))
     assert settings["metrics"] == {"enableClusterQueueResources": True}
+
+
+def test_sandbox_ports_stay_out_of_the_kernels_ephemeral_range(tmp_path: Path) -> None:
+    """Outgoing connections take ephemeral ports; a controller told to listen on one died on a cold CI run."""
+    low, high = ephemeral_port_range()
+    ports = [free_port() for _ in range(40)]
+    assert len(set(ports)) == len(ports), "a port was handed out twice"
+    assert all(not low <= p <= high and p >= 1024 for p in ports), (ports, low, high)
+    assert port_window((32768, 60999)) == range(10000, 32768)
+    assert port_window((1024, 60999)) == range(61000, 65536), "a range starting low leaves only the ports above it"
+    proc = tmp_path / "ip_local_port_range"
+    proc.write_text("40000\t50000\n")
+    assert ephemeral_port_range(proc) == (40000, 50000)
+    assert ephemeral_port_range(tmp_path / "missing") == (32768, 60999)
