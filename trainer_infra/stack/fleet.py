@@ -111,9 +111,11 @@ def validate_fleet(
     except ConfigError as exc:
         issues += [replace(i, message=f"{i.message} (on the manager)") for i in exc.issues]
     workers: list[tuple[WorkerConfig, Validated]] = []
+    # a worker's `kubernetes.kubeconfig` is its `fleet.workers[].kubeconfig`, which check_workers held secret
+    worker_keys = None if secret_keys is None else secret_keys | {"kubernetes"}
     for i, w in enumerate(fleet.workers):
         try:
-            workers.append((w, validate_model(_worker_config(cfg, w), source, secret_keys=secret_keys)))
+            workers.append((w, validate_model(_worker_config(cfg, w), source, secret_keys=worker_keys)))
         except ConfigError as exc:
             issues += [_worker_path(i, issue, w.name) for issue in exc.issues]
     if manager is not None:
