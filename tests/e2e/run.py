@@ -63,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     toolchain = Toolchain()
     pulumi = with_pulumi(args, os.environ.get("E2E_PULUMI", ""), toolchain)
     try:
+        if pulumi:
+            toolchain.preflight()  # a missing archive fails now, not after the control plane's build
         built = Builder(versions).build()
         if pulumi:
             # the real Pulumi toolchain (CLI, language host, Kubernetes provider, matching SDKs) for test_pulumi.py

@@ -82,14 +82,19 @@ def test_e2e_venv_pins_the_sdks_and_keeps_the_other_runtime_dependencies(tmp_pat
     assert reqs == ["pulumi==3.259.0", "pulumi-kubernetes==4.32.0", "pydantic>=2"]
 
 
-def test_a_missing_archive_names_the_step_and_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_archive_names_the_step_and_the_file_before_anything_compiles(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("TRAINER_PLATFORM_SHARED", str(tmp_path))
     toolchain = Toolchain(root=tmp_path / "cache")
+    ran: list[str] = []
+    monkeypatch.setattr(toolchain, "build_cli", lambda: ran.append("pulumi"))
     with pytest.raises(BuildError) as err:
-        toolchain.build_language_host()
+        toolchain.build()
     message = str(err.value)
     assert "'pulumi-language-python'" in message
     assert str(tmp_path / "upstream-src" / "pulumi-language-python-v3.259.0.tar.gz") in message
+    assert ran == []  # the CLI (minutes cold) was not built first
 
 
 def test_a_corrupted_archive_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
