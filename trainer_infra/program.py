@@ -23,7 +23,8 @@ def _raw() -> dict[str, Any]:
 
 
 def load_from_pulumi() -> Validated:
-    return validate(_raw(), f"stack {pulumi.get_stack()}")
+    raw = _raw()
+    return validate(raw, f"stack {pulumi.get_stack()}", secret_keys=_secret_keys(raw))
 
 
 def _secret_keys(raw: dict[str, Any]) -> frozenset[str]:

@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from tests.e2e import leftovers
 from tests.e2e.chart_registry import ChartRegistry
 from tests.e2e.chart_sandbox import ChartSandbox
 from tests.e2e.toolchain import Toolchain
@@ -235,7 +236,7 @@ class Installation:
 @contextmanager
 def installation(work: Path, base: dict[str, Any]) -> Iterator[Installation]:
     """Build the toolchain (unless ``E2E_NO_BUILD=1``: the runner built it), start the sandbox and the chart
-    mirror, init the stack with ``base``; everything is stopped on exit."""
+    mirror, init the stack with ``base``; everything is stopped on exit, and checked to be."""
     toolchain = Toolchain()
     if os.environ.get("E2E_NO_BUILD") != "1":
         toolchain.build()
@@ -251,3 +252,16 @@ def installation(work: Path, base: dict[str, Any]) -> Iterator[Installation]:
             project.write(found.config(base))
             project.init()
             yield found
+    _nothing_left(work, registry)
+
+
+def _nothing_left(work: Path, registry: ChartRegistry) -> None:
+    """The control plane, the podlet's controllers, the engine and its plugins, and the chart mirror are gone."""
+    host, _, port = registry.host.rpartition(":")
+    deadline = time.monotonic() + 15  # a killed process may take a moment to leave /proc
+    while (still := leftovers.processes_of(work)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    if leftovers.answering(host, int(port)):
+        still.append(f"the chart mirror still answers on {registry.host}")
+    if still:
+        raise AssertionError("still running after the installation stopped:\n" + "\n".join(still))

@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.build import Builder
+from tests.e2e.leftovers import answering, pids
 from tests.e2e.sandbox import Sandbox, SandboxError, pid_matches
 from tests.e2e.versions import VersionSet
 
 pytestmark = pytest.mark.e2e
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) != 0
 
 
 def test_failed_start_names_binary_version_log_and_cleans_up(tmp_path: Path) -> None:
@@ -33,7 +28,7 @@ def test_failed_start_names_binary_version_log_and_cleans_up(tmp_path: Path) -> 
     broken.chmod(0o755)
 
     etcd_bin = (fake / "etcd").resolve()
-    etcds_before = {pid for pid in _pids() if pid_matches(pid, etcd_bin)}  # e.g. the session's sandbox
+    etcds_before = {pid for pid in pids() if pid_matches(pid, etcd_bin)}  # e.g. the session's sandbox
     sandbox = Sandbox(tmp_path / "sb", versions, bin_dir=fake)
     with pytest.raises(SandboxError) as err:
         sandbox.start()
@@ -43,9 +38,5 @@ def test_failed_start_names_binary_version_log_and_cleans_up(tmp_path: Path) -> 
     assert "simulated: invalid --etcd-servers" in message  # the log tail
     # etcd had started before the API server failed: it must be gone, its port free again.
     assert sandbox.processes == []
-    assert _port_free(sandbox.ports.etcd_client)
-    assert {pid for pid in _pids() if pid_matches(pid, etcd_bin)} <= etcds_before
-
-
-def _pids() -> list[int]:
-    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
+    assert not answering("127.0.0.1", sandbox.ports.etcd_client)
+    assert {pid for pid in pids() if pid_matches(pid, etcd_bin)} <= etcds_before

@@ -23,7 +23,15 @@ from tests.e2e.chart_registry import ChartRegistry
 from tests.e2e.chart_sandbox import SYSTEM_NODE, ChartSandbox
 from tests.e2e.kube import ApiError, wait_for
 from tests.e2e.platform import Platform
-from tests.e2e.pulumi_stack import Installation, PulumiProject, Result, installation, kind_name, record_timing
+from tests.e2e.pulumi_stack import (
+    Installation,
+    PulumiProject,
+    Result,
+    diagnostics,
+    installation,
+    kind_name,
+    record_timing,
+)
 from tests.e2e.render import RenderOutput, bind_claims, render_stack
 from tests.e2e.test_scenarios import sdk_flow
 from tests.e2e.versions import REPO_ROOT
@@ -251,6 +259,8 @@ def test_secrets_never_appear_in_state_output_or_messages(deployed: Deployed) ->
     assert base64.b64encode(SENTINEL.encode()).decode() not in state
     for result in deployed.project.results:
         assert SENTINEL not in result.output, result.args
+        # set with `pulumi config set --secret`: the engine hands it over decrypted, the program must not warn
+        assert "a secret in plain text" not in result.output, (result.args, diagnostics(result.output))
     secret = deployed.sandbox.client.get("v1", "Secret", "hf-token", "nlp")
     assert base64.b64decode(secret["data"]["HF_TOKEN"]).decode() == SENTINEL  # it did reach the cluster
 

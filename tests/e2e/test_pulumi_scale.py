@@ -1,6 +1,6 @@
 """A 1,000-team synthetic stack through the real engine: what `pulumi preview` and `pulumi up` cost at scale.
 
-Opt-in, not part of ``make e2e-pulumi``: ``make bench-pulumi`` (``BENCH_TEAMS=N`` for another size). The stack is
+Opt-in, not part of ``make e2e``: ``make bench-pulumi`` (``BENCH_TEAMS=N`` for another size). The stack is
 ``make bench``'s synthetic one (``tests/bench.py``: N teams with a GPU quota on one kwok pool; each team brings its
 namespace, ClusterQueue, LocalQueue and four NetworkPolicies) on the same empty control plane, chart mirror and
 toolchain as ``test_pulumi.py``. The steps are what a platform team pays: the PR preview (``.ci/pulumi-preview``

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
+import subprocess
 import tarfile
 import urllib.error
 import urllib.request
@@ -12,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e import leftovers
 from tests.e2e.build import BuildError
 from tests.e2e.chart_registry import CHART_TYPE, CONFIG_TYPE, ChartRegistry
 from tests.e2e.pulumi_stack import diagnostics
@@ -79,14 +82,19 @@ def test_e2e_venv_pins_the_sdks_and_keeps_the_other_runtime_dependencies(tmp_pat
     assert reqs == ["pulumi==3.259.0", "pulumi-kubernetes==4.32.0", "pydantic>=2"]
 
 
-def test_a_missing_archive_names_the_step_and_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_archive_names_the_step_and_the_file_before_anything_compiles(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("TRAINER_PLATFORM_SHARED", str(tmp_path))
     toolchain = Toolchain(root=tmp_path / "cache")
+    ran: list[str] = []
+    monkeypatch.setattr(toolchain, "build_cli", lambda: ran.append("pulumi"))
     with pytest.raises(BuildError) as err:
-        toolchain.build_language_host()
+        toolchain.build()
     message = str(err.value)
     assert "'pulumi-language-python'" in message
     assert str(tmp_path / "upstream-src" / "pulumi-language-python-v3.259.0.tar.gz") in message
+    assert ran == []  # the CLI (minutes cold) was not built first
 
 
 def test_a_corrupted_archive_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -145,16 +153,22 @@ def test_the_mirror_serves_a_chart_under_its_prefix_and_nothing_else(tmp_path: P
         assert registry.pulled() == [f"oci://{registry.host}/charts/registry.k8s.io/kueue/charts/kueue:0.19.2"]
 
 
-def test_auto_runs_the_install_path_only_once_its_go_binaries_are_built(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_make_e2e_runs_the_install_path_and_auto_only_once_its_go_binaries_are_built(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """E2E_PULUMI=auto is for machines where a cold toolchain build (≈ 12 min) does not fit; CI always runs it."""
+    """`make e2e` includes the real install path (CI insists on it); E2E_PULUMI=auto is for machines where a
+    cold toolchain build (≈ 12 min) does not fit."""
     assert "E2E_PULUMI=1 make e2e" in (REPO_ROOT / ".ci/run").read_text()
     toolchain = Toolchain(root=tmp_path)
-    assert not with_pulumi([], "auto", toolchain)
-    assert "make e2e-pulumi" in capsys.readouterr().out
-    assert with_pulumi([], "1", toolchain) and with_pulumi(["tests/e2e/test_pulumi_scale.py"], "", toolchain)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    assert with_pulumi([], "", toolchain)
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
     assert not with_pulumi([], "", toolchain)
+    assert "needs root" in capsys.readouterr().out
+    assert not with_pulumi([], "0", toolchain)
+    assert not with_pulumi([], "auto", toolchain)
+    assert "make e2e" in capsys.readouterr().out
+    assert with_pulumi([], "1", toolchain) and with_pulumi(["tests/e2e/test_pulumi_scale.py"], "0", toolchain)
     for step in toolchain.steps():
         if step.name in GO_STEPS:
             for output in step.outputs:
@@ -179,3 +193,38 @@ def test_a_failed_json_preview_shows_each_error_and_its_resource() -> None:
     assert "just info" not in shown
     assert len(shown) < 2100
     assert diagnostics("Updating...\nDiagnostics:\n  boom\n") == "Diagnostics:\n  boom\n"
+
+
+def test_a_failing_build_step_names_the_step_the_file_and_its_log_tail(tmp_path: Path) -> None:
+    """A compile or generator error surfaces as one message: step, the file it worked on, the log's last lines."""
+    toolchain = Toolchain(root=tmp_path)
+    schema = tmp_path / "schema.json"
+    script = "echo generating; echo 'k8sgen: swagger.json: unexpected end of JSON input' >&2; exit 4"
+    with pytest.raises(BuildError) as err:
+        toolchain._run("k8sgen-schema", ["sh", "-c", script], tmp_path, env={"PATH": "/usr/bin:/bin"}, about=schema)
+    message = str(err.value)
+    assert "'k8sgen-schema' failed (exit 4)" in message and str(schema) in message
+    assert "k8sgen: swagger.json: unexpected end of JSON input" in message  # the log tail, stderr included
+    assert str(toolchain.log_dir / "k8sgen-schema.log") in message
+
+
+def test_leftovers_finds_what_still_runs_for_a_work_directory(tmp_path: Path) -> None:
+    """The check every Pulumi e2e installation ends with: a process found by its directory or environment."""
+    inside = tmp_path / "work"
+    inside.mkdir()
+    by_cwd = subprocess.Popen(["sleep", "60"], cwd=inside)
+    by_env = subprocess.Popen(["sleep", "60"], env={"PULUMI_HOME": str(inside / "home")})
+    unrelated = subprocess.Popen(["sleep", "60"], cwd=tmp_path)
+    try:
+        found = " ".join(leftovers.processes_of(inside))
+        assert f"{by_cwd.pid}: sleep 60" in found and f"{by_env.pid}: sleep 60" in found
+        assert f"{unrelated.pid}:" not in found
+    finally:
+        for proc in (by_cwd, by_env, unrelated):
+            proc.kill()
+            proc.wait()
+    assert leftovers.processes_of(inside) == []
+    with ChartRegistry([]) as registry:
+        host, _, port = registry.host.rpartition(":")
+        assert leftovers.answering(host, int(port))
+    assert not leftovers.answering(host, int(port))

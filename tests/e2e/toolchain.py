@@ -249,12 +249,29 @@ class Toolchain:
         self._run("pulumi", ["go", "build", f"-ldflags={ldflags}", "-o", str(out), f"{PULUMI_PKG}/cmd/pulumi"], work)
         self._install(out, "pulumi")
 
+    def archives(self) -> dict[str, tuple[str, ...]]:
+        """The ``../shared/upstream-src`` archives each step extracts."""
+        v = self.versions
+        return {
+            "pulumi-language-python": (f"pulumi-language-python-v{v.pulumi}.tar.gz",),
+            "pulumi-resource-kubernetes": (
+                f"pulumi-kubernetes-v{v.kubernetes_provider}.tar.gz",
+                f"fluxcd-pkg-ssa-{v.ssa_commit}.tar.gz",
+            ),
+        }
+
+    def preflight(self, force: bool = False) -> None:
+        """Every archive the build will extract, present and matching its checksum, before the first step: a
+        missing one is reported at once, not after minutes of compiling what comes before it."""
+        todo = {step.name for step in self.steps()} if force else set(self.missing())
+        for step, names in self.archives().items():
+            if step in todo:
+                for name in names:
+                    self._archive(step, name)
+
     def build_language_host(self) -> None:
-        work = self._extract(
-            "pulumi-language-python",
-            f"pulumi-language-python-v{self.versions.pulumi}.tar.gz",
-            self.src_dir / "langhost",
-        )
+        (archive,) = self.archives()["pulumi-language-python"]
+        work = self._extract("pulumi-language-python", archive, self.src_dir / "langhost")
         cmd_dir = work / "sdk" / "python" / "cmd"
         gomod = cmd_dir / "pulumi-language-python" / "go.mod"
         text = drop_local_replaces(gomod.read_text(), {PULUMI_PKG, PULUMI_SDK})
@@ -290,10 +307,9 @@ class Toolchain:
     def prepare_provider(self) -> None:
         """Extract provider + ssa; pin pkg/sdk, point ssa at its archive, add our generator."""
         v = self.versions
-        root = self._extract(
-            "provider-sources", f"pulumi-kubernetes-v{v.kubernetes_provider}.tar.gz", self._provider_tree()
-        )
-        ssa = self._extract("provider-sources", f"fluxcd-pkg-ssa-{v.ssa_commit}.tar.gz", self.src_dir / "fluxcd-pkg")
+        provider_archive, ssa_archive = self.archives()["pulumi-resource-kubernetes"]
+        root = self._extract("provider-sources", provider_archive, self._provider_tree())
+        ssa = self._extract("provider-sources", ssa_archive, self.src_dir / "fluxcd-pkg")
         gomod = root / "provider" / "go.mod"
         text = pin_requirements(
             gomod.read_text(), {PULUMI_PKG: v.provider_pulumi_pkg, PULUMI_SDK: v.provider_pulumi_pkg}
@@ -419,6 +435,7 @@ class Toolchain:
     def build(self, force: bool = False) -> dict[str, float]:
         """Run the steps whose outputs are missing; return seconds per step run."""
         self.dir.mkdir(parents=True, exist_ok=True)
+        self.preflight(force)
         times: dict[str, float] = {}
         todo = set(self.missing())
         for step in self.steps():

@@ -331,6 +331,11 @@ def test_secret_worker_kubeconfig_accepted_live_only_when_pulumi_holds_it_secret
     with pytest.raises(ConfigError):
         validate_fleet(raw, secret_keys=frozenset({"teams"}))
     validate_fleet(raw, secret_keys=frozenset({"fleet", "kubernetes"}))
+    # live, every value arrives decrypted: a worker kubeconfig Pulumi holds secret draws no plain-text warning,
+    # also where the manager is reached by context alone (its `kubernetes` key then holds no secret)
+    raw["kubernetes"].pop("kubeconfig")
+    accepted = validate_fleet(raw, secret_keys=frozenset({"fleet"}))
+    assert not [w for w in accepted.warnings if "plain text" in w], accepted.warnings
 
 
 def _worker(i: int, **changes: Any) -> Any:

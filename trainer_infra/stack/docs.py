@@ -66,7 +66,9 @@ the last one silently); dates and `yes`/`no` stay strings, as the Pulumi CLI rea
 (placement or an override for a runtime it does not serve, `dataCache.cacheImage` with the cache off) is a
 warning naming it; a secret written in plain text (`kubernetes.kubeconfig`, `teams[].secrets.*`) renders
 with a warning giving the command that stores it encrypted:
-`pulumi config set --secret --path 'trainer-platform:teams[0].secrets.hfToken' <value>`.
+`pulumi config set --secret --path 'trainer-platform:teams[0].secrets.hfToken' <value>`. Under `pulumi up`
+the engine hands every value over decrypted and says only which top-level keys hold a secret, so the program
+warns only where nothing under that key is encrypted; `validate` reads the file and names each one.
 `render --out DIR` writes a fresh directory and moves it into place: a refused or failed render leaves DIR
 as it was.
 """

@@ -38,7 +38,7 @@ from trainer_infra.fleet.multikueue import (
 from trainer_infra.queues.resolve import limit_for
 from trainer_infra.stack.build import build_plan, unique_sorted
 from trainer_infra.stack.config import KubernetesConfig, StackConfig
-from trainer_infra.stack.load import SECRET_PLACEHOLDER
+from trainer_infra.stack.secrets import stored_encrypted
 from trainer_infra.stack.validate import Validated, shape, validate_model
 
 RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
@@ -62,10 +62,6 @@ class ValidatedFleet:
 
 def is_fleet(raw: Mapping[str, Any]) -> bool:
     return raw.get("fleet") is not None
-
-
-def _offline_secret(value: SecretStr) -> bool:
-    return value.get_secret_value() == SECRET_PLACEHOLDER
 
 
 def _manager_config(cfg: StackConfig) -> StackConfig:
@@ -101,7 +97,7 @@ def validate_fleet(
     assert fleet is not None, "validate_fleet needs a stack with `fleet`"
 
     def is_secret(value: SecretStr) -> bool:
-        return _offline_secret(value) if secret_keys is None else "fleet" in secret_keys
+        return stored_encrypted(("fleet",), value, secret_keys)
 
     issues = checks.check_workers(fleet, cfg.kubernetes.kubeconfig, is_secret)
     issues += checks.check_manager_pools(cfg.node_pools)
@@ -111,13 +107,15 @@ def validate_fleet(
         raise ConfigError(issues, source)
     manager: Validated | None = None
     try:
-        manager = validate_model(_manager_config(cfg), source)
+        manager = validate_model(_manager_config(cfg), source, secret_keys=secret_keys)
     except ConfigError as exc:
         issues += [replace(i, message=f"{i.message} (on the manager)") for i in exc.issues]
     workers: list[tuple[WorkerConfig, Validated]] = []
+    # a worker's `kubernetes.kubeconfig` is its `fleet.workers[].kubeconfig`, which check_workers held secret
+    worker_keys = None if secret_keys is None else secret_keys | {"kubernetes"}
     for i, w in enumerate(fleet.workers):
         try:
-            workers.append((w, validate_model(_worker_config(cfg, w), source)))
+            workers.append((w, validate_model(_worker_config(cfg, w), source, secret_keys=worker_keys)))
         except ConfigError as exc:
             issues += [_worker_path(i, issue, w.name) for issue in exc.issues]
     if manager is not None:

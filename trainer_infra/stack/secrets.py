@@ -1,5 +1,6 @@
 """Plaintext values where the config expects a Pulumi secret (`SecretStr` fields): a warning with the exact
-command that stores the value encrypted. Offline only: under `pulumi up` every value arrives decrypted."""
+command that stores the value encrypted. Offline a `{secure: …}` value reads as a placeholder; under the engine
+every value arrives decrypted and only the top-level keys Pulumi holds as secrets tell them apart."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import re
 from pydantic import BaseModel, SecretStr
 
 from trainer_infra.core.walk import Loc, instances
+from trainer_infra.stack.load import SECRET_PLACEHOLDER
 
 _PLAIN_SEGMENT = re.compile(r"^[A-Za-z0-9_$-]+$")
 
@@ -25,12 +27,20 @@ def pulumi_path(namespace: str, loc: Loc) -> str:
     return f"{namespace}:{out}"
 
 
-def plaintext_warnings(cfg: BaseModel, namespace: str, placeholder: str) -> list[str]:
-    """One warning per secret field written in plain text in the stack file (`{secure: …}` reads as
-    `placeholder`)."""
+def stored_encrypted(loc: Loc, value: SecretStr, secret_keys: frozenset[str] | None) -> bool:
+    """`secret_keys`: the top-level config keys the engine marks secret (live), None offline. Live, a key with
+    one encrypted leaf is secret as a whole: a plaintext sibling under it goes unnoticed here, and the offline
+    `validate` (which reads the file itself) is the one that names it."""
+    if secret_keys is None:
+        return value.get_secret_value() == SECRET_PLACEHOLDER
+    return bool(loc) and str(loc[0]) in secret_keys
+
+
+def plaintext_warnings(cfg: BaseModel, namespace: str, secret_keys: frozenset[str] | None) -> list[str]:
+    """One warning per secret field written in plain text in the stack file."""
     out = []
     for loc, secret in instances(cfg, SecretStr):
-        if secret.get_secret_value() == placeholder:
+        if stored_encrypted(loc, secret, secret_keys):
             continue
         key = pulumi_path(namespace, loc)
         where = key.partition(":")[2]

@@ -32,7 +32,7 @@ from trainer_infra.queues.checks import check_queues
 from trainer_infra.queues.placement import Placement
 from trainer_infra.queues.resolve import ResolvedQueues, resolve_queues
 from trainer_infra.stack.config import StackConfig
-from trainer_infra.stack.load import NAMESPACE, SECRET_PLACEHOLDER
+from trainer_infra.stack.load import NAMESPACE
 from trainer_infra.stack.secrets import plaintext_warnings
 from trainer_infra.storage.checks import check_data_cache, check_job_service_accounts, check_storage
 from trainer_infra.storage.data_cache import CACHE_CLUSTER_PODS
@@ -227,14 +227,24 @@ CHECKS: list[Callable[[Draft], list[ConfigIssue]]] = [
 ]
 
 
-def validate(raw: Mapping[str, Any], source: str = "", earlier: list[ConfigIssue] | None = None) -> Validated:
+def validate(
+    raw: Mapping[str, Any],
+    source: str = "",
+    earlier: list[ConfigIssue] | None = None,
+    secret_keys: frozenset[str] | None = None,
+) -> Validated:
     """The single entry point. `earlier` issues (e.g. misspelt namespaces in the stack file) are reported
-    together with these."""
+    together with these; `secret_keys` as in `stack.secrets.stored_encrypted` (None offline)."""
     earlier = list(earlier or [])
-    return validate_model(shape(raw, source, earlier), source, earlier)
+    return validate_model(shape(raw, source, earlier), source, earlier, secret_keys)
 
 
-def validate_model(cfg: StackConfig, source: str = "", earlier: list[ConfigIssue] | None = None) -> Validated:
+def validate_model(
+    cfg: StackConfig,
+    source: str = "",
+    earlier: list[ConfigIssue] | None = None,
+    secret_keys: frozenset[str] | None = None,
+) -> Validated:
     """Every check after the shape: the fleet validates each cluster's derived config through here."""
     earlier = list(earlier or [])
     if cfg.fleet is not None:
@@ -265,5 +275,5 @@ def validate_model(cfg: StackConfig, source: str = "", earlier: list[ConfigIssue
         d.releases.by_name["trainer"].version, cfg.runtimes, cfg.data_cache, facts, cfg.allow_data_loss
     )
     warnings = [f"UNSUPPORTED (allowUnsupportedVersions): {i.render()}" for i in compat]
-    warnings += plaintext_warnings(cfg, NAMESPACE, SECRET_PLACEHOLDER) + d.warnings
+    warnings += plaintext_warnings(cfg, NAMESPACE, secret_keys) + d.warnings
     return Validated(cfg, d.releases, d.pools, d.queues, d.catalog, d.selection, serve, warnings)
