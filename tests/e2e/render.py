@@ -146,7 +146,8 @@ def check_versions(render: RenderOutput, versions: VersionSet) -> None:
     if mismatches:
         detail = ", ".join(f"{c}: stack pins {a}, sandbox runs {b}" for c, (a, b) in mismatches.items())
         raise RenderError(
-            f"version mismatch between the render and the sandbox ({detail}); set E2E_<COMPONENT>_VERSION to match"
+            f"version mismatch between the render and the sandbox ({detail}); set E2E_<COMPONENT>_VERSION to match, "
+            "or pin components.<component>.version in stacks/Pulumi.local.yaml"
         )
 
 

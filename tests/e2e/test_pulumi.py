@@ -32,9 +32,9 @@ from tests.e2e.pulumi_stack import (
     kind_name,
     record_timing,
 )
-from tests.e2e.render import RenderOutput, bind_claims, render_stack
+from tests.e2e.render import RenderOutput, bind_claims, check_versions, render_stack
 from tests.e2e.test_scenarios import sdk_flow
-from tests.e2e.versions import REPO_ROOT
+from tests.e2e.versions import REPO_ROOT, VersionSet
 
 pytestmark = pytest.mark.e2e
 
@@ -91,7 +91,10 @@ class Deployed:
 @pytest.fixture(scope="module")
 def plain_render(tmp_path_factory: pytest.TempPathFactory) -> RenderOutput:
     """The offline render of the stack Pulumi deploys: ``stacks/Pulumi.local.yaml`` as it is (no e2e extras)."""
-    return render_stack("local", tmp_path_factory.mktemp("render") / "out")
+    render = render_stack("local", tmp_path_factory.mktemp("render") / "out")
+    # the podlet runs the sandbox's binaries for the charts' images: refuse a mismatch now, not as a gate timeout
+    check_versions(render, VersionSet.from_env())
+    return render
 
 
 @pytest.fixture(scope="module")
