@@ -17,10 +17,10 @@ def pids() -> list[int]:
     return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
 
 
-def _names(pid: int, marker: bytes) -> bool:
+def _names(pid: int, work: str) -> bool:
     for part in ("cmdline", "environ"):
         try:
-            if marker in Path(f"/proc/{pid}/{part}").read_bytes():
+            if work.encode() in Path(f"/proc/{pid}/{part}").read_bytes():
                 return True
         except OSError:
             continue
@@ -29,18 +29,18 @@ def _names(pid: int, marker: bytes) -> bool:
             target = os.readlink(f"/proc/{pid}/{link}")
         except OSError:
             continue
-        if target == marker.decode() or target.startswith(marker.decode() + "/"):
+        if target == work or target.startswith(work + "/"):
             return True
     return False
 
 
 def processes_of(work: Path) -> list[str]:
     """``pid: command line`` of every process other than this one (and its parents) that belongs to ``work``."""
-    marker = str(work.resolve()).encode()
+    path = str(work.resolve())
     mine = {os.getpid(), os.getppid()}
     found = []
     for pid in pids():
-        if pid in mine or not _names(pid, marker):
+        if pid in mine or not _names(pid, path):
             continue
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")

@@ -27,7 +27,7 @@ def with_pulumi(args: list[str], mode: str, toolchain: Toolchain) -> bool:
     """Whether this run drives the real Pulumi toolchain.
 
     Unset: yes when root (its session needs a network and a mount namespace of its own), else it says why not.
-    ``E2E_PULUMI=1`` (what CI sets): yes, building the toolchain if needed (≈ 12 min cold on 2 cores,
+    ``E2E_PULUMI=1`` (what CI sets): yes, building the toolchain if needed (≈ 8 min cold on 2 cores,
     tests/e2e/README.md). ``auto``: only when its Go binaries are already built, for a machine where that build
     does not fit the time at hand. ``0``: no. Naming a file runs it."""
     if any(PULUMI_PREFIX in arg for arg in args) or mode == "1":
@@ -47,7 +47,7 @@ def with_pulumi(args: list[str], mode: str, toolchain: Toolchain) -> bool:
     if missing:
         print(
             f"[e2e] the real install path (test_pulumi.py) is skipped: E2E_PULUMI=auto and the Pulumi toolchain is "
-            f"not built yet ({', '.join(missing)}; ≈ 12 min cold on 2 cores). "
+            f"not built yet ({', '.join(missing)}; ≈ 8 min cold on 2 cores). "
             "Run `make e2e` once on this machine, or set E2E_PULUMI=1.",
             flush=True,
         )

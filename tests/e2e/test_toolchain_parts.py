@@ -157,7 +157,7 @@ def test_make_e2e_runs_the_install_path_and_auto_only_once_its_go_binaries_are_b
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`make e2e` includes the real install path (CI insists on it); E2E_PULUMI=auto is for machines where a
-    cold toolchain build (≈ 12 min) does not fit."""
+    cold toolchain build (≈ 8 min) does not fit."""
     assert "E2E_PULUMI=1 make e2e" in (REPO_ROOT / ".ci/run").read_text()
     toolchain = Toolchain(root=tmp_path)
     monkeypatch.setattr(os, "geteuid", lambda: 0)

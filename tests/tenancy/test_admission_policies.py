@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.conformance.crds import crds_dir
 from tests.tenancy import cel_admission
 from trainer_infra.manifests.pod_rules import SAFE_VOLUME_KINDS, UNSAFE_VOLUME_KINDS, pod_spec_problems
 from trainer_infra.tenancy.admission import (
@@ -20,8 +21,6 @@ from trainer_infra.tenancy.admission import (
     policy_name,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
-SHARED = ROOT.parent / "shared"
 KUEUE = "system:serviceaccount:kueue-system:kueue-controller-manager"
 TRAINER = "system:serviceaccount:kubeflow-system:trainer-kubeflow-trainer-controller-manager"
 CACHE_SA = "kubeflow-trainer-cache-initializer"
@@ -38,6 +37,8 @@ SETTINGS = AdmissionSettings(
 Obj = dict[str, Any]
 #: the team namespaces as rendered: their annotations carry the allow-lists the policies read
 NAMESPACES = {t.namespace: namespace_annotations(t) for t in SETTINGS.teams}
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def refusals(policy: Obj, obj: Obj, *, namespace: str, **request: Any) -> list[str]:
@@ -300,7 +301,7 @@ SCHEMAS = [
 @pytest.mark.parametrize("crd,path", SCHEMAS)
 def test_every_volume_kind_of_the_schemas_is_classified(crd: str, path: tuple[str, ...]) -> None:
     """A CEL `has()` on a field unknown to the schema does not compile; an unlisted new kind would slip through."""
-    pod = _pod_specs(_crd_spec(SHARED / "crds" / crd), *path)
+    pod = _pod_specs(_crd_spec(crds_dir() / crd), *path)
     kinds = _volume_kinds(pod["properties"]["volumes"]["items"])
     assert kinds == set(SAFE_VOLUME_KINDS) | set(UNSAFE_VOLUME_KINDS)
     container_sc = pod["properties"]["containers"]["items"]["properties"]["securityContext"]["properties"]
