@@ -21,6 +21,7 @@ validate: $(STAMP)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 
 typecheck: $(STAMP)
 	$(PY) -m mypy trainer_infra

@@ -48,22 +48,49 @@ def job(api_version: str, kind: str, target: Target | None = None, name: str = "
     t = target or local_target()
     torchrun = {"command": ["torchrun", "train.py"]}
     specs: dict[str, Any] = {
-        "PyTorchJob": {"pytorchReplicaSpecs": {"Master": {"replicas": 1, **pod("pytorch", **torchrun)},
-                                               "Worker": {"replicas": 1, **pod("pytorch", **torchrun)}}},
-        "MPIJob": {"mpiReplicaSpecs": {
-            "Launcher": {"replicas": 1, **pod("launcher", command=["deepspeed", "train.py"])},
-            "Worker": {"replicas": 2, "template": {"spec": {"containers": [
-                {"name": "worker", "image": node_image(t, "deepspeed-distributed")}]}}}}},
-        "TFJob": {"tfReplicaSpecs": {"Chief": {"replicas": 1, **pod("tensorflow", **torchrun)},
-                                     "Worker": {"replicas": 1, **pod("tensorflow", **torchrun)}}},
-        "XGBoostJob": {"xgbReplicaSpecs": {"Master": {"replicas": 1, **pod("xgboost")},
-                                           "Worker": {"replicas": 1, **pod("xgboost")}}},
+        "PyTorchJob": {
+            "pytorchReplicaSpecs": {
+                "Master": {"replicas": 1, **pod("pytorch", **torchrun)},
+                "Worker": {"replicas": 1, **pod("pytorch", **torchrun)},
+            }
+        },
+        "MPIJob": {
+            "mpiReplicaSpecs": {
+                "Launcher": {"replicas": 1, **pod("launcher", command=["deepspeed", "train.py"])},
+                "Worker": {
+                    "replicas": 2,
+                    "template": {
+                        "spec": {"containers": [{"name": "worker", "image": node_image(t, "deepspeed-distributed")}]}
+                    },
+                },
+            }
+        },
+        "TFJob": {
+            "tfReplicaSpecs": {
+                "Chief": {"replicas": 1, **pod("tensorflow", **torchrun)},
+                "Worker": {"replicas": 1, **pod("tensorflow", **torchrun)},
+            }
+        },
+        "XGBoostJob": {
+            "xgbReplicaSpecs": {
+                "Master": {"replicas": 1, **pod("xgboost")},
+                "Worker": {"replicas": 1, **pod("xgboost")},
+            }
+        },
         "JAXJob": {"jaxReplicaSpecs": {"Worker": {"replicas": 2, **pod("jax")}}},
-        "PaddleJob": {"paddleReplicaSpecs": {"Master": {"replicas": 1, **pod("paddle", **torchrun)},
-                                             "Worker": {"replicas": 1, **pod("paddle", **torchrun)}}},
+        "PaddleJob": {
+            "paddleReplicaSpecs": {
+                "Master": {"replicas": 1, **pod("paddle", **torchrun)},
+                "Worker": {"replicas": 1, **pod("paddle", **torchrun)},
+            }
+        },
     }
-    return {"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": "nlp"},
-            "spec": copy.deepcopy(specs[kind])}
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {"name": name, "namespace": "nlp"},
+        "spec": copy.deepcopy(specs[kind]),
+    }
 
 
 def options_for(kind: str, **extra: Any) -> Options:

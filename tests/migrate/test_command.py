@@ -42,8 +42,10 @@ def test_converts_a_directory_to_yaml_on_stdout(tmp_path: Path, capsys: pytest.C
     assert code == 0, err
     docs = list(yaml.safe_load_all(out))
     assert [(d["kind"], d["metadata"]["name"], d["spec"]["runtimeRef"]["name"]) for d in docs] == [
-        ("TrainJob", "a", "torch-distributed"), ("TrainJob", "b", "jax-distributed"),
-        ("TrainJob", "c", "xgboost-distributed")]
+        ("TrainJob", "a", "torch-distributed"),
+        ("TrainJob", "b", "jax-distributed"),
+        ("TrainJob", "c", "xgboost-distributed"),
+    ]
     again = call([str(tmp_path)], capsys)[1]
     assert again == out
 
@@ -54,18 +56,24 @@ def test_list_objects_are_read_item_by_item(tmp_path: Path, capsys: pytest.Captu
     write(tmp_path / "list.yaml", {"apiVersion": "v1", "kind": "List", "items": [job(*PT), bad]})
     code, _, err = call([str(tmp_path / "list.yaml")], capsys)
     assert code == 2
-    assert f"{tmp_path / 'list.yaml'}[0]: items[1].spec.pytorchReplicaSpecs.Worker.template.spec.containers: " \
-           "required: at least one container" in err
+    assert (
+        f"{tmp_path / 'list.yaml'}[0]: items[1].spec.pytorchReplicaSpecs.Worker.template.spec.containers: "
+        "required: at least one container" in err
+    )
 
 
 BAD = [
     ("not: [yaml", "not YAML or JSON"),
-    ("apiVersion: kubeflow.org/v1\nkind: SparkJob\nmetadata: {name: a, namespace: nlp}\n",
-     "[0]: kind: unknown kind kubeflow.org/v1 SparkJob"),
+    (
+        "apiVersion: kubeflow.org/v1\nkind: SparkJob\nmetadata: {name: a, namespace: nlp}\n",
+        "[0]: kind: unknown kind kubeflow.org/v1 SparkJob",
+    ),
     ("- 1\n- 2\n", "[0]: expected an object, found list"),
-    ("a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n" + "".join(
-        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(6)),
-     "expands to more than 1000000 values"),
+    (
+        "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n"
+        + "".join(f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(6)),
+        "expands to more than 1000000 values",
+    ),
     ("[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5), f"nested deeper than {MAX_DEPTH} levels"),
 ]
 
@@ -103,8 +111,10 @@ def field_errors() -> list[tuple[dict[str, Any], str]]:
         (prio, "metadata.labels.kueue.x-k8s.io/priority-class: 'system-node-critical' is not a WorkloadPriorityClass"),
         (typo, "spec.runPolicy.activeDeadlineSecond: unknown field of spec.runPolicy"),
         (replica, "spec.pytorchReplicaSpecs.Wroker: unknown replica type 'Wroker' for PyTorchJob"),
-        (job("kubeflow.org/v1", "TFJob"), "kind: TFJob: TFJob is a tensorflow job, and the stack local serves no "
-                                          "runtime for framework tensorflow"),
+        (
+            job("kubeflow.org/v1", "TFJob"),
+            "kind: TFJob: TFJob is a tensorflow job, and the stack local serves no runtime for framework tensorflow",
+        ),
     ]
 
 
@@ -128,8 +138,10 @@ def test_lossy_jobs_exit_1_and_write_nothing_until_allowed(tmp_path: Path, capsy
     assert code == 1 and not out_dir.exists()
     assert "reported spec.runPolicy.backoffLimit: restarts are the runtime's JobSet failurePolicy" in err
     assert "--allow-lossy spec.runPolicy.backoffLimit,spec.runPolicy.cleanPodPolicy" in err
-    code, _, err = call([str(src), "--out", str(out_dir), "--allow-lossy",
-                         "spec.runPolicy.backoffLimit,spec.runPolicy.cleanPodPolicy"], capsys)
+    code, _, err = call(
+        [str(src), "--out", str(out_dir), "--allow-lossy", "spec.runPolicy.backoffLimit,spec.runPolicy.cleanPodPolicy"],
+        capsys,
+    )
     assert code == 0, err
     written = yaml.safe_load((out_dir / "nlp" / "train.yaml").read_text())
     source = written["metadata"]["annotations"]["trainer-platform.io/migrated-from"]
@@ -167,8 +179,13 @@ def test_a_huge_file_is_refused_unread(tmp_path: Path, capsys: pytest.CaptureFix
 def test_the_real_command_line(tmp_path: Path) -> None:
     """`trainer-infra migrate --stack local` as users run it: the stack file, the catalog, the exit code."""
     src = write(tmp_path / "j.yaml", job(*PT))
-    proc = subprocess.run([sys.executable, "-m", "trainer_infra", "migrate", "--stack", "local", str(src)],
-                          capture_output=True, text=True, cwd=ROOT, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainer_infra", "migrate", "--stack", "local", str(src)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     (trainjob,) = yaml.safe_load_all(proc.stdout)
     assert trainjob["spec"]["runtimeRef"]["name"] == "torch-distributed"

@@ -42,14 +42,20 @@ def test_pytorchjob_becomes_a_torch_trainjob_in_the_team_queue() -> None:
     obj = job(*PT)
     obj["metadata"]["labels"] = {"app": "mnist"}
     obj["spec"]["nprocPerNode"] = "4"
-    obj["spec"]["runPolicy"] = {"activeDeadlineSeconds": 600, "suspend": True,
-                                "schedulingPolicy": {"priorityClass": "high"}}
+    obj["spec"]["runPolicy"] = {
+        "activeDeadlineSeconds": 600,
+        "suspend": True,
+        "schedulingPolicy": {"priorityClass": "high"},
+    }
     master(obj, "Worker")["replicas"] = 3
 
     def fill(spec: dict[str, Any]) -> None:
         c = spec["template"]["spec"]["containers"][0]
-        c.update(env=[{"name": "EPOCHS", "value": "2"}], resources={"limits": {"nvidia.com/gpu": 8}},
-                 volumeMounts=[{"name": "ws", "mountPath": "/workspace"}])
+        c.update(
+            env=[{"name": "EPOCHS", "value": "2"}],
+            resources={"limits": {"nvidia.com/gpu": 8}},
+            volumeMounts=[{"name": "ws", "mountPath": "/workspace"}],
+        )
         spec["template"]["spec"]["volumes"] = [{"name": "ws", "persistentVolumeClaim": {"claimName": "workspace"}}]
         spec["template"]["spec"]["tolerations"] = [{"key": "example.com/x", "operator": "Exists"}]
 
@@ -58,14 +64,24 @@ def test_pytorchjob_becomes_a_torch_trainjob_in_the_team_queue() -> None:
     assert r.status == Status.CLEAN, r.findings
     t = r.trainjob
     assert t is not None
-    assert t["metadata"]["labels"] == {"app": "mnist", "kueue.x-k8s.io/priority-class": "high",
-                                       "kueue.x-k8s.io/queue-name": "default"}
+    assert t["metadata"]["labels"] == {
+        "app": "mnist",
+        "kueue.x-k8s.io/priority-class": "high",
+        "kueue.x-k8s.io/queue-name": "default",
+    }
     assert t["metadata"]["annotations"][SOURCE_ANNOTATION] == "kubeflow.org/v1/PyTorchJob nlp/train"
-    assert t["spec"]["runtimeRef"] == {"apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime",
-                                       "name": "torch-distributed"}
+    assert t["spec"]["runtimeRef"] == {
+        "apiGroup": "trainer.kubeflow.org",
+        "kind": "ClusterTrainingRuntime",
+        "name": "torch-distributed",
+    }
     assert t["spec"]["trainer"] == {
-        "image": IMAGE, "command": ["torchrun", "train.py"], "env": [{"name": "EPOCHS", "value": "2"}],
-        "numNodes": 4, "numProcPerNode": 4, "resourcesPerNode": {"limits": {"nvidia.com/gpu": "8"}},
+        "image": IMAGE,
+        "command": ["torchrun", "train.py"],
+        "env": [{"name": "EPOCHS", "value": "2"}],
+        "numNodes": 4,
+        "numProcPerNode": 4,
+        "resourcesPerNode": {"limits": {"nvidia.com/gpu": "8"}},
     }
     assert t["spec"]["activeDeadlineSeconds"] == 600 and t["spec"]["suspend"] is True
     patch = t["spec"]["runtimePatches"][0]
@@ -96,8 +112,10 @@ def test_worker_template_differences_are_reported_and_can_be_allowed() -> None:
     [
         ({"command": ["deepspeed", "--hostfile", "/etc/mpi/hostfile", "train.py"]}, "deepspeed-distributed"),
         ({"command": ["mpirun"], "args": ["-np", "4", "deepspeed", "train.py"]}, "deepspeed-distributed"),
-        ({"image": "ghcr.io/kubeflow/trainer/deepspeed-runtime:v2.2.1", "command": ["mpirun", "python", "t.py"]},
-         "deepspeed-distributed"),
+        (
+            {"image": "ghcr.io/kubeflow/trainer/deepspeed-runtime:v2.2.1", "command": ["mpirun", "python", "t.py"]},
+            "deepspeed-distributed",
+        ),
     ],
 )
 def test_mpijob_running_deepspeed_gets_the_deepspeed_runtime(launcher: dict[str, Any], runtime: str) -> None:
@@ -136,14 +154,18 @@ def test_mpijob_nodes_are_the_workers_and_get_the_workers_resources() -> None:
     worker["image"] = IMAGE
     container(obj, "Launcher")["resources"] = {"limits": {"cpu": "1"}}
     r = run(obj)
-    assert lossy(r) == ["spec.mpiReplicaSpecs.Worker.template.spec.containers[0].image",
-                        "spec.mpiReplicaSpecs.Launcher.template.spec.containers[0].resources"]
+    assert lossy(r) == [
+        "spec.mpiReplicaSpecs.Worker.template.spec.containers[0].image",
+        "spec.mpiReplicaSpecs.Launcher.template.spec.containers[0].resources",
+    ]
     assert node_image(t, "deepspeed-distributed") in r.findings[-2].message or any(
-        node_image(t, "deepspeed-distributed") in f.message for f in r.findings)
+        node_image(t, "deepspeed-distributed") in f.message for f in r.findings
+    )
 
 
-@pytest.mark.parametrize(("value", "expected", "reported"), [("4", 4, False), (2, 2, False), ("auto", None, False),
-                                                             ("gpu", None, True)])
+@pytest.mark.parametrize(
+    ("value", "expected", "reported"), [("4", 4, False), (2, 2, False), ("auto", None, False), ("gpu", None, True)]
+)
 def test_nproc_per_node(value: Any, expected: int | None, reported: bool) -> None:
     obj = job(*PT)
     obj["spec"]["nprocPerNode"] = value
@@ -170,8 +192,12 @@ def test_a_command_that_is_not_torchrun_is_reported() -> None:
     r = run(obj)
     assert lossy(r) == ["spec.pytorchReplicaSpecs.Master.template.spec.containers[0].command"]
     assert "torchrun" in r.findings[-1].message or any("torchrun" in f.message for f in r.findings)
-    both(obj, lambda s: s["template"]["spec"]["containers"][0].update(
-        command=["python", "-m", "torch.distributed.run", "/opt/mnist.py"]))
+    both(
+        obj,
+        lambda s: s["template"]["spec"]["containers"][0].update(
+            command=["python", "-m", "torch.distributed.run", "/opt/mnist.py"]
+        ),
+    )
     assert run(obj).status == Status.CLEAN
 
 
@@ -179,11 +205,15 @@ def test_sidecars_init_containers_and_parameter_servers_are_reported() -> None:
     obj = job(*PT)
     both(obj, lambda s: s["template"]["spec"]["containers"].append({"name": "logger", "image": "busybox:1.36"}))
     both(obj, lambda s: s["template"]["spec"].update(initContainers=[{"name": "fetch", "image": "busybox:1.36"}]))
-    assert lossy(run(obj)) == ["spec.pytorchReplicaSpecs.Master.template.spec.containers[1]",
-                               "spec.pytorchReplicaSpecs.Master.template.spec.initContainers"]
+    assert lossy(run(obj)) == [
+        "spec.pytorchReplicaSpecs.Master.template.spec.containers[1]",
+        "spec.pytorchReplicaSpecs.Master.template.spec.initContainers",
+    ]
     tf = job("kubeflow.org/v1", "TFJob")
-    tf["spec"]["tfReplicaSpecs"]["PS"] = {"replicas": 2, "template": {"spec": {"containers": [
-        {"name": "tensorflow", "image": IMAGE}]}}}
+    tf["spec"]["tfReplicaSpecs"]["PS"] = {
+        "replicas": 2,
+        "template": {"spec": {"containers": [{"name": "tensorflow", "image": IMAGE}]}},
+    }
     assert lossy(run(tf)) == ["spec.tfReplicaSpecs.PS"]
 
 
@@ -199,8 +229,10 @@ def test_queue_and_priority_must_exist_in_the_stack() -> None:
     r = run(obj)
     assert [(e.path, e.hint) for e in r.errors] == [
         ("spec.runPolicy.schedulingPolicy.queue", "did you mean 'default'?"),
-        ("spec.runPolicy.schedulingPolicy.priorityClass",
-         "pick one with --priority (the stack has: high, low, normal)"),
+        (
+            "spec.runPolicy.schedulingPolicy.priorityClass",
+            "pick one with --priority (the stack has: high, low, normal)",
+        ),
     ]
     fixed = run(obj, options=Options(queue="default", priority="low"))
     assert fixed.trainjob is not None
@@ -252,26 +284,43 @@ def rich(api_version: str, kind: str) -> dict[str, Any]:
     """A job using most mapped fields, for the schema check."""
     obj = job(api_version, kind)
     obj["metadata"]["labels"] = {"app": "x"}
-    obj["spec"]["runPolicy"] = {"activeDeadlineSeconds": 60, "suspend": False,
-                                "schedulingPolicy": {"queue": "default", "priorityClass": "normal"}}
+    obj["spec"]["runPolicy"] = {
+        "activeDeadlineSeconds": 60,
+        "suspend": False,
+        "schedulingPolicy": {"queue": "default", "priorityClass": "normal"},
+    }
     field = next(k for k in obj["spec"] if k.endswith("ReplicaSpecs"))
     for spec in obj["spec"][field].values():
         tmpl = spec["template"]
         tmpl["metadata"] = {"labels": {"role": "train"}, "annotations": {"example.com/a": "b"}}
         tmpl["spec"].update(
-            nodeSelector={"pool": "h100"}, tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists"}],
-            affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}},
-            securityContext={"runAsUser": 1000, "fsGroup": 1000}, serviceAccountName="default",
-            imagePullSecrets=[{"name": "pull"}], schedulingGates=[{"name": "example.com/gate"}],
-            volumes=[{"name": "ws", "persistentVolumeClaim": {"claimName": "workspace"}},
-                     {"name": "cache", "emptyDir": {"sizeLimit": "1Gi"}}],
+            nodeSelector={"pool": "h100"},
+            tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists"}],
+            affinity={
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}
+                        ]
+                    }
+                }
+            },
+            securityContext={"runAsUser": 1000, "fsGroup": 1000},
+            serviceAccountName="default",
+            imagePullSecrets=[{"name": "pull"}],
+            schedulingGates=[{"name": "example.com/gate"}],
+            volumes=[
+                {"name": "ws", "persistentVolumeClaim": {"claimName": "workspace"}},
+                {"name": "cache", "emptyDir": {"sizeLimit": "1Gi"}},
+            ],
         )
         c = tmpl["spec"]["containers"][0]
-        c.update(env=[{"name": "A", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}],
-                 resources={"limits": {"cpu": "2", "memory": "4Gi"}, "requests": {"cpu": 1}},
-                 volumeMounts=[{"name": "ws", "mountPath": "/ws"}],
-                 securityContext={"allowPrivilegeEscalation": False})
+        c.update(
+            env=[{"name": "A", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}],
+            resources={"limits": {"cpu": "2", "memory": "4Gi"}, "requests": {"cpu": 1}},
+            volumeMounts=[{"name": "ws", "mountPath": "/ws"}],
+            securityContext={"allowPrivilegeEscalation": False},
+        )
         if kind == "MPIJob":
             c.pop("env")
     return obj
@@ -281,8 +330,11 @@ def rich(api_version: str, kind: str) -> dict[str, Any]:
 @pytest.mark.parametrize(("api_version", "kind"), ALL)
 def test_migrated_jobs_pass_the_pinned_trainjob_crd(api_version: str, kind: str, trainer: str) -> None:
     """Schema and CEL rules of the Trainer CRDs (the conformance harness), beyond the run-time checks."""
-    r = run(rich(api_version, kind), target=local_target(trainer), options=options_for(kind, allow_lossy=(
-        "spec.mpiReplicaSpecs.Launcher",)))
+    r = run(
+        rich(api_version, kind),
+        target=local_target(trainer),
+        options=options_for(kind, allow_lossy=("spec.mpiReplicaSpecs.Launcher",)),
+    )
     assert r.trainjob is not None, (r.errors, r.findings)
     checker = Conformance("1.34", {"trainer": trainer})
     assert checker.check(r.trainjob) == []

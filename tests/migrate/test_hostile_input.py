@@ -14,9 +14,15 @@ from trainer_infra.migrate.convert import Status
 
 KINDS = [("kubeflow.org/v1", "PyTorchJob"), ("kubeflow.org/v2beta1", "MPIJob"), ("kubeflow.org/v1", "JAXJob")]
 JUNK = st.one_of(
-    st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=5), st.lists(st.integers(), max_size=2),
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 5),
+    st.text(max_size=5),
+    st.lists(st.integers(), max_size=2),
     st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
-    st.just([{"name": 1}]), st.just({"add": "SYS_ADMIN"}), st.just([{"hostPath": "x"}]),
+    st.just([{"name": 1}]),
+    st.just({"add": "SYS_ADMIN"}),
+    st.just([{"hostPath": "x"}]),
 )
 
 
@@ -38,9 +44,12 @@ def rich(kind: tuple[str, str]) -> dict[str, Any]:
     for spec in next(v for k, v in obj["spec"].items() if k.endswith("ReplicaSpecs")).values():
         pod = spec["template"]["spec"]
         pod["volumes"] = [{"name": "ws", "persistentVolumeClaim": {"claimName": "workspace"}}]
-        pod["containers"][0].update(securityContext={"capabilities": {"drop": ["ALL"]}},
-                                    ports=[{"containerPort": 1}], env=[{"name": "A", "value": "1"}],
-                                    resources={"limits": {"cpu": "1"}})
+        pod["containers"][0].update(
+            securityContext={"capabilities": {"drop": ["ALL"]}},
+            ports=[{"containerPort": 1}],
+            env=[{"name": "A", "value": "1"}],
+            resources={"limits": {"cpu": "1"}},
+        )
     return obj
 
 

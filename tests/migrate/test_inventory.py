@@ -27,8 +27,13 @@ class FakeCluster:
         self.calls.append((version, plural, namespace))
         if f"{version}/{plural}" not in self.served:
             raise ApiException(status=404, reason="Not Found")
-        items = [o for o in self.objects if o["apiVersion"] == f"{group}/{version}"
-                 and o["kind"].lower() + "s" == plural and namespace in (None, o["metadata"]["namespace"])]
+        items = [
+            o
+            for o in self.objects
+            if o["apiVersion"] == f"{group}/{version}"
+            and o["kind"].lower() + "s" == plural
+            and namespace in (None, o["metadata"]["namespace"])
+        ]
         return {"items": [{k: v for k, v in o.items() if k not in ("apiVersion", "kind")} for o in items]}
 
     def list_cluster_custom_object(self, group: str, version: str, plural: str) -> dict[str, Any]:
@@ -45,8 +50,14 @@ def cluster() -> FakeCluster:
     refused["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["hostNetwork"] = True
     legacy = job(*PT, name="legacy")
     legacy["metadata"]["namespace"] = "ml-legacy"
-    objects = [job(*PT, name="clean"), lossy, refused, legacy, job("kubeflow.org/v1", "JAXJob", name="jax"),
-               job("kubeflow.org/v1", "TFJob", name="tf")]
+    objects = [
+        job(*PT, name="clean"),
+        lossy,
+        refused,
+        legacy,
+        job("kubeflow.org/v1", "JAXJob", name="jax"),
+        job("kubeflow.org/v1", "TFJob", name="tf"),
+    ]
     for i, o in enumerate(objects):
         o["metadata"]["uid"] = f"uid-{i}"
         o["status"] = {"conditions": [{"type": "Running", "status": "True"}]}
@@ -110,17 +121,29 @@ def test_an_unreachable_cluster_is_an_error_not_a_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     kubeconfig = tmp_path / "config"
-    kubeconfig.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": True}}],
-        "users": [{"name": "u", "user": {"token": "t"}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-    }))
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "c",
+                "clusters": [
+                    {"name": "c", "cluster": {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": True}}
+                ],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+            }
+        )
+    )
     monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
     p = argparse.ArgumentParser()
     command.add_arguments(p)
     code = command.run(p.parse_args(["--from-cluster"]), lambda _: local_target(), command.cluster_api)
     err = capsys.readouterr().err
     assert code == 2 and "cannot read the cluster" in err and "Traceback" not in err
-    assert command.run(p.parse_args(["--from-cluster", "--context", "nope"]), lambda _: local_target(),
-                       command.cluster_api) == 2
+    assert (
+        command.run(
+            p.parse_args(["--from-cluster", "--context", "nope"]), lambda _: local_target(), command.cluster_api
+        )
+        == 2
+    )

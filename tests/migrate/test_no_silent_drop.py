@@ -19,15 +19,30 @@ from trainer_infra.migrate.kinds import KINDS, Kind, Role
 from trainer_infra.migrate.mapping import BY_PATTERN, Disposition, Entry, entry_at
 
 META_VALUES: dict[str, Any] = {
-    "labels": {"team": "nlp"}, "annotations": {"example.com/note": "x"}, "generateName": "train-",
+    "labels": {"team": "nlp"},
+    "annotations": {"example.com/note": "x"},
+    "generateName": "train-",
     "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": "u"}],
-    "finalizers": ["example.com/keep"], "uid": "u", "resourceVersion": "7", "generation": 3,
-    "creationTimestamp": "2026-01-01T00:00:00Z", "deletionTimestamp": "2026-01-01T00:00:00Z",
-    "deletionGracePeriodSeconds": 30, "managedFields": [{"manager": "kubectl"}], "selfLink": "/x",
+    "finalizers": ["example.com/keep"],
+    "uid": "u",
+    "resourceVersion": "7",
+    "generation": 3,
+    "creationTimestamp": "2026-01-01T00:00:00Z",
+    "deletionTimestamp": "2026-01-01T00:00:00Z",
+    "deletionGracePeriodSeconds": 30,
+    "managedFields": [{"manager": "kubectl"}],
+    "selfLink": "/x",
 }
 ENUMS = {"operator": "Exists", "effect": "NoSchedule", "whenUnsatisfiable": "DoNotSchedule", "type": "RuntimeDefault"}
-STRUCTURAL = {"apiVersion", "kind", "metadata.name", "metadata.namespace", "spec.{replicas}",
-              "spec.{replicas}.*.template.spec.containers[].name", "spec.{replicas}.*.template.spec.containers[].image"}
+STRUCTURAL = {
+    "apiVersion",
+    "kind",
+    "metadata.name",
+    "metadata.namespace",
+    "spec.{replicas}",
+    "spec.{replicas}.*.template.spec.containers[].name",
+    "spec.{replicas}.*.template.spec.containers[].image",
+}
 
 
 def synth(schema: dict[str, Any], depth: int = 0) -> Any:
@@ -108,8 +123,11 @@ def with_replica(obj: dict[str, Any], kind: Kind, replica: str) -> None:
 
 
 def contains(haystack: Any, needle: Any) -> bool:
-    if isinstance(needle, dict) and isinstance(haystack, dict) and needle and all(
-        k in haystack and haystack[k] == v for k, v in needle.items()
+    if (
+        isinstance(needle, dict)
+        and isinstance(haystack, dict)
+        and needle
+        and all(k in haystack and haystack[k] == v for k, v in needle.items())
     ):
         return True
     if haystack == needle:
@@ -168,11 +186,13 @@ def test_field_is_mapped_or_reported(api_version: str, kind_name: str, pattern: 
         result = run(obj, options=options_for(kind_name, allow_lossy=("spec", "metadata")))
     assert result.trainjob is not None, [*result.errors, *result.findings]
     if entry.target == "spec.trainer.numNodes":
-        counted = [t for t, r in kind.roles if r is Role.NODES] or [t for t, r in kind.roles if r in (
-            Role.TRAINER, Role.SAME)]
+        counted = [t for t, r in kind.roles if r is Role.NODES] or [
+            t for t, r in kind.roles if r in (Role.TRAINER, Role.SAME)
+        ]
         specs = obj["spec"][kind.replicas_field]
-        assert result.trainjob["spec"]["trainer"]["numNodes"] == sum(specs[t].get("replicas", 1) for t in counted
-                                                                      if t in specs)
+        assert result.trainjob["spec"]["trainer"]["numNodes"] == sum(
+            specs[t].get("replicas", 1) for t in counted if t in specs
+        )
         return
     assert contains(result.trainjob, value), f"{where} = {value!r} is not in the TrainJob: {result.trainjob}"
 

@@ -29,36 +29,60 @@ def main(**fields: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("pod", "message"),
     [
-        ({"volumes": [{"name": "data", "hostPath": {"path": "/data"}}]},
-         'pods "train-master-0" is forbidden: violates PodSecurity "baseline:v1.34": hostPath volumes (volume "data")'),
-        ({"volumes": [{"name": "a", "hostPath": {"path": "/a"}}, {"name": "b", "hostPath": {"path": "/b"}}]},
-         'violates PodSecurity "baseline:v1.34": hostPath volumes (volumes "a", "b")'),
-        ({"containers": [main(securityContext={"privileged": True})]},
-         'violates PodSecurity "baseline:v1.34": privileged (container "pytorch" must not set '
-         "securityContext.privileged=true)"),
-        ({"hostNetwork": True, "hostPID": True},
-         'violates PodSecurity "baseline:v1.34": host namespaces (hostNetwork=true, hostPID=true)'),
-        ({"containers": [main(securityContext={"capabilities": {"add": ["SYS_ADMIN", "CHOWN"]}})]},
-         'non-default capabilities (container "pytorch" must not include "SYS_ADMIN" in '
-         "securityContext.capabilities.add)"),
-        ({"containers": [main(securityContext={"capabilities": {"add": ["CHOWN"]}})]},
-         'container "pytorch": capabilities.add is refused in team namespaces'),
-        ({"containers": [main(securityContext={"allowPrivilegeEscalation": True})]},
-         "allowPrivilegeEscalation=true is refused"),
-        ({"volumes": [{"name": "e", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]},
-         'volume "e": inline ephemeral volumes are refused'),
-        ({"containers": [main(ports=[{"containerPort": 80, "hostPort": 80}])]},
-         'hostPort (container "pytorch" uses hostPort 80)'),
-        ({"volumes": [{"name": "export", "nfs": {"server": "nfs.storage", "path": "/"}}]},
-         'volume "export": inline nfs volumes are refused in team namespaces'),
+        (
+            {"volumes": [{"name": "data", "hostPath": {"path": "/data"}}]},
+            'pods "train-master-0" is forbidden: violates PodSecurity "baseline:v1.34": '
+            'hostPath volumes (volume "data")',
+        ),
+        (
+            {"volumes": [{"name": "a", "hostPath": {"path": "/a"}}, {"name": "b", "hostPath": {"path": "/b"}}]},
+            'violates PodSecurity "baseline:v1.34": hostPath volumes (volumes "a", "b")',
+        ),
+        (
+            {"containers": [main(securityContext={"privileged": True})]},
+            'violates PodSecurity "baseline:v1.34": privileged (container "pytorch" must not set '
+            "securityContext.privileged=true)",
+        ),
+        (
+            {"hostNetwork": True, "hostPID": True},
+            'violates PodSecurity "baseline:v1.34": host namespaces (hostNetwork=true, hostPID=true)',
+        ),
+        (
+            {"containers": [main(securityContext={"capabilities": {"add": ["SYS_ADMIN", "CHOWN"]}})]},
+            'non-default capabilities (container "pytorch" must not include "SYS_ADMIN" in '
+            "securityContext.capabilities.add)",
+        ),
+        (
+            {"containers": [main(securityContext={"capabilities": {"add": ["CHOWN"]}})]},
+            'container "pytorch": capabilities.add is refused in team namespaces',
+        ),
+        (
+            {"containers": [main(securityContext={"allowPrivilegeEscalation": True})]},
+            "allowPrivilegeEscalation=true is refused",
+        ),
+        (
+            {"volumes": [{"name": "e", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]},
+            'volume "e": inline ephemeral volumes are refused',
+        ),
+        (
+            {"containers": [main(ports=[{"containerPort": 80, "hostPort": 80}])]},
+            'hostPort (container "pytorch" uses hostPort 80)',
+        ),
+        (
+            {"volumes": [{"name": "export", "nfs": {"server": "nfs.storage", "path": "/"}}]},
+            'volume "export": inline nfs volumes are refused in team namespaces',
+        ),
     ],
 )
 def test_refused_with_the_admission_message(pod: dict[str, Any], message: str) -> None:
     r = run(with_pod(**pod), options=EVERYTHING)
     assert r.status == Status.REFUSED and r.trainjob is None
     assert message in r.refusal
-    assert all(f.path.startswith("spec.pytorchReplicaSpecs.Master.template.spec.")
-               for f in r.findings if f.disposition is Disposition.TENANCY)
+    assert all(
+        f.path.startswith("spec.pytorchReplicaSpecs.Master.template.spec.")
+        for f in r.findings
+        if f.disposition is Disposition.TENANCY
+    )
 
 
 def test_only_the_teams_claims_and_service_accounts() -> None:
@@ -78,9 +102,20 @@ def test_only_the_teams_claims_and_service_accounts() -> None:
 def test_safe_pods_pass() -> None:
     obj = with_pod(
         hostNetwork=False,
-        volumes=[{"name": "ws", "persistentVolumeClaim": {"claimName": "workspace"}}, {"name": "t", "emptyDir": {}},
-                 {"name": "c", "configMap": {"name": "cfg"}}, {"name": "s", "secret": {"secretName": "hf-token"}}],
-        containers=[main(securityContext={"capabilities": {"drop": ["ALL"]}, "privileged": False,
-                                          "allowPrivilegeEscalation": False})],
+        volumes=[
+            {"name": "ws", "persistentVolumeClaim": {"claimName": "workspace"}},
+            {"name": "t", "emptyDir": {}},
+            {"name": "c", "configMap": {"name": "cfg"}},
+            {"name": "s", "secret": {"secretName": "hf-token"}},
+        ],
+        containers=[
+            main(
+                securityContext={
+                    "capabilities": {"drop": ["ALL"]},
+                    "privileged": False,
+                    "allowPrivilegeEscalation": False,
+                }
+            )
+        ],
     )
     assert run(obj).status == Status.CLEAN

@@ -31,7 +31,11 @@ def go_module(module: str, version: str) -> Path | None:
         return None
     proc = subprocess.run(
         ["go", "mod", "download", "-json", f"{module}@{version}"],
-        capture_output=True, text=True, timeout=600, cwd="/", env=None,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd="/",
+        env=None,
     )
     if proc.returncode != 0:
         raise RuntimeError(f"go mod download {module}@{version}: {proc.stdout[-1000:]}{proc.stderr[-1000:]}")
