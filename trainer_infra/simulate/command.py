@@ -75,9 +75,21 @@ def cmd_simulate(args: argparse.Namespace, facts: StackFacts, releases: list[dic
     from trainer_infra.simulate.report import write
     from trainer_infra.simulate.session import simulate
 
+    try:
+        import cryptography  # noqa: F401  (the control plane's throwaway CA)
+    except ImportError:
+        print(
+            "trainer-infra simulate needs the simulate extra: pip install 'trainer-platform[simulate]'", file=sys.stderr
+        )
+        return 2
+
     if args.compression <= 0 or args.max_wall <= 0:
         raise ConfigError([ConfigIssue("arguments", "--compression and --max-wall must be positive")])
     rows = load_trace(Path(args.trace))
+    try:
+        facts.check(rows)
+    except ConfigError as exc:
+        raise ConfigError(exc.issues, args.trace) from None
     if not facts.pools:
         hint = "simulate lays out kwok pools (nodePools[].backend: kwok); add one with the shape of your GPU nodes"
         raise ConfigError([ConfigIssue("nodePools", "the stack renders no kwok nodes to replay on", None, hint)])

@@ -94,6 +94,10 @@ class StackFacts:
             cq: (sum(q.nominal for q in flavors.values()), self.most_usable(cq)) for cq, flavors in self.quotas.items()
         }
 
+    def weights(self) -> dict[str, float]:
+        """Team → its ClusterQueue's fair-sharing weight."""
+        return {t.name: t.weight for t in self.teams.values()}
+
     @property
     def capacity(self) -> int:
         """Accelerators of every pool."""

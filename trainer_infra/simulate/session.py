@@ -111,7 +111,7 @@ def simulate(
     return Run(
         jobs=[*jobs, *never],
         capacity=facts.capacity,
-        weights={t.name: t.weight for t in facts.teams.values()},
+        weights=facts.weights(),
         compression=compression,
         until=until,
         wall_seconds=time.monotonic() - started,
