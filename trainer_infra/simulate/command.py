@@ -106,6 +106,9 @@ def cmd_simulate(args: argparse.Namespace, facts: StackFacts, releases: list[dic
     except BuildError as exc:
         print(f"trainer-infra simulate: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("trainer-infra simulate: interrupted before the replay started; nothing is left running", file=sys.stderr)
+        return 1
     out = Path(args.out)
     for note in write(run, out, plots=not args.no_plots):
         print(f"NOTE: {note}", file=sys.stderr)

@@ -100,6 +100,7 @@ class Replay:
         self.samples: list[tuple[float, str, int]] = []
         self.stopped_early = ""
         self.start = 0.0
+        self.ended = 0.0
         self.lock = threading.Lock()
         self.stop_event = threading.Event()
         self.submit_lag = 0.0
@@ -195,12 +196,16 @@ class Replay:
                     key = f"{self.facts.teams[row.team].name}/{row.name}"
                     self.jobs[key].created = self.now()
                     self.submit_lag = max(self.submit_lag, self.now() - row.submit)
-                    self.client.create(trainjob(row, self.facts, self.compression))
+                    try:
+                        self.client.create(trainjob(row, self.facts, self.compression))
+                    except ApiError as exc:  # a webhook or policy of the stack refused it: reported, not waited on
+                        self.jobs[key].never_admissible = f"refused when created: {exc.message[:300]}"
+                        self.jobs[key].created = None
                 if wall >= next_sample:
                     self._sample()
                     next_sample = wall + self.sample_every
                 with self.lock:
-                    done = not pending and all(j.finished is not None for j in self.jobs.values())
+                    done = not pending and all(j.finished is not None or j.never_admissible for j in self.jobs.values())
                 if done:
                     break
                 if wall >= deadline:
@@ -219,6 +224,7 @@ class Replay:
         except KeyboardInterrupt:
             self.stopped_early = "interrupted (Ctrl-C); the report covers what was measured until then"
         finally:
+            self.ended = self.now()
             self._sample()
             self.stop_event.set()
         return list(self.jobs.values())

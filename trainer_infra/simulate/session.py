@@ -107,13 +107,12 @@ def simulate(
         sandbox.stop()
         shutil.rmtree(workdir, ignore_errors=True)
         phases["stop control plane"] = time.monotonic() - mark
-    until = max((replay.now() if replay.start else 0.0), 0.0)
     return Run(
         jobs=[*jobs, *never],
         capacity=facts.capacity,
         weights=facts.weights(),
         compression=compression,
-        until=until,
+        until=replay.ended,
         wall_seconds=time.monotonic() - started,
         stopped_early=replay.stopped_early,
         limits=facts.limits,
