@@ -54,9 +54,8 @@ def test_the_example_trace_replays_and_conserves_work(tmp_path: Path) -> None:
     held = summary["finished_accelerator_seconds"]
     overhead = summary["overhead_wall_seconds"]
     assert overhead["min"] >= -0.5, f"a job finished before its duration: {overhead}"  # kwok's delay is exact
-    assert held >= asked * 0.99
-    assert held <= asked + sum(r.total_accelerators for r in trace) * overhead["max"] * COMPRESSION * 1.01
-    assert overhead["max"] < 30, overhead  # seconds of wall time per admission, on a loaded 2-core machine
+    # the rest is the controllers' latency between admission and the Workload's end (a few wall seconds × 60)
+    assert asked * 0.995 <= held < asked * 1.15, (held, asked, overhead)
     # utilisation counts preempted stretches too
     assert summary["admitted_accelerator_seconds"] >= held
 
