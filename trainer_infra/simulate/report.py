@@ -42,6 +42,8 @@ class Run:
     #: where the wall time went (phase → seconds)
     phases: Mapping[str, float] = field(default_factory=dict)
     label: str = ""
+    #: the latest a TrainJob was created after its row's submit time (trace seconds): the replay's own lag
+    submit_lag: float = 0.0
 
 
 def _round(value: float | None, digits: int = 3) -> float | None:
@@ -71,6 +73,7 @@ def summary(run: Run) -> dict[str, Any]:
         "compression": run.compression,
         "wall_seconds": round(run.wall_seconds, 1),
         "wall_phases": {k: round(v, 1) for k, v in run.phases.items()},
+        "submit_lag_max": round(run.submit_lag, 1),
         "trace_seconds": round(run.until, 1),
         "makespan": _round(metrics.makespan(replayed, run.until), 1),
         "utilisation": _round(metrics.utilisation(replayed, run.capacity, run.until)),

@@ -119,4 +119,5 @@ def simulate(
         samples=replay.samples,
         phases=phases,
         label=label,
+        submit_lag=replay.submit_lag,
     )
