@@ -134,29 +134,6 @@ def render_stack(stack: str, out: Path, extra: Obj | None = None) -> RenderOutpu
     return load_render(out)
 
 
-#: Chart name → suffix of its controller's ServiceAccount name (each chart's `_helpers.tpl`).
-_CONTROLLER_SERVICE_ACCOUNT = {
-    "jobset": "controller",
-    "kueue": "controller-manager",
-    "kubeflow-trainer": "controller-manager",
-}
-
-
 def controller_users(render: RenderOutput) -> dict[str, str]:
-    """component → ``system:serviceaccount:<ns>:<sa>`` its controller runs as, from the render's releases.
-
-    The charts name it ``<fullname>-<suffix>``; ``fullname`` is ``fullnameOverride``, else the release name
-    when it contains the chart name (``nameOverride`` if set), else ``<release>-<chart name>``.
-    """
-    users: dict[str, str] = {}
-    for release in render.helm_releases:
-        chart = str(release.get("chart", "")).rstrip("/").rsplit("/", 1)[-1]
-        suffix = _CONTROLLER_SERVICE_ACCOUNT.get(chart)
-        if suffix is None:
-            continue
-        values = release.get("values") or {}
-        name, rel = str(values.get("nameOverride") or chart), str(release["name"])
-        fullname = str(values.get("fullnameOverride") or (rel if name in rel else f"{rel}-{name}"))[:63].rstrip("-")
-        component = next(c for fragment, c in _CHART_COMPONENTS.items() if fragment in chart)
-        users[component] = f"system:serviceaccount:{release['namespace']}:{fullname}-{suffix}"
-    return users
+    """component → the username its controller runs as (trainer_infra/sandbox/apply.py)."""
+    return apply.controller_users(render.helm_releases)

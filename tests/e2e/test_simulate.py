@@ -32,8 +32,15 @@ def simulate(tmp_path: Path, *extra: str) -> subprocess.Popen[str]:
     env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
     (tmp_path / "tmp").mkdir(exist_ok=True)
     cmd = [sys.executable, "-m", "trainer_infra", "simulate", "--stack", "local", "--out", str(tmp_path / "out")]
+    # Ctrl-C as at a terminal: a shell's background job (CI, nohup) starts with SIGINT ignored, which Python keeps
     return subprocess.Popen(
-        [*cmd, *extra], cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [*cmd, *extra],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 

@@ -72,7 +72,13 @@ def simulate(
     progress: Callable[[str], None] = print,
 ) -> Run:
     """Replay `rows` on a fresh control plane running the render `facts` came from."""
-    from trainer_infra.sandbox.apply import apply_objects, bind_claims, kueue_settings, wait_nodes_ready
+    from trainer_infra.sandbox.apply import (
+        apply_objects,
+        bind_claims,
+        controller_users,
+        kueue_settings,
+        wait_nodes_ready,
+    )
     from trainer_infra.sandbox.controlplane import Sandbox
     from trainer_infra.sandbox.versions import VersionSet, check_binaries
     from trainer_infra.simulate.replay import Replay
@@ -87,7 +93,13 @@ def simulate(
     phases: dict[str, float] = {}
     started = time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="trainer-simulate-"))
-    sandbox = Sandbox(workdir / "control-plane", versions, kueue_settings=kueue_settings(list(releases)))
+    # the controllers run as their real ServiceAccounts: the stack's admission policies trust those names only
+    sandbox = Sandbox(
+        workdir / "control-plane",
+        versions,
+        kueue_settings=kueue_settings(list(releases)),
+        controller_users=controller_users(list(releases)),
+    )
     try:
         progress(f"starting the control plane (Kubernetes {versions.kubernetes}, Kueue {versions.kueue}) ...")
         sandbox.start()
