@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--load", type=float, default=1.1, help="offered load of the trace (default: %(default)s)")
     p.add_argument("--median-duration", type=float, default=1800.0)
     p.add_argument("--max-duration", type=float, default=6 * 3600.0)
-    p.add_argument("--compression", type=float, default=600.0, help="trace seconds per wall second")
+    p.add_argument("--compression", type=float, default=900.0, help="trace seconds per wall second")
     p.add_argument("--max-wall", type=float, default=900.0, help="bound of each replay, wall seconds")
     p.add_argument("--configs", nargs="+", default=["derived", "flat", "partitions"])
     p.add_argument("--out", type=Path, default=ROOT / "build" / "bench-scheduling")
