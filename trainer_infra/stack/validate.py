@@ -13,7 +13,14 @@ from pydantic import ValidationError
 
 from trainer_infra.catalog.injections import RuntimeFacts
 from trainer_infra.catalog.loader import Catalog, load_catalog
-from trainer_infra.catalog.plan import Selection, ServeContext, features, select, unused_settings
+from trainer_infra.catalog.plan import (
+    Selection,
+    ServeContext,
+    features,
+    sdk_listing_warnings,
+    select,
+    unused_settings,
+)
 from trainer_infra.catalog.pod_security import restricted_pods, restricted_refusal
 from trainer_infra.components.checks import check_components
 from trainer_infra.components.kueue import kueue_settings
@@ -276,4 +283,5 @@ def validate_model(
     )
     warnings = [f"UNSUPPORTED (allowUnsupportedVersions): {i.render()}" for i in compat]
     warnings += plaintext_warnings(cfg, NAMESPACE, secret_keys) + d.warnings
+    warnings += sdk_listing_warnings(serve, d.catalog, d.selection)
     return Validated(cfg, d.releases, d.pools, d.queues, d.catalog, d.selection, serve, warnings)
