@@ -11,8 +11,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from trainer_infra.catalog.entry import Catalog
 from trainer_infra.catalog.injections import RuntimeFacts
-from trainer_infra.catalog.loader import Catalog, load_catalog
+from trainer_infra.catalog.loader import load_catalog
 from trainer_infra.catalog.plan import (
     Selection,
     ServeContext,
