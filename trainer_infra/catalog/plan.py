@@ -280,8 +280,8 @@ def sdk_listing_warnings(ctx: ServeContext, catalog: Catalog, selection: Selecti
         return []
     listed = "; ".join(f"{name} ({limits})" for name, limits in sorted(unknown.items()))
     return [
-        f"runtimes: the kubeflow SDK knows only {SDK_DEVICES} limits on a trainer and raises \"Unknown device "
-        f"type\" on {listed}: TrainerClient().list_runtimes() fails wherever these are served (kubectl and "
+        f'runtimes: the kubeflow SDK knows only {SDK_DEVICES} limits on a trainer and raises "Unknown device '
+        f'type" on {listed}: TrainerClient().list_runtimes() fails wherever these are served (kubectl and '
         "TrainJobs still work); add a cpu limit to their trainer (runtimes.overrides.<name>.resources) or leave "
         "them out of runtimes.enabled (docs/data-scientists.md)"
     ]
