@@ -40,7 +40,13 @@ def test_the_product_label_follows_the_vendor_unless_set() -> None:
 
 @pytest.mark.parametrize(
     "limits",
-    [None, {"nvidia.com/gpu": "2"}, {"amd.com/gpu": "2"}, {"amd.com/gpu": "2", "cpu": "8"}, {"nvidia.com/mig-1g.5gb": "1"}],
+    [
+        None,
+        {"nvidia.com/gpu": "2"},
+        {"amd.com/gpu": "2"},
+        {"amd.com/gpu": "2", "cpu": "8"},
+        {"nvidia.com/mig-1g.5gb": "1"},
+    ],
 )
 def test_the_device_rule_is_the_sdks(limits: dict[str, str] | None) -> None:
     """sdk_knows_device answers as the installed SDK's get_container_devices does (raises = unknown); no
