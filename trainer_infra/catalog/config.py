@@ -77,7 +77,8 @@ class RuntimesConfig(StrictModel):
         default=None,
         description=(
             "Runtimes to serve (default: every catalog runtime the selected Trainer version supports; "
-            "data-cache runtimes only with dataCache.enabled)."
+            "data-cache runtimes only with dataCache.enabled, runtimes with the upstream initializers only with "
+            "storage.mountPath /workspace)."
         ),
     )
     versions: dict[RuntimeName, SemVer] = Field(

@@ -22,7 +22,7 @@ from trainer_infra.manifests import meta
 from trainer_infra.manifests.runtime import ancestor, containers, pod_spec, pod_specs, replicated_jobs
 from trainer_infra.storage.config import DataCacheConfig
 from trainer_infra.storage.data_cache import cache_image
-from trainer_infra.storage.injection import VOLUME, workspace_disagreement
+from trainer_infra.storage.injection import RUNTIME_WORKSPACE, VOLUME, fixed_workspace, workspace_disagreement
 from trainer_infra.tenancy.teams import TeamConfig
 
 CATALOG_VERSION = f"{m.DOMAIN}/catalog-version"
@@ -66,18 +66,25 @@ class ServeContext:
 
 # The one place that knows where the data cache is switched on (runtimes requiring `data-cache`).
 DATA_CACHE_SETTING = "dataCache.enabled"
+MOUNT_PATH_SETTING = "storage.mountPath"
 
 
 def features(data_cache: DataCacheConfig) -> set[str]:
     return {"data-cache"} if data_cache.enabled else set()
 
 
-def _why_not(entry: CatalogEntry, trainer: str, features: set[str]) -> str | None:
+def _why_not(entry: CatalogEntry, trainer: str, features: set[str], mount_path: str | None) -> str | None:
     if not entry.supports(trainer):
         return f"{entry.name} {entry.version} targets Trainer {entry.trainer_versions}, not {trainer}"
     missing = [f for f in entry.requires if f not in features]
     if missing:
         return f"{entry.name} needs {', '.join(missing)} (set {DATA_CACHE_SETTING}: true)"
+    if mount_path not in (None, RUNTIME_WORKSPACE) and (fixed := fixed_workspace(entry.raw)):
+        return (
+            f"{entry.name} runs the upstream initializers ({', '.join(fixed)}), which write to "
+            f"{RUNTIME_WORKSPACE}/dataset and {RUNTIME_WORKSPACE}/model whatever the mount: it needs "
+            f"{MOUNT_PATH_SETTING} {RUNTIME_WORKSPACE}, not {mount_path}"
+        )
     return None
 
 
@@ -183,14 +190,19 @@ def unused_settings(
 
 
 def select(
-    rc: RuntimesConfig, teams: Sequence[TeamConfig], trainer: str, available: set[str], catalog: Catalog
+    rc: RuntimesConfig,
+    teams: Sequence[TeamConfig],
+    trainer: str,
+    available: set[str],
+    catalog: Catalog,
+    mount_path: str | None = None,
 ) -> tuple[Selection, list[ConfigIssue]]:
-    """What this stack serves (Trainer version `trainer`, platform features `available`), and every wrong
-    reference in `runtimes:` with its path."""
+    """What this stack serves (Trainer version `trainer`, platform features `available`, the claim mounted at
+    `mount_path`), and every wrong reference in `runtimes:` with its path."""
     issues: list[ConfigIssue] = []
 
     def why_not(entry: CatalogEntry) -> str | None:
-        return _why_not(entry, trainer, available)
+        return _why_not(entry, trainer, available, mount_path)
 
     chosen = _chosen_versions(rc, catalog, trainer, issues)
     issues += [_unknown(f"runtimes.versions.{n}", n, catalog) for n in rc.versions if n not in catalog.names()]

@@ -22,7 +22,7 @@ from trainer_infra.catalog.plan import (
     select,
     unused_settings,
 )
-from trainer_infra.catalog.pod_security import restricted_pods, restricted_refusal
+from trainer_infra.catalog.pod_security import PLATFORM_MOUNTS, restricted_pods, restricted_refusal
 from trainer_infra.components.checks import check_components
 from trainer_infra.components.kueue import kueue_settings
 from trainer_infra.components.plan import Releases, resolve_releases
@@ -42,7 +42,12 @@ from trainer_infra.queues.resolve import ResolvedQueues, resolve_queues
 from trainer_infra.stack.config import StackConfig
 from trainer_infra.stack.load import NAMESPACE
 from trainer_infra.stack.secrets import plaintext_warnings
-from trainer_infra.storage.checks import check_data_cache, check_job_service_accounts, check_storage
+from trainer_infra.storage.checks import (
+    check_data_cache,
+    check_job_service_accounts,
+    check_mount_path,
+    check_storage,
+)
 from trainer_infra.storage.data_cache import CACHE_CLUSTER_PODS
 from trainer_infra.tenancy.checks import SYSTEM_NAMESPACES, check_restricted, check_teams
 
@@ -91,7 +96,8 @@ def _draft(cfg: StackConfig) -> Draft:
     queues = resolve_queues(() if pool_issues else pools, cfg.teams, kueue.tas.enabled)
     catalog = load_catalog()
     trainer = releases.by_name["trainer"].version
-    selection, catalog_issues = select(cfg.runtimes, cfg.teams, trainer, features(cfg.data_cache), catalog)
+    mount_path = cfg.storage.mount_path if cfg.storage is not None else None
+    selection, catalog_issues = select(cfg.runtimes, cfg.teams, trainer, features(cfg.data_cache), catalog, mount_path)
     unused, warnings = unused_settings(cfg.runtimes, cfg.queues.placement.runtimes, selection, catalog)
     warnings += no_effect_warnings(cfg)
     return Draft(cfg, releases, pools, pool_issues, queues, catalog, selection, catalog_issues + unused, warnings)
@@ -174,6 +180,7 @@ def _teams(d: Draft) -> list[ConfigIssue]:
 def _storage(d: Draft) -> list[ConfigIssue]:
     return (
         check_storage(d.config.storage, d.config.teams)
+        + check_mount_path(d.config.storage, PLATFORM_MOUNTS)
         + check_data_cache(d.config.data_cache)
         + check_job_service_accounts(d.config.teams)
     )
