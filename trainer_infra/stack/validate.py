@@ -95,7 +95,7 @@ def _draft(cfg: StackConfig) -> Draft:
     pool_issues = check_pools(pools)
     queues = resolve_queues(() if pool_issues else pools, cfg.teams, kueue.tas.enabled)
     catalog = load_catalog()
-    trainer = releases.by_name["trainer"].version
+    trainer = releases.by_name["trainer"].app_version
     mount_path = cfg.storage.mount_path if cfg.storage is not None else None
     selection, catalog_issues = select(cfg.runtimes, cfg.teams, trainer, features(cfg.data_cache), catalog, mount_path)
     unused, warnings = unused_settings(cfg.runtimes, cfg.queues.placement.runtimes, selection, catalog)
@@ -197,7 +197,7 @@ def _runtimes(d: Draft) -> list[ConfigIssue]:
 def _restricted(d: Draft) -> list[ConfigIssue]:
     """Judged on each runtime as served (the `pod-security` injection applied; the other injections add
     nothing Pod Security looks at) plus the pods the data cache runtime creates at run time."""
-    trainer = d.releases.by_name["trainer"].version
+    trainer = d.releases.by_name["trainer"].app_version
     security = d.config.runtimes.security_context
     served = [
         (
@@ -287,7 +287,7 @@ def validate_model(
         security_context=cfg.runtimes.security_context,
     )
     serve = ServeContext(
-        d.releases.by_name["trainer"].version, cfg.runtimes, cfg.data_cache, facts, cfg.allow_data_loss
+        d.releases.by_name["trainer"].app_version, cfg.runtimes, cfg.data_cache, facts, cfg.allow_data_loss
     )
     warnings = [f"UNSUPPORTED (allowUnsupportedVersions): {i.render()}" for i in compat]
     warnings += plaintext_warnings(cfg, NAMESPACE, secret_keys) + d.warnings
