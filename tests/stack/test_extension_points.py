@@ -7,8 +7,8 @@ type-checks it and renders a stack that uses all three."""
 from __future__ import annotations
 
 import difflib
-import json
 import filecmp
+import json
 import shutil
 import subprocess
 import sys

@@ -12,7 +12,7 @@ import yaml
 
 from tests.helpers import ROOT, render, stack_raw
 from trainer_infra.core.errors import ConfigError
-from trainer_infra.render.policy import check_rendered
+from trainer_infra.render.enforce import check_rendered
 from trainer_infra.stack.validate import validate
 
 TORCHTUNE = ("torchtune-llama3.2-1b", "torchtune-llama3.2-3b", "torchtune-qwen2.5-1.5b")

@@ -52,7 +52,9 @@ class Trainer(Controller):
 
     def values(self, stack: StackView, release: ResolvedRelease) -> dict[str, Any]:
         # Data cache values first, so the component's escape hatch still wins.
-        cache = data_cache_values(stack.data_cache, release.app_version, release.image("lws"), stack.images.registry_mirror)
+        cache = data_cache_values(
+            stack.data_cache, release.app_version, release.image("lws"), stack.images.registry_mirror
+        )
         if stack.data_cache.enabled and stack.data_cache.install_lws:
             # The LWS subchart's controller gets the same resources as ours (its chart default has no limit).
             resources = stack.components.trainer.resources.as_chart_values()
