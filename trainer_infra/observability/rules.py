@@ -1,9 +1,10 @@
 """Prometheus rule groups for the platform: the team info series, then every registered alert
 (`alerts/registry.py`) in a group per concern.
 
-Every metric and label used here is exported by the pinned controllers (through controller-runtime), by
-Prometheus itself (`up`), by kube-state-metrics (node alerts), or recorded by the `trainer-platform.teams`
-group below; the e2e suite scrapes the real controllers and fails on any name that does not exist.
+Every metric and label used here is exported by the pinned controllers (versions/matrix.yaml; Trainer's
+through controller-runtime), by Prometheus itself (`up`), by kube-state-metrics (node alerts), or recorded by
+the `trainer-platform.teams` group below; the e2e suite scrapes the real controllers and fails on any name
+that does not exist.
 """
 
 from __future__ import annotations
