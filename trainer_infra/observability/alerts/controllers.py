@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import Field
 
 from trainer_infra.observability.alerts.model import Alert, AlertBase, Duration, Ratio, Severity, alert
-from trainer_infra.observability.facts import PlatformFacts
+from trainer_infra.observability.facts import MetricsEndpoint, PlatformFacts
 from trainer_infra.observability.promql import regex
 
 
@@ -26,22 +26,23 @@ class ControllerDownAlert(AlertBase):
 
 
 def _controller_down(facts: PlatformFacts, down: ControllerDownAlert) -> list[dict[str, Any]]:
-    rules = []
-    for e in sorted(facts.endpoints, key=lambda e: e.component):
-        target = f'job="{e.service}", namespace="{e.namespace}"'
-        rule = alert(
+    def target(e: MetricsEndpoint) -> str:
+        return f'job="{e.service}", namespace="{e.namespace}"'
+
+    return [
+        alert(
             "TrainerPlatformControllerDown",
             # absent(): no target at all (no Ready pod behind the Service); == 0: scrapes fail
-            f"max by (namespace, job) (up{{{target}}}) == 0 or absent(up{{{target}}})",
+            f"max by (namespace, job) (up{{{target(e)}}}) == 0 or absent(up{{{target(e)}}})",
             down.severity,
             f"The {e.component} controller has no healthy metrics target",
             f"No Ready {e.component} pod in {e.namespace} answered a scrape for {down.for_}: its webhooks "
             "and reconciliation are down or degraded.",
             down.for_,
+            component=e.component,
         )
-        rule["labels"]["component"] = e.component
-        rules.append(rule)
-    return rules
+        for e in sorted(facts.endpoints, key=lambda e: e.component)
+    ]
 
 
 CONTROLLER_DOWN = Alert("controller_down", "controllers", ControllerDownAlert, _controller_down)
@@ -55,19 +56,31 @@ class RatioAlert(AlertBase):
     for_: Duration = Field(default="15m", alias="for")
 
 
+def _failure_ratio(
+    name: str, by: str, errors: str, total: str, s: RatioAlert, summary: str, what: str
+) -> dict[str, Any]:
+    """`errors` over `total` (two counter selectors) by `by`, above `s.ratio` over `s.window`, for `s.for_`."""
+    return alert(
+        name,
+        f"sum by ({by}) (rate({errors}[{s.window}]))\n/ sum by ({by}) (rate({total}[{s.window}]))\n> {s.ratio:g}",
+        s.severity,
+        summary,
+        f"More than {s.ratio:.0%} of {what}",
+        s.for_,
+    )
+
+
 def _reconcile_errors(facts: PlatformFacts, rec: RatioAlert) -> list[dict[str, Any]]:
-    by, jobs = "namespace, job, controller", _jobs(facts)
+    jobs = _jobs(facts)
     return [
-        alert(
+        _failure_ratio(
             "TrainerPlatformReconcileErrors",
-            f"sum by ({by}) (rate(controller_runtime_reconcile_errors_total{{{jobs}}}[{rec.window}]))\n"
-            f"/ sum by ({by}) (rate(controller_runtime_reconcile_total{{{jobs}}}[{rec.window}]))\n"
-            f"> {rec.ratio:g}",
-            rec.severity,
+            "namespace, job, controller",
+            f"controller_runtime_reconcile_errors_total{{{jobs}}}",
+            f"controller_runtime_reconcile_total{{{jobs}}}",
+            rec,
             "Controller {{ $labels.controller }} ({{ $labels.job }}) fails reconciles",
-            f"More than {rec.ratio:.0%} of reconciles of {{{{ $labels.controller }}}} returned an error "
-            f"over {rec.window}, for {rec.for_}.",
-            rec.for_,
+            f"reconciles of {{{{ $labels.controller }}}} returned an error over {rec.window}, for {rec.for_}.",
         )
     ]
 
@@ -84,18 +97,17 @@ class WebhookErrorsAlert(RatioAlert):
 
 
 def _webhook_errors(facts: PlatformFacts, wh: WebhookErrorsAlert) -> list[dict[str, Any]]:
-    by, jobs = "namespace, job, webhook", _jobs(facts)
+    jobs = _jobs(facts)
     return [
-        alert(
+        _failure_ratio(
             "TrainerPlatformWebhookErrors",
-            f'sum by ({by}) (rate(controller_runtime_webhook_requests_total{{{jobs}, code!="200"}}[{wh.window}]))\n'
-            f"/ sum by ({by}) (rate(controller_runtime_webhook_requests_total{{{jobs}}}[{wh.window}]))\n"
-            f"> {wh.ratio:g}",
-            wh.severity,
+            "namespace, job, webhook",
+            f'controller_runtime_webhook_requests_total{{{jobs}, code!="200"}}',
+            f"controller_runtime_webhook_requests_total{{{jobs}}}",
+            wh,
             "Webhook {{ $labels.webhook }} ({{ $labels.job }}) answers with HTTP errors",
-            f"More than {wh.ratio:.0%} of admission requests to {{{{ $labels.webhook }}}} failed over "
-            f"{wh.window}, for {wh.for_}: creates and updates of its objects fail or bypass validation.",
-            wh.for_,
+            f"admission requests to {{{{ $labels.webhook }}}} failed over {wh.window}, for {wh.for_}: creates "
+            "and updates of its objects fail or bypass validation.",
         )
     ]
 

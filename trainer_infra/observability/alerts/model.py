@@ -66,12 +66,15 @@ class Alert(Generic[S]):
         return self.rules(facts, settings) if settings.enabled else []
 
 
-def alert(name: str, expr: str, severity: str, summary: str, description: str, for_: str | None) -> dict[str, Any]:
-    """One alerting rule, with the platform's labels and its runbook section."""
+def alert(
+    name: str, expr: str, severity: str, summary: str, description: str, for_: str | None, **labels: str
+) -> dict[str, Any]:
+    """One alerting rule, with the platform's labels (then `labels`: which team, which controller) and its
+    runbook section."""
     rule: dict[str, Any] = {"alert": name, "expr": expr}
     if for_:
         rule["for"] = for_
-    rule["labels"] = {"severity": severity, "platform": "trainer-platform"}
+    rule["labels"] = {"severity": severity, "platform": "trainer-platform", **labels}
     rule["annotations"] = {
         "summary": summary,
         "description": description,

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import Field
 
 from trainer_infra.observability.alerts.model import Alert, AlertBase, Duration, Ratio, alert
-from trainer_infra.observability.facts import PlatformFacts
+from trainer_infra.observability.facts import ObservedTeam, PlatformFacts
 from trainer_infra.observability.promql import regex, with_team
 
 
@@ -20,8 +20,10 @@ def _team_cqs(facts: PlatformFacts) -> str:
     return f'cluster_queue=~"{regex([t.cluster_queue for t in facts.teams])}"'
 
 
-def _quota(metric: str, facts: PlatformFacts) -> str:
-    return f"max by (cluster_queue, flavor, resource) ({metric}{{{_team_cqs(facts)}}})"
+def _reserved_and_nominal(facts: PlatformFacts) -> tuple[str, str]:
+    """Each team ClusterQueue's reserved and nominal quota, by flavor and resource."""
+    by = f"max by (cluster_queue, flavor, resource) ({{}}{{{{{_team_cqs(facts)}}}}})"
+    return by.format("kueue_cluster_queue_resource_reservation"), by.format("kueue_cluster_queue_nominal_quota")
 
 
 class PendingAlert(AlertBase):
@@ -34,27 +36,24 @@ class PendingAlert(AlertBase):
 
 
 def _workloads_pending(facts: PlatformFacts, pending: PendingAlert) -> list[dict[str, Any]]:
-    rules = []
-    for team in sorted(facts.teams, key=lambda t: t.name):
-        for_ = pending.teams.get(team.name, pending.for_)
-        cq = f'cluster_queue="{team.cluster_queue}"'
-        expr = (
+    def one(team: ObservedTeam, for_: str, cq: str) -> dict[str, Any]:
+        return alert(
+            "TrainerPlatformWorkloadsPending",
             f"{_pending(cq)} > 0\n"
             "unless on (cluster_queue)\n"
-            f"(sum by (cluster_queue) (increase(kueue_admitted_workloads_total{{{cq}}}[{for_}])) > 0)"
-        )
-        rule = alert(
-            "TrainerPlatformWorkloadsPending",
-            expr,
+            f"(sum by (cluster_queue) (increase(kueue_admitted_workloads_total{{{cq}}}[{for_}])) > 0)",
             pending.severity,
             f"Team {team.name}: workloads pending and nothing admitted for {for_}",
             f"ClusterQueue {team.cluster_queue} has had pending workloads for {for_} without admitting "
             "any: its quota is used up, its flavors do not fit, or the queue is stuck.",
             for_,
+            team=team.name,
         )
-        rule["labels"]["team"] = team.name
-        rules.append(rule)
-    return rules
+
+    return [
+        one(t, pending.teams.get(t.name, pending.for_), f'cluster_queue="{t.cluster_queue}"')
+        for t in sorted(facts.teams, key=lambda t: t.name)
+    ]
 
 
 WORKLOADS_PENDING = Alert("workloads_pending", "queues", PendingAlert, _workloads_pending)
@@ -70,8 +69,7 @@ class QuotaAlert(AlertBase):
 def _quota_saturated(facts: PlatformFacts, sat: QuotaAlert) -> list[dict[str, Any]]:
     if not facts.teams:
         return []
-    reservation = _quota("kueue_cluster_queue_resource_reservation", facts)
-    nominal = _quota("kueue_cluster_queue_nominal_quota", facts)
+    reservation, nominal = _reserved_and_nominal(facts)
     expr = (
         f"({reservation}\n/ ({nominal} > 0)) >= {sat.ratio:g}\n"
         f"and on (cluster_queue) ({_pending(_team_cqs(facts))} > 0)"
@@ -103,8 +101,7 @@ class BorrowingAlert(AlertBase):
 def _borrowing(facts: PlatformFacts, bor: BorrowingAlert) -> list[dict[str, Any]]:
     if not facts.teams:
         return []
-    reservation = _quota("kueue_cluster_queue_resource_reservation", facts)
-    nominal = _quota("kueue_cluster_queue_nominal_quota", facts)
+    reservation, nominal = _reserved_and_nominal(facts)
     expr = f"({reservation}\n- {nominal})\n/ ({nominal} > 0)\n> {bor.ratio:g}"
     return [
         alert(
