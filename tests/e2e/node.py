@@ -170,7 +170,6 @@ class RealNode:
         #: one cgroup subtree of its own in every controller: removable whole, never confused with the host's
         self.cgroup_root = f"/trainer-platform-e2e-{os.getpid()}"
         self.socket = self.workdir / "containerd" / "containerd.sock"
-        self.kubelet_binary = sandbox.builder.binary("kubelet")
         self.processes: list[Process] = []
         self.times = NodeTimes()
         self._snapshot: Snapshot | None = None
@@ -331,7 +330,7 @@ class RealNode:
         start = time.monotonic()
         kubelet = self._spawn(
             "kubelet",
-            str(self.kubelet_binary),
+            str(self.sandbox.builder.binary("kubelet")),
             [
                 f"--config={self.workdir / 'kubelet.yaml'}",
                 f"--kubeconfig={self.workdir / 'kubelet.kubeconfig'}",
