@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 
 from tests.e2e import leftovers, netns
-from tests.e2e.build import PAUSE_VERSION
+from tests.e2e.build import KUBE_COMMANDS, PAUSE_VERSION, BuildError
 from tests.e2e.kube import ApiError, wait_for
 from tests.e2e.sandbox import KUBELET_CLIENT_USER, TIMEOUT, Process, Sandbox, SandboxError, _terminate, spawn
 
@@ -56,6 +56,8 @@ KUBELET_SYSCTLS = (
 )
 #: containerd 1.6's CRI keeps pod network namespaces here (not configurable before 1.7)
 NETNS_DIR = Path("/var/run/netns")
+#: the kubelet links each container's log here (hard-coded), to the file in its ``podLogsDir``
+CONTAINER_LOG_LINKS = Path("/var/log/containers")
 #: the shims' sockets (containerd 1.6 hard-codes this directory)
 SHIM_SOCKETS = Path("/run/containerd/s")
 CRI_NAMESPACE = "k8s.io"
@@ -426,6 +428,8 @@ class RealNode:
         _run(["ip", "addr", "del", f"{self.node_ip}/32", "dev", "lo"], check=False)
         self._restore_rules()
         self._remove_cgroups()
+        for link in self._log_links():
+            link.unlink(missing_ok=True)
         if self._snapshot is not None:
             for key, value in self._snapshot.sysctls.items():
                 (Path("/proc/sys") / key).write_text(value)
@@ -473,6 +477,13 @@ class RealNode:
             except ProcessLookupError:
                 continue
 
+    def _log_links(self) -> list[Path]:
+        """The kubelet's links in /var/log/containers to this node's pod logs."""
+        if not CONTAINER_LOG_LINKS.is_dir():
+            return []
+        logs = str(self.workdir / "pod-logs") + "/"
+        return [p for p in sorted(CONTAINER_LOG_LINKS.iterdir()) if p.is_symlink() and os.readlink(p).startswith(logs)]
+
     def _new_netns(self) -> list[Path]:
         before = set(self._snapshot.netns) if self._snapshot else set()
         if not NETNS_DIR.is_dir():
@@ -514,9 +525,11 @@ class RealNode:
             root = CGROUP_FS / controller / self.cgroup_root.lstrip("/")
             if not root.exists():
                 continue
-            for path in sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
-                path.rmdir()
-            root.rmdir()
+            for path in [*sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)), root]:
+                try:
+                    path.rmdir()
+                except OSError as exc:  # still has a task: ``leftovers`` reports it
+                    print(f"[node] cannot remove cgroup {path}: {exc}", flush=True)
 
     # -- what is left ---------------------------------------------------------
     def leftovers(self) -> dict[str, list[str]]:
@@ -537,9 +550,27 @@ class RealNode:
             "container tasks": sorted(p.name for p in state.glob("*")) if state.is_dir() else [],
             "shim sockets": sorted(set(_shim_sockets()) - set(snap.shims)),
             "pod network namespaces": [str(p) for p in self._new_netns()],
+            "container log links": [str(p) for p in self._log_links()],
             "cgroups": cgroups,
             "kernel settings": [f"{k}={v} (was {snap.sysctls[k]})" for k, v in sysctls.items() if v != snap.sysctls[k]],
         }
+
+
+#: what ``NodeSandbox`` and the real node run
+NODE_SANDBOX_BINARIES = ("etcd", *KUBE_COMMANDS, "kwok", "kubelet", "pause")
+
+
+class NodeSandbox(Sandbox):
+    """The control plane and kwok, without the platform's controllers: what the real node's own tests need."""
+
+    def _start(self) -> None:
+        self._start_control_plane()
+        self._write_state()
+
+    def _check_binaries(self) -> None:
+        missing = [name for name in NODE_SANDBOX_BINARIES if not (self.bin_dir / name).exists()]
+        if missing:
+            raise BuildError(f"binaries {missing} are missing in {self.bin_dir}: run python -m tests.e2e.build --node")
 
 
 def _shim_sockets() -> list[str]:

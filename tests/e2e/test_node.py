@@ -19,7 +19,7 @@ from tests.e2e import node as node_mod
 from tests.e2e.build import Builder
 from tests.e2e.chart_registry import ChartRegistry
 from tests.e2e.kube import ApiError, KubeClient, wait_for
-from tests.e2e.node import RealNode
+from tests.e2e.node import NodeSandbox, RealNode
 from tests.e2e.oci_images import USER_ID, Image, busybox_image, busybox_version, pause_image
 from tests.e2e.sandbox import Sandbox
 from trainer_infra.core.images import ImagesConfig, mirror_image
@@ -59,9 +59,9 @@ def publish(registry: ChartRegistry, upstream: str, image: Image) -> str:
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     node_mod.preflight()
     times: dict[str, float] = {}
-    sandbox = Sandbox(tmp_path_factory.mktemp("sandbox"))
+    sandbox = NodeSandbox(tmp_path_factory.mktemp("sandbox"))
     if os.environ.get("E2E_NO_BUILD") != "1":
-        Builder(sandbox.versions).build(node=True)
+        Builder(sandbox.versions).build(only=set(node_mod.NODE_SANDBOX_BINARIES))
     with sandbox:
         sandbox.create_kwok_node("kwok-beside-real", labels={"e2e.trainer-platform/pool": "kwok"})
         cert = sandbox.ca.issue("registry", "e2e-registry", hosts=("127.0.0.1",))
