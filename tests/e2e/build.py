@@ -11,6 +11,7 @@ Builds run one after another: linking kube-apiserver alone needs several GB.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import re
@@ -286,6 +287,12 @@ class Builder:
         """Build what is missing (the real node's binaries only with ``node`` or by name); return seconds spent
         per built target."""
         self.set_dir.mkdir(parents=True, exist_ok=True)
+        # two builds of one set share src/ and tmp/: a second one waits, then finds the binaries built
+        with (self.set_dir / ".build.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            return self._build(only, force, node)
+
+    def _build(self, only: set[str] | None, force: bool, node: bool) -> dict[str, float]:
         times: dict[str, float] = {}
         for target in self.targets():
             if only and target.name not in only:

@@ -13,6 +13,7 @@ import time
 
 from tests.e2e import netns
 from tests.e2e.build import Builder, BuildError
+from tests.e2e.node import NODE_SANDBOX_BINARIES
 from tests.e2e.toolchain import Toolchain
 from tests.e2e.versions import REPO_ROOT, VersionSet
 
@@ -68,7 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if pulumi:
             toolchain.preflight()  # a missing archive fails now, not after the control plane's build
-        built = Builder(versions).build(node=node)
+        named = [arg for arg in args if arg.startswith("tests/")]
+        # the node's own tests run on a control plane without the platform's controllers: build only that
+        only = set(NODE_SANDBOX_BINARIES) if named and all(NODE_TESTS in arg for arg in named) else None
+        built = Builder(versions).build(only, node=node)
         if pulumi:
             # the real Pulumi toolchain (CLI, language host, Kubernetes provider, matching SDKs) for test_pulumi.py
             built.update(toolchain.build())
