@@ -64,12 +64,15 @@ def main(argv: list[str] | None = None) -> int:
     versions = VersionSet.from_env()
     start = time.monotonic()
     toolchain = Toolchain()
-    pulumi = with_pulumi(args, os.environ.get("E2E_PULUMI", ""), toolchain)
+    named = [arg for arg in args if arg.startswith("tests/")]
+    # a run of named files builds the Pulumi toolchain only when one of them drives it
+    pulumi = with_pulumi(args, os.environ.get("E2E_PULUMI", ""), toolchain) and (
+        not named or any(PULUMI_PREFIX in arg for arg in named)
+    )
     node = os.environ.get("E2E_NODE") == "1" or any(NODE_TESTS in arg for arg in args)
     try:
         if pulumi:
             toolchain.preflight()  # a missing archive fails now, not after the control plane's build
-        named = [arg for arg in args if arg.startswith("tests/")]
         # the node's own tests run on a control plane without the platform's controllers: build only that
         only = set(NODE_SANDBOX_BINARIES) if named and all(NODE_TESTS in arg for arg in named) else None
         built = Builder(versions).build(only, node=node)
