@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -30,7 +31,7 @@ import yaml
 
 from tests.e2e import leftovers, netns
 from tests.e2e.build import KUBE_COMMANDS, PAUSE_VERSION, BuildError
-from tests.e2e.kube import ApiError, wait_for
+from tests.e2e.kube import ApiError, FatalWaitError, wait_for
 from tests.e2e.sandbox import KUBELET_CLIENT_USER, TIMEOUT, Process, Sandbox, SandboxError, _terminate, spawn
 
 #: Debian packages of the node, and the files of each that the node uses.
@@ -44,6 +45,8 @@ PACKAGES: dict[str, tuple[str, ...]] = {
 INSTALL = "apt-get install -y --no-install-recommends " + " ".join(PACKAGES)
 #: cgroup v1 controllers the kubelet and runc need (this machine kind mounts each at /sys/fs/cgroup/<name>)
 CGROUP_CONTROLLERS = ("cpu", "cpuacct", "cpuset", "memory", "pids", "devices", "freezer", "blkio")
+#: the kubelet wants its cgroupRoot in every v1 hierarchy, the named ``systemd`` one included
+CGROUP_HIERARCHIES = (*CGROUP_CONTROLLERS, "systemd")
 CGROUP_FS = Path("/sys/fs/cgroup")
 #: kernel settings the kubelet sets at start (pkg/kubelet/cm: setupKernelTunables); restored by ``stop``
 KUBELET_SYSCTLS = (
@@ -69,6 +72,10 @@ class NodeError(SandboxError):
     """The real node cannot start here (a package, kernel feature or privilege is missing) or failed."""
 
 
+class _DiedError(FatalWaitError):
+    """A node process exited while we waited for it: stop waiting at once."""
+
+
 def preflight() -> None:
     """Name every missing prerequisite with the command that fixes it; never fall back to kwok."""
     problems = []
@@ -77,7 +84,7 @@ def preflight() -> None:
     missing = sorted({pkg for pkg, files in PACKAGES.items() for f in files if not Path(f).exists()})
     if missing:
         problems.append(f"Debian packages {missing} are not installed: run `make e2e-node-deps` (= `{INSTALL}`)")
-    absent = [c for c in CGROUP_CONTROLLERS if not (CGROUP_FS / c / "cgroup.procs").exists()]
+    absent = [c for c in CGROUP_HIERARCHIES if not (CGROUP_FS / c / "cgroup.procs").exists()]
     if absent:
         problems.append(
             f"cgroup v1 controllers {absent} are not mounted under {CGROUP_FS} (this harness drives the cgroup v1 "
@@ -110,13 +117,17 @@ def mounts_under(*roots: Path) -> list[str]:
 
 
 def iptables_rules() -> list[str]:
-    """Every user chain and rule of this network namespace (iptables and ip6tables, every table)."""
-    lines = []
-    for tool in ("iptables-save", "ip6tables-save"):
-        proc = _run([tool], check=False)
-        lines += [f"{tool}: {line}" for line in proc.stdout.splitlines() if line.startswith(("-A", ":"))]
+    """Every user chain and rule of this network namespace: ``<tool> <table>: <line of iptables-save>``."""
     builtin = (":INPUT ", ":OUTPUT ", ":FORWARD ", ":PREROUTING ", ":POSTROUTING ")
-    return sorted(line for line in lines if not line.split(": ", 1)[1].startswith(builtin))
+    lines = []
+    for tool in ("iptables", "ip6tables"):
+        table = ""
+        for line in _run([f"{tool}-save"], check=False).stdout.splitlines():
+            if line.startswith("*"):
+                table = line[1:]
+            elif line.startswith("-A") or (line.startswith(":") and not line.startswith(builtin)):
+                lines.append(f"{tool} {table}: {line}")
+    return sorted(lines)
 
 
 @dataclass
@@ -201,6 +212,10 @@ class RealNode:
                 '  stream_server_address = "127.0.0.1"',
                 '  stream_server_port = "0"',
                 "  enable_cdi = false",
+                # this machine kind withholds CAP_SYS_RESOURCE even from root: an oom_score_adj below ours (the
+                # pod sandbox's -998, a Guaranteed container's -997) makes runc init fail ("can't get final
+                # child's PID from pipe: EOF"); containerd then raises such values to ours instead
+                "  restrict_oom_score_adj = true",
                 f"[{cri}.containerd]",
                 '  snapshotter = "overlayfs"',
                 '  default_runtime_name = "runc"',
@@ -278,6 +293,7 @@ class RealNode:
             "maxPods": 16,
             "serializeImagePulls": True,
             "evictionHard": {"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%"},
+            "oomScoreAdj": 0,  # -999 needs CAP_SYS_RESOURCE, which this machine kind withholds (see containerd's)
             "rotateCertificates": False,
             "serverTLSBootstrap": False,
         }
@@ -363,7 +379,7 @@ class RealNode:
 
     def _make_cgroups(self) -> None:
         """The kubelet refuses a cgroupRoot that does not exist; cpuset needs its cpus and mems filled in."""
-        for controller in CGROUP_CONTROLLERS:
+        for controller in CGROUP_HIERARCHIES:
             path = CGROUP_FS / controller / self.cgroup_root.lstrip("/")
             path.mkdir(exist_ok=True)
             if controller == "cpuset":
@@ -379,11 +395,13 @@ class RealNode:
     def _wait(self, proc: Process, what: str, check: Any, timeout: float = TIMEOUT) -> None:
         def guarded() -> Any:
             if not proc.alive():
-                raise NodeError(proc.describe_failure(f"{what} never happened"))
+                raise _DiedError(proc.describe_failure(f"{what} never happened"))
             return check()
 
         try:
             wait_for(f"{what} ({proc.name})", guarded, timeout)
+        except _DiedError as died:
+            raise NodeError(str(died)) from None
         except TimeoutError as exc:
             raise NodeError(f"{exc}\n{proc.describe_failure('still waiting')}") from None
 
@@ -438,7 +456,9 @@ class RealNode:
         """Delete the node's pods and let the kubelet stop them (their mounts and network go with them)."""
         client = self.sandbox.client
         try:
-            pods = client.list("v1", "Pod", field_selector=f"spec.nodeName={self.name}")
+            pods = client.request("GET", "/api/v1/pods", params={"fieldSelector": f"spec.nodeName={self.name}"})[
+                "items"
+            ]
             for pod in pods:
                 meta = pod["metadata"]
                 client.request(
@@ -491,37 +511,22 @@ class RealNode:
         return [p for p in sorted(NETNS_DIR.glob("cni-*")) if p.name not in before]
 
     def _restore_rules(self) -> None:
-        """Drop the chains the kubelet and the CNI plugins added (the namespace is ours: nothing else adds any)."""
+        """Drop the rules and chains the kubelet and the CNI plugins added (the namespace is ours alone)."""
         before = set(self._snapshot.rules) if self._snapshot else set()
         added = [r for r in iptables_rules() if r not in before]
-        for line in added:
-            tool, rule = line.split(": ", 1)
-            if not rule.startswith("-A"):
-                continue
-            table = self._table_of(tool.removesuffix("-save"), rule)
-            _run([tool.removesuffix("-save"), "-t", table, "-D", *rule[3:].split()], check=False)
-        for line in added:
-            tool, rule = line.split(": ", 1)
-            if rule.startswith(":"):
-                chain = rule[1:].split()[0]
-                table = self._table_of(tool.removesuffix("-save"), f"-A {chain}")
-                _run([tool.removesuffix("-save"), "-t", table, "-X", chain], check=False)
-
-    @staticmethod
-    def _table_of(tool: str, rule: str) -> str:
-        chain = rule.split()[1]
-        save = _run([f"{tool}-save"], check=False).stdout
-        table = "filter"
-        for line in save.splitlines():
-            if line.startswith("*"):
-                table = line[1:]
-            elif line.startswith((f":{chain} ", f"-A {chain} ")):
-                return table
-        return table
+        rules = [r for r in added if r.split(": ", 1)[1].startswith("-A")]
+        chains = [r for r in added if r.split(": ", 1)[1].startswith(":")]
+        for entry in [*rules, *chains]:  # a chain goes once nothing jumps to it
+            where, line = entry.split(": ", 1)
+            tool, table = where.split()
+            if line.startswith("-A"):
+                _run([tool, "-t", table, "-D", *shlex.split(line)[1:]], check=False)
+            else:
+                _run([tool, "-t", table, "-X", line[1:].split()[0]], check=False)
 
     def _remove_cgroups(self) -> None:
         """rmdir the node's cgroup subtree bottom-up in every controller (empty once every task is gone)."""
-        for controller in CGROUP_CONTROLLERS:
+        for controller in CGROUP_HIERARCHIES:
             root = CGROUP_FS / controller / self.cgroup_root.lstrip("/")
             if not root.exists():
                 continue
@@ -537,7 +542,7 @@ class RealNode:
         snap = self._snapshot or self.snapshot()
         cgroups = [
             str(CGROUP_FS / c / self.cgroup_root.lstrip("/"))
-            for c in CGROUP_CONTROLLERS
+            for c in CGROUP_HIERARCHIES
             if (CGROUP_FS / c / self.cgroup_root.lstrip("/")).exists()
         ]
         state = self.workdir / "containerd" / "state" / "io.containerd.runtime.v2.task" / CRI_NAMESPACE
