@@ -16,6 +16,7 @@ kubelet takes ``cgroupDriver`` from its config; containerd 1.6 reads registry ho
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shlex
@@ -23,6 +24,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,8 +47,22 @@ PACKAGES: dict[str, tuple[str, ...]] = {
 INSTALL = "apt-get install -y --no-install-recommends " + " ".join(PACKAGES)
 #: cgroup v1 controllers the kubelet and runc need (this machine kind mounts each at /sys/fs/cgroup/<name>)
 CGROUP_CONTROLLERS = ("cpu", "cpuacct", "cpuset", "memory", "pids", "devices", "freezer", "blkio")
-#: the kubelet wants its cgroupRoot in every v1 hierarchy, the named ``systemd`` one included
+#: the kubelet wants its cgroupRoot in every v1 hierarchy, the named ``systemd`` one included (runc also mirrors
+#: the path into the cgroup v2 ``unified`` hierarchy of this hybrid layout: cleaned up too)
 CGROUP_HIERARCHIES = (*CGROUP_CONTROLLERS, "systemd")
+#: folders containerd 1.6 (shim sockets, FIFOs, pod network namespaces), libcni (its result cache) and the kubelet
+#: (the flex-volume folder of its flag default, container log links) create at fixed places
+HOST_PATHS = (
+    "/run/containerd",
+    "/var/run/netns",
+    "/var/lib/cni",
+    "/usr/libexec/kubernetes",
+    "/var/log/containers",
+    "/var/log/pods",
+    "/var/lib/kubelet",
+    "/etc/cni",
+    "/opt/cni",
+)
 CGROUP_FS = Path("/sys/fs/cgroup")
 #: kernel settings the kubelet sets at start (pkg/kubelet/cm: setupKernelTunables); restored by ``stop``
 KUBELET_SYSCTLS = (
@@ -57,8 +73,13 @@ KUBELET_SYSCTLS = (
     "kernel/keys/root_maxkeys",
     "kernel/keys/root_maxbytes",
 )
-#: containerd 1.6's CRI keeps pod network namespaces here (not configurable before 1.7)
-NETNS_DIR = Path("/var/run/netns")
+#: containerd 1.6's CRI keeps pod network namespaces here (not configurable before 1.7); resolved, as the mount
+#: table names it (/var/run is a link to /run)
+NETNS_DIR = Path("/var/run/netns").resolve()
+#: libcni's result cache (containerd 1.6 keeps the default)
+CNI_CACHE = Path("/var/lib/cni/results")
+#: the CNI network's name (its cache files start with it)
+CNI_NETWORK = "trainer-platform-e2e"
 #: the kubelet links each container's log here (hard-coded), to the file in its ``podLogsDir``
 CONTAINER_LOG_LINKS = Path("/var/log/containers")
 #: the shims' sockets (containerd 1.6 hard-codes this directory)
@@ -138,6 +159,7 @@ class Snapshot:
     rules: list[str]
     netns: list[str]
     shims: list[str]
+    host_paths: list[str]
     sysctls: dict[str, str]
 
 
@@ -186,6 +208,7 @@ class RealNode:
         self.processes: list[Process] = []
         self.times = NodeTimes()
         self._snapshot: Snapshot | None = None
+        self._atexit = False
 
     # -- layout ---------------------------------------------------------------
     def _dir(self, *parts: str) -> Path:
@@ -242,7 +265,7 @@ class RealNode:
         """A bridge with host-local addresses from ``pod_cidr``, portmap for hostPorts; IPAM state kept here."""
         return {
             "cniVersion": "1.0.0",
-            "name": "e2e",
+            "name": CNI_NETWORK,
             "plugins": [
                 {
                     "type": "bridge",
@@ -303,6 +326,8 @@ class RealNode:
         """containerd, then the kubelet; returns when the Node is Ready. On failure everything is undone."""
         preflight()
         self._snapshot = self.snapshot()
+        atexit.register(self.stop)  # a test run that dies still stops the kubelet and containerd (own sessions)
+        self._atexit = True
         try:
             self._start()
         except BaseException:
@@ -316,6 +341,7 @@ class RealNode:
             rules=iptables_rules(),
             netns=sorted(p.name for p in NETNS_DIR.glob("*")) if NETNS_DIR.is_dir() else [],
             shims=_shim_sockets(),
+            host_paths=_existing(HOST_PATHS),
             sysctls={k: (Path("/proc/sys") / k).read_text().strip() for k in KUBELET_SYSCTLS},
         )
 
@@ -424,30 +450,69 @@ class RealNode:
 
     # -- stop -----------------------------------------------------------------
     def stop(self) -> None:
-        """Pods, tasks, the kubelet, containerd and every trace of them; safe to call twice."""
+        """Pods, tasks, the kubelet, containerd and every trace of them; safe to call twice. Every step runs even
+        when one before it failed; the first failure is raised at the end."""
+        if self._atexit:
+            atexit.unregister(self.stop)
+            self._atexit = False
         containerd_up = any(p.name == "containerd" and p.alive() for p in self.processes)
         kubelet_up = any(p.name == "kubelet" and p.alive() for p in self.processes)
-        if kubelet_up:
-            self._drain()
-        for proc in [p for p in self.processes if p.name == "kubelet"]:
-            _terminate(proc)
-        if containerd_up:
-            self._remove_containers()
-        for proc in [p for p in self.processes if p.name == "containerd"]:
-            _terminate(proc)
-        self.processes.clear()
-        self._kill_strays()
+        steps: list[Callable[[], None]] = [
+            self._drain if kubelet_up else _nothing,
+            lambda: self._terminate("kubelet"),
+            self._remove_containers if containerd_up else _nothing,
+            lambda: self._terminate("containerd"),
+            self.processes.clear,
+            self._kill_strays,
+            self._unmount,
+            self._remove_network,
+            self._restore_rules,
+            self._remove_cgroups,
+            self._remove_host_paths,
+            self._restore_sysctls,
+        ]
+        errors: list[BaseException] = []
+        for step in steps:
+            try:
+                step()
+            except Exception as exc:  # the next steps still clean up
+                errors.append(exc)
+        if errors:
+            raise NodeError(f"stopping the real node {self.name} failed: {errors}") from errors[0]
+
+    def _terminate(self, name: str) -> None:
+        for proc in self.processes:
+            if proc.name == name:
+                _terminate(proc)
+
+    def _unmount(self) -> None:
         for point in mounts_under(self.workdir, *self._new_netns()):
             _run(["umount", "--lazy", point], check=False)
         for path in self._new_netns():
             path.unlink(missing_ok=True)
+        # a sandbox the kubelet did not stop (it was removed above) never had its CNI DEL: drop its cached result
+        for cached in CNI_CACHE.glob(f"{CNI_NETWORK}-*") if CNI_CACHE.is_dir() else []:
+            cached.unlink()
+
+    def _remove_network(self) -> None:
         if self.bridge in netns.devices():
             _run(["ip", "link", "delete", self.bridge], check=False)
         _run(["ip", "addr", "del", f"{self.node_ip}/32", "dev", "lo"], check=False)
-        self._restore_rules()
-        self._remove_cgroups()
+
+    def _remove_host_paths(self) -> None:
+        """Folders containerd, the CNI plugins and the kubelet create at fixed places (empty once all is
+        stopped): removed when they did not exist before this node, and nothing but folders is in them."""
         for link in self._log_links():
             link.unlink(missing_ok=True)
+        for path in self._new_host_paths():
+            if not any(p.is_file() or p.is_symlink() for p in path.rglob("*")):
+                shutil.rmtree(path)
+
+    def _new_host_paths(self) -> list[Path]:
+        before = set(self._snapshot.host_paths) if self._snapshot else set(_existing(HOST_PATHS))
+        return [Path(p) for p in _existing(HOST_PATHS) if p not in before]
+
+    def _restore_sysctls(self) -> None:
         if self._snapshot is not None:
             for key, value in self._snapshot.sysctls.items():
                 (Path("/proc/sys") / key).write_text(value)
@@ -466,7 +531,11 @@ class RealNode:
                     client.path("v1", "Pod", meta["namespace"], meta["name"]),
                     {"gracePeriodSeconds": 0},
                 )
-            wait_for(f"the kubelet of {self.name} to stop its pods' containers", lambda: not self.tasks(), 60)
+            wait_for(
+                f"the kubelet of {self.name} to stop its pods' containers and their networks",
+                lambda: not self.tasks() and not self._new_netns(),
+                60,
+            )
         except (ApiError, TimeoutError) as exc:
             print(f"[node] drain of {self.name} incomplete, removing containers directly: {exc}", flush=True)
 
@@ -526,7 +595,7 @@ class RealNode:
 
     def _remove_cgroups(self) -> None:
         """rmdir the node's cgroup subtree bottom-up in every controller (empty once every task is gone)."""
-        for controller in CGROUP_HIERARCHIES:
+        for controller in (*CGROUP_HIERARCHIES, "unified"):
             root = CGROUP_FS / controller / self.cgroup_root.lstrip("/")
             if not root.exists():
                 continue
@@ -542,7 +611,7 @@ class RealNode:
         snap = self._snapshot or self.snapshot()
         cgroups = [
             str(CGROUP_FS / c / self.cgroup_root.lstrip("/"))
-            for c in CGROUP_HIERARCHIES
+            for c in (*CGROUP_HIERARCHIES, "unified")
             if (CGROUP_FS / c / self.cgroup_root.lstrip("/")).exists()
         ]
         state = self.workdir / "containerd" / "state" / "io.containerd.runtime.v2.task" / CRI_NAMESPACE
@@ -556,6 +625,8 @@ class RealNode:
             "shim sockets": sorted(set(_shim_sockets()) - set(snap.shims)),
             "pod network namespaces": [str(p) for p in self._new_netns()],
             "container log links": [str(p) for p in self._log_links()],
+            "host folders": [str(p) for p in self._new_host_paths()],
+            "CNI cache": sorted(str(p) for p in CNI_CACHE.glob(f"{CNI_NETWORK}-*")) if CNI_CACHE.is_dir() else [],
             "cgroups": cgroups,
             "kernel settings": [f"{k}={v} (was {snap.sysctls[k]})" for k, v in sysctls.items() if v != snap.sysctls[k]],
         }
@@ -576,6 +647,14 @@ class NodeSandbox(Sandbox):
         missing = [name for name in NODE_SANDBOX_BINARIES if not (self.bin_dir / name).exists()]
         if missing:
             raise BuildError(f"binaries {missing} are missing in {self.bin_dir}: run python -m tests.e2e.build --node")
+
+
+def _nothing() -> None:
+    return None
+
+
+def _existing(paths: tuple[str, ...]) -> list[str]:
+    return [p for p in paths if Path(p).exists()]
 
 
 def _shim_sockets() -> list[str]:

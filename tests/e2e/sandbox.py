@@ -478,6 +478,8 @@ class Sandbox:
                 f"--root-ca-file={self.ca.cert_path}",
                 f"--service-cluster-ip-range={SERVICE_CIDR}",
                 "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller",
+                # its default, /usr/libexec/kubernetes/…, would be created on the host at every start
+                f"--flex-volume-plugin-dir={self.workdir / 'flexvolume'}",
                 "--v=1",
             ],
         )
