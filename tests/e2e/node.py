@@ -33,8 +33,17 @@ import yaml
 
 from tests.e2e import leftovers, netns
 from tests.e2e.build import KUBE_COMMANDS, PAUSE_VERSION, BuildError
-from tests.e2e.kube import ApiError, FatalWaitError, wait_for
-from tests.e2e.sandbox import KUBELET_CLIENT_USER, TIMEOUT, Process, Sandbox, SandboxError, _terminate, spawn
+from tests.e2e.kube import ApiError, wait_for
+from tests.e2e.sandbox import (
+    KUBELET_CLIENT_USER,
+    TIMEOUT,
+    Process,
+    Sandbox,
+    SandboxError,
+    _terminate,
+    spawn,
+    wait_process,
+)
 
 #: Debian packages of the node, and the files of each that the node uses.
 PACKAGES: dict[str, tuple[str, ...]] = {
@@ -91,10 +100,6 @@ PAUSE_IMAGE = f"registry.k8s.io/pause:{PAUSE_VERSION}"
 
 class NodeError(SandboxError):
     """The real node cannot start here (a package, kernel feature or privilege is missing) or failed."""
-
-
-class _DiedError(FatalWaitError):
-    """A node process exited while we waited for it: stop waiting at once."""
 
 
 def preflight() -> None:
@@ -413,23 +418,16 @@ class RealNode:
                     (path / knob).write_text((path.parent / knob).read_text())
 
     def _spawn(self, name: str, binary: str, args: list[str]) -> Process:
-        version = self.sandbox.versions.kubernetes if name == "kubelet" else "debian"
+        if name == "kubelet":
+            version = self.sandbox.versions.kubernetes
+        else:  # `containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+deb12u3`
+            version = _run([binary, "--version"]).stdout.split()[2]
         proc = spawn(name, version, Path(binary), args, self.workdir / "logs" / f"{name}.log", self.workdir)
         self.processes.append(proc)
         return proc
 
     def _wait(self, proc: Process, what: str, check: Any, timeout: float = TIMEOUT) -> None:
-        def guarded() -> Any:
-            if not proc.alive():
-                raise _DiedError(proc.describe_failure(f"{what} never happened"))
-            return check()
-
-        try:
-            wait_for(f"{what} ({proc.name})", guarded, timeout)
-        except _DiedError as died:
-            raise NodeError(str(died)) from None
-        except TimeoutError as exc:
-            raise NodeError(f"{exc}\n{proc.describe_failure('still waiting')}") from None
+        wait_process(proc, what, check, timeout, NodeError)
 
     def ready(self) -> bool:
         try:

@@ -160,6 +160,24 @@ def spawn(
     return Process(name, version, binary, log, popen, popen.pid)
 
 
+def wait_process(
+    proc: Process, what: str, check: Any, timeout: float = TIMEOUT, error: type[SandboxError] = SandboxError
+) -> Any:
+    """Wait for ``check``; fail fast with the log tail if the process died meanwhile."""
+
+    def guarded() -> Any:
+        if not proc.alive():
+            raise _ProcessDiedError(proc.describe_failure(f"{what} never happened"))
+        return check()
+
+    try:
+        return wait_for(f"{what} ({proc.name} v{proc.version})", guarded, timeout)
+    except _ProcessDiedError as died:
+        raise error(str(died)) from None
+    except TimeoutError as exc:
+        raise error(f"{exc}\n{proc.describe_failure('still waiting')}") from None
+
+
 def pid_matches(pid: int, binary: Path) -> bool:
     """Whether ``pid`` is still our binary (guards against PID reuse before a kill)."""
     try:
@@ -345,19 +363,7 @@ class Sandbox:
         return proc
 
     def _wait(self, proc: Process, what: str, check: Any, timeout: float = TIMEOUT) -> Any:
-        """Wait for ``check``; fail fast with the log tail if the process died meanwhile."""
-
-        def guarded() -> Any:
-            if not proc.alive():
-                raise _ProcessDiedError(proc.describe_failure(f"{what} never happened"))
-            return check()
-
-        try:
-            return wait_for(f"{what} ({proc.name} v{proc.version})", guarded, timeout)
-        except _ProcessDiedError as died:
-            raise SandboxError(str(died)) from None
-        except TimeoutError as exc:
-            raise SandboxError(f"{exc}\n{proc.describe_failure('still waiting')}") from None
+        return wait_process(proc, what, check, timeout)
 
     def _start_etcd(self) -> None:
         p = self.ports
