@@ -25,7 +25,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,8 +59,8 @@ CGROUP_CONTROLLERS = ("cpu", "cpuacct", "cpuset", "memory", "pids", "devices", "
 #: the kubelet wants its cgroupRoot in every v1 hierarchy, the named ``systemd`` one included (runc also mirrors
 #: the path into the cgroup v2 ``unified`` hierarchy of this hybrid layout: cleaned up too)
 CGROUP_HIERARCHIES = (*CGROUP_CONTROLLERS, "systemd")
-#: folders containerd 1.6 (shim sockets, FIFOs, pod network namespaces), libcni (its result cache) and the kubelet
-#: (the flex-volume folder of its flag default, container log links) create at fixed places
+#: folders containerd 1.6 (shim sockets, FIFOs, pod network namespaces), libcni (its result cache), the kubelet
+#: (container log links) and a controller-manager at its defaults (flex volumes) create at fixed places
 HOST_PATHS = (
     "/run/containerd",
     "/var/run/netns",
@@ -174,11 +174,10 @@ class NodeTimes:
 
     containerd: float = 0.0
     kubelet_ready: float = 0.0
-    extra: dict[str, float] = field(default_factory=dict)
 
 
 class RealNode:
-    """containerd + kubelet registering ``name`` with ``sandbox``'s API server, images through ``mirror_host``.
+    """containerd + kubelet registering ``name`` with ``sandbox``'s API server.
 
     ``registry_hosts`` maps a registry host as image references name it (``images.registryMirror``'s host) to
     the URL that serves it (the e2e registry); ``registry_ca`` is what containerd trusts for those URLs.
@@ -400,7 +399,7 @@ class RealNode:
         client = ca.issue(
             "kubelet-client", f"system:node:{self.name}", organizations=("system:nodes",), client=True, directory=pki
         )
-        self.sandbox._write_kubeconfig(self.workdir / "kubelet.kubeconfig", f"system:node:{self.name}", client)
+        self.sandbox.write_kubeconfig(self.workdir / "kubelet.kubeconfig", f"system:node:{self.name}", client)
         (self.workdir / "containerd.toml").write_text(self.containerd_config())
         for host, url in self.registry_hosts.items():
             (self._dir("containerd", "certs.d", host) / "hosts.toml").write_text(self.hosts_toml(url))

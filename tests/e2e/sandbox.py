@@ -423,7 +423,7 @@ class Sandbox:
                 *self.apiserver_args,
             ],
         )
-        self._write_kubeconfig(self.kubeconfig, "admin", self.admin_cert)
+        self.write_kubeconfig(self.kubeconfig, "admin", self.admin_cert)
         self._client = KubeClient(self.server, self.ca.cert_path, self.admin_cert.cert, self.admin_cert.key)
 
         def ready() -> bool:
@@ -431,7 +431,7 @@ class Sandbox:
 
         self._wait(proc, "kube-apiserver /readyz", ready, timeout=max(TIMEOUT, 120))
 
-    def _write_kubeconfig(self, path: Path, user: str, cert: CertPair) -> None:
+    def write_kubeconfig(self, path: Path, user: str, cert: CertPair) -> None:
         config = {
             "apiVersion": "v1",
             "kind": "Config",
@@ -451,7 +451,7 @@ class Sandbox:
         """
         pair = self._user_cert(user, groups)
         path = self.workdir / f"kubeconfig-{user}"
-        self._write_kubeconfig(path, user, pair)
+        self.write_kubeconfig(path, user, pair)
         return path
 
     def user_client(self, user: str, groups: tuple[str, ...] = ()) -> KubeClient:
@@ -587,7 +587,7 @@ class Sandbox:
             groups += ["system:serviceaccounts", f"system:serviceaccounts:{user.split(':')[2]}"]
         pair = self.ca.issue(f"controller-{component}", user, organizations=tuple(groups), client=True)
         path = self.workdir / f"kubeconfig-controller-{component}"
-        self._write_kubeconfig(path, component, pair)
+        self.write_kubeconfig(path, component, pair)
         return path
 
     def _start_platform_controllers(self) -> None:

@@ -82,6 +82,8 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
             start = time.monotonic()
             node.start()
             times["node start (containerd, kubelet, Ready)"] = round(time.monotonic() - start, 1)
+            times["of which containerd serving"] = node.times.containerd
+            times["of which kubelet to Node Ready"] = node.times.kubelet_ready
             try:
                 yield Env(sandbox, registry, node, busybox, busybox_ref, times)
             finally:
