@@ -15,6 +15,7 @@ from typing import Any
 from packaging.version import Version
 
 from trainer_infra.core.errors import did_you_mean, format_path
+from trainer_infra.core.kueue import QUEUE_LABEL
 from trainer_infra.manifests.runtime import ancestor, get_in, replicated_jobs
 from trainer_infra.migrate import tenancy, validate
 from trainer_infra.migrate.kinds import REPLICA_FIELDS, Kind, Role, find_kind, known_kinds
@@ -23,7 +24,6 @@ from trainer_infra.migrate.select import Choice, NoRuntimeError, choose
 from trainer_infra.migrate.source import Document, InputError
 from trainer_infra.migrate.target import Target, Team
 
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 SOURCE_ANNOTATION = "trainer-platform.io/migrated-from"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"

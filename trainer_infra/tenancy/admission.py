@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from trainer_infra.core.kueue import QUEUE_LABEL
 from trainer_infra.manifests import meta
 from trainer_infra.manifests.pod_rules import (
     CLAIM_BINDING_FIELDS,
@@ -32,7 +33,6 @@ from trainer_infra.manifests.pod_rules import (
 )
 
 API = "admissionregistration.k8s.io/v1"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PREFIX = "trainer-platform-tenancy"
 #: the team namespace's annotations that hold its allow-lists (comma-separated names), by `variables.team` key
 ALLOW_LISTS = {
