@@ -2,8 +2,8 @@
 
 Manager: one `AdmissionCheck` (controller `kueue.x-k8s.io/multikueue`) naming one `MultiKueueConfig` that
 lists a `MultiKueueCluster` per worker, each reading its kubeconfig from a Secret in Kueue's namespace;
-every team ClusterQueue carries the check (v1beta2 `admissionChecksStrategy`) and the workers' summed quota
-on one plain ResourceFlavor per pool name (the manager runs no pods, so the flavors select no nodes).
+every team ClusterQueue carries the check (v1beta2 `admissionChecksStrategy`) and the workers' quota on one
+plain ResourceFlavor per worker pool (the manager runs no pods, so the flavors select no nodes).
 
 Worker: the identity the manager acts as, with only what MultiKueue does there (Kueue's
 create-multikueue-kubeconfig.sh lists it): read Workloads and the dispatched job kinds cluster-wide (its

@@ -59,10 +59,11 @@ class ResolvedQueues:
         return self.teams[team][pool]
 
 
-def covered_resources(accelerators: Iterable[str]) -> list[str]:
-    """cpu, memory, then every accelerator resource: one resource group, since Kueue lets a resource
-    appear in only one group; a pool without some accelerator gets quota 0 for it."""
-    return ["cpu", "memory", *sorted(set(accelerators) - {"cpu", "memory"})]
+def covered_resources(resources: Iterable[str]) -> list[str]:
+    """cpu, memory, then every accelerator resource among `resources`: one resource group, since Kueue lets
+    a resource appear in only one group; a pool without some accelerator gets quota 0 for it. `resources`
+    may be other covered lists (the fleet manager covers what its workers cover)."""
+    return ["cpu", "memory", *sorted(set(resources) - {"cpu", "memory"})]
 
 
 def topology_names(pools: Sequence[ResolvedPool]) -> dict[tuple[str, ...], str]:
