@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from trainer_infra.core.objects import ManagedObject, PlanPart
-from trainer_infra.tenancy.admission import AdmissionSettings, admission_objects, namespace_annotations
+from trainer_infra.tenancy.admission.model import AdmissionSettings
+from trainer_infra.tenancy.admission.policy import admission_objects, namespace_annotations
 from trainer_infra.tenancy.limits import limit_objects
 from trainer_infra.tenancy.namespaces import team_namespace
 from trainer_infra.tenancy.network import NetworkSettings, network_policies
