@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from trainer_infra.manifests.pod_rules import PodSchema
 
 #: the team namespace's annotations that hold its allow-lists (comma-separated names), by `variables.team` key
 ALLOW_LISTS = {
@@ -36,8 +38,7 @@ class AdmissionSettings:
 
 @dataclass(frozen=True)
 class AdmittedKind:
-    """A kind whose objects reach pods, and where its schema keeps them. A CEL `has()` on a field its schema
-    lacks does not compile, so the pod-spec fields a rule may read are listed per kind."""
+    """A kind whose objects reach pods, where its schema keeps them, and which pod-spec fields it has."""
 
     name: str
     group: str
@@ -48,8 +49,7 @@ class AdmittedKind:
     specs: str
     #: CEL: its JobSet `volumeClaimPolicies` (`variables.claimTemplates`), None: it has none
     claim_templates: str | None = None
-    containers: tuple[str, ...] = ("initContainers", "containers", "ephemeralContainers")
-    service_account_fields: tuple[str, ...] = ("serviceAccountName", "serviceAccount")
+    pod: PodSchema = field(default_factory=PodSchema)
 
 
 #: `(kind, settings) -> CEL boolean (true: admitted)`, or None when the rule has nothing to say in this stack
