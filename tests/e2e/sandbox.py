@@ -16,6 +16,7 @@ from trainer_infra.sandbox.controlplane import (
     COMPLETE_LABEL,
     DURATION_ANNOTATION,
     FAIL_LABEL,
+    KUBELET_CLIENT_USER,
     KUEUE_METRICS_CERT_DIR,
     KWOK_NODE_ANNOTATION,
     TIMEOUT,
@@ -31,6 +32,8 @@ from trainer_infra.sandbox.controlplane import (
     log_tail,
     pid_matches,
     port_window,
+    spawn,
+    wait_process,
 )
 from trainer_infra.sandbox.kube import ApiError
 from trainer_infra.sandbox.versions import cache_root
@@ -39,6 +42,7 @@ __all__ = [
     "COMPLETE_LABEL",
     "DURATION_ANNOTATION",
     "FAIL_LABEL",
+    "KUBELET_CLIENT_USER",
     "KWOK_NODE_ANNOTATION",
     "TIMEOUT",
     "Process",
@@ -53,6 +57,8 @@ __all__ = [
     "log_tail",
     "pid_matches",
     "port_window",
+    "spawn",
+    "wait_process",
 ]
 
 

@@ -55,6 +55,8 @@ KUEUE_METRICS_CERT_DIR = Path("/etc/kueue/metrics/certs")
 #: Kueue frameworks the platform uses; the others stay off so their webhooks are no-ops.
 KUEUE_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset", "trainer.kubeflow.org/trainjob")
 TIMEOUT = float(os.environ.get("E2E_TIMEOUT", "90"))
+#: the API server's user towards kubelets (kubeadm's name)
+KUBELET_CLIENT_USER = "kube-apiserver-kubelet-client"
 
 
 class SandboxError(RuntimeError):
@@ -140,6 +142,45 @@ class Process:
             f"{what}: {self.name} (v{self.version}, {self.binary}) {state}; "
             f"last lines of {self.log}:\n{log_tail(self.log)}"
         )
+
+
+def spawn(
+    name: str, version: str, binary: Path, args: list[str], log: Path, cwd: Path, env: dict[str, str] | None = None
+) -> Process:
+    """Start ``binary`` in its own session (Ctrl-C in a terminal does not reach it before we stop it in order),
+    appending its output to ``log``."""
+    full_env = {**os.environ, **(env or {})}
+    full_env.pop("GOFLAGS", None)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as fh:
+        popen = subprocess.Popen(
+            [str(binary), *args],
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=full_env,
+            cwd=cwd,
+            start_new_session=True,
+        )
+    return Process(name, version, binary, log, popen, popen.pid)
+
+
+def wait_process(
+    proc: Process, what: str, check: Any, timeout: float = TIMEOUT, error: type[SandboxError] = SandboxError
+) -> Any:
+    """Wait for ``check``; fail fast with the log tail if the process died meanwhile."""
+
+    def guarded() -> Any:
+        if not proc.alive():
+            raise _ProcessDiedError(proc.describe_failure(f"{what} never happened"))
+        return check()
+
+    try:
+        return wait_for(f"{what} ({proc.name} v{proc.version})", guarded, timeout)
+    except _ProcessDiedError as died:
+        raise error(str(died)) from None
+    except TimeoutError as exc:
+        raise error(f"{exc}\n{proc.describe_failure('still waiting')}") from None
 
 
 def pid_matches(pid: int, binary: Path) -> bool:
@@ -304,43 +345,22 @@ class Sandbox:
         )
         self.sa_keys = service_account_keypair(pki)
         self.webhook_cert = self.ca.issue("webhook", "webhook", hosts=("127.0.0.1", "localhost"))
+        # what the API server shows a real node's kubelet (logs, exec; node.py binds it to system:kubelet-api-admin)
+        self.kubelet_client_cert = self.ca.issue("apiserver-kubelet-client", KUBELET_CLIENT_USER, client=True)
 
     def _spawn(
         self, name: str, version: str, binary: str, args: list[str], env: dict[str, str] | None = None
     ) -> Process:
         """Start a binary in its own session, logging to logs/<name>.log."""
-        path = self.bin_dir / binary
-        log = self.workdir / "logs" / f"{name}.log"
-        full_env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), **(env or {})}
-        full_env.pop("GOFLAGS", None)
-        with log.open("ab") as fh:
-            popen = subprocess.Popen(
-                [str(path), *args],
-                stdout=fh,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=full_env,
-                cwd=self.workdir,
-                start_new_session=True,
-            )
-        proc = Process(name, version, path, log, popen, popen.pid)
+        env = {"KUBECONFIG": str(self.kubeconfig), **(env or {})}
+        proc = spawn(
+            name, version, self.bin_dir / binary, args, self.workdir / "logs" / f"{name}.log", self.workdir, env
+        )
         self.processes.append(proc)
         return proc
 
     def _wait(self, proc: Process, what: str, check: Any, timeout: float = TIMEOUT) -> Any:
-        """Wait for ``check``; fail fast with the log tail if the process died meanwhile."""
-
-        def guarded() -> Any:
-            if not proc.alive():
-                raise _ProcessDiedError(proc.describe_failure(f"{what} never happened"))
-            return check()
-
-        try:
-            return wait_for(f"{what} ({proc.name} v{proc.version})", guarded, timeout)
-        except _ProcessDiedError as died:
-            raise SandboxError(str(died)) from None
-        except TimeoutError as exc:
-            raise SandboxError(f"{exc}\n{proc.describe_failure('still waiting')}") from None
+        return wait_process(proc, what, check, timeout)
 
     def _start_etcd(self) -> None:
         p = self.ports
@@ -383,7 +403,13 @@ class Sandbox:
                 f"--secure-port={p.apiserver}",
                 "--bind-address=127.0.0.1",
                 "--advertise-address=127.0.0.1",
-                "--authorization-mode=RBAC",
+                # Node: a real node's kubelet (node.py) gets what its own pods need, as on kubeadm clusters
+                "--authorization-mode=Node,RBAC",
+                "--enable-admission-plugins=NodeRestriction",
+                f"--kubelet-client-certificate={self.kubelet_client_cert.cert}",
+                f"--kubelet-client-key={self.kubelet_client_cert.key}",
+                f"--kubelet-certificate-authority={self.ca.cert_path}",
+                "--kubelet-preferred-address-types=InternalIP",
                 f"--service-cluster-ip-range={SERVICE_CIDR}",
                 "--allow-privileged=true",
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
@@ -394,7 +420,7 @@ class Sandbox:
                 *self.apiserver_args,
             ],
         )
-        self._write_kubeconfig(self.kubeconfig, "admin", self.admin_cert)
+        self.write_kubeconfig(self.kubeconfig, "admin", self.admin_cert)
         self._client = KubeClient(self.server, self.ca.cert_path, self.admin_cert.cert, self.admin_cert.key)
 
         def ready() -> bool:
@@ -402,7 +428,7 @@ class Sandbox:
 
         self._wait(proc, "kube-apiserver /readyz", ready, timeout=max(TIMEOUT, 120))
 
-    def _write_kubeconfig(self, path: Path, user: str, cert: CertPair) -> None:
+    def write_kubeconfig(self, path: Path, user: str, cert: CertPair) -> None:
         config = {
             "apiVersion": "v1",
             "kind": "Config",
@@ -422,7 +448,7 @@ class Sandbox:
         """
         pair = self._user_cert(user, groups)
         path = self.workdir / f"kubeconfig-{user}"
-        self._write_kubeconfig(path, user, pair)
+        self.write_kubeconfig(path, user, pair)
         return path
 
     def user_client(self, user: str, groups: tuple[str, ...] = ()) -> KubeClient:
@@ -455,6 +481,8 @@ class Sandbox:
                 f"--root-ca-file={self.ca.cert_path}",
                 f"--service-cluster-ip-range={SERVICE_CIDR}",
                 "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller",
+                # its default, /usr/libexec/kubernetes/…, would be created on the host at every start
+                f"--flex-volume-plugin-dir={self.workdir / 'flexvolume'}",
                 "--v=1",
             ],
         )
@@ -556,7 +584,7 @@ class Sandbox:
             groups += ["system:serviceaccounts", f"system:serviceaccounts:{user.split(':')[2]}"]
         pair = self.ca.issue(f"controller-{component}", user, organizations=tuple(groups), client=True)
         path = self.workdir / f"kubeconfig-controller-{component}"
-        self._write_kubeconfig(path, component, pair)
+        self.write_kubeconfig(path, component, pair)
         return path
 
     def _start_platform_controllers(self) -> None:

@@ -201,6 +201,17 @@ class KubeClient:
         items: list[Obj] = answer.get("items", [])
         return items
 
+    def log(self, name: str, namespace: str, container: str | None = None) -> str:
+        """A pod's container log, as ``kubectl logs`` shows it (the API server reads it from the kubelet)."""
+        url = self.server + self.path("v1", "Pod", namespace, name) + "/log"
+        if container:
+            url += "?" + urllib.parse.urlencode({"container": container})
+        resp = self._http.request("GET", url, timeout=urllib3.Timeout(total=30), retries=False)
+        text = resp.data.decode(errors="replace")
+        if resp.status >= 300:
+            raise ApiError(resp.status, text[:4000])
+        return text
+
     def collection(self, api_version: str, kind: str) -> str:
         """REST path of a kind across every namespace."""
         group, version = split_api_version(api_version)
