@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import urllib3
+
 from trainer_infra.sandbox.controlplane import DURATION_ANNOTATION
 from trainer_infra.sandbox.kube import ApiError, KubeClient
 from trainer_infra.simulate.facts import StackFacts
@@ -158,7 +160,7 @@ class Replay:
                 version = listing["metadata"]["resourceVersion"]
                 for kind, obj in self.client.watch(*api, resource_version=version, stop=self.stop_event):
                     handle(kind, obj)
-            except (ApiError, OSError, ValueError) as exc:
+            except (ApiError, OSError, ValueError, urllib3.exceptions.HTTPError) as exc:
                 if self.stop_event.is_set():
                     return
                 self.progress(f"watch of {api[1]} restarted: {exc}")
