@@ -192,9 +192,9 @@ class PulumiProject:
         return self._exec(["bash", str(PREVIEW_SCRIPT), *extra], check=check, timeout=timeout)
 
     def up(self, *extra: str, check: bool = True, timeout: float = 1800, env: dict[str, str] | None = None) -> Result:
-        return self.run(
-            "up", "--yes", "--skip-preview", "--stack", STACK, *extra, check=check, timeout=timeout, env=env
-        )
+        """With the policy pack enforced, as the deploy workflow runs it (pulumi-up.yml, ``policyPacks: policy``)."""
+        args = ("up", "--yes", "--skip-preview", "--stack", STACK, "--policy-pack", str(self.policy_dir), *extra)
+        return self.run(*args, check=check, timeout=timeout, env=env)
 
     def destroy(self, *extra: str, check: bool = True) -> Result:
         """With its preview, as documented: the preview refuses protected deletions before anything is deleted."""

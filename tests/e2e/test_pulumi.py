@@ -236,6 +236,7 @@ def test_upgrade_with_a_new_team_keeps_the_webhook_certificates(deployed: Deploy
 
 
 def test_policy_pack_in_the_engine_blocks_a_violating_change(deployed: Deployed) -> None:
+    """In the PR preview and in `up` (as the deploy workflow runs it): refused, and nothing applied."""
     deployed.set_config(
         components={
             **deployed.base["config"]["trainer-platform:components"],
@@ -246,13 +247,25 @@ def test_policy_pack_in_the_engine_blocks_a_violating_change(deployed: Deployed)
             },
         }
     )
+    manager = _kueue_manager(deployed)
     try:
-        result = deployed.project.preview(check=False)
+        previewed = deployed.project.preview(check=False)
+        applied = deployed.timed("up (local, refused by the policy pack)", deployed.project.up(check=False))
     finally:
         deployed.set_config()
-    assert result.returncode != 0, result.output[-3000:]
-    assert "controllers-request-resources" in result.output, result.output[-3000:]
-    assert SENTINEL not in result.output
+    for result in (previewed, applied):
+        assert result.returncode != 0, result.output[-3000:]
+        assert "controllers-request-resources" in result.output, result.output[-3000:]
+        assert SENTINEL not in result.output
+    after = _kueue_manager(deployed)
+    assert after["metadata"]["generation"] == manager["metadata"]["generation"], "the refused up changed Kueue"
+    container = next(c for c in after["spec"]["template"]["spec"]["containers"] if c["name"] == "manager")
+    assert container["resources"].get("requests"), container["resources"]
+
+
+def _kueue_manager(deployed: Deployed) -> Obj:
+    found: list[Obj] = deployed.sandbox.client.list("apps/v1", "Deployment", "kueue-system")
+    return next(d for d in found if d["metadata"]["name"].endswith("controller-manager"))
 
 
 def test_secrets_never_appear_in_state_output_or_messages(deployed: Deployed) -> None:
