@@ -3,8 +3,9 @@
 One ``ChartSandbox`` (an empty control plane + kwok + the podlet) and one Pulumi project for the module; the
 tests run in order and each builds on the state the previous one left (that is the user's path too):
 preview on an empty cluster → up → the SDK scenario on what Pulumi deployed → a second up changes nothing →
-an upgrade (a new team) leaves the webhook certificates alone → the policy pack blocks a violating change →
-secrets never leak → destroy refuses protected data until the documented opt-in.
+a downgrade is refused from what the cluster runs → an upgrade (a new team) leaves the webhook certificates
+alone → the policy pack blocks a violating change (preview and up) → secrets never leak → destroy refuses
+protected data until the documented opt-in.
 """
 
 from __future__ import annotations
@@ -208,6 +209,23 @@ def test_second_up_changes_nothing(deployed: Deployed) -> None:
     after = _cert_secrets(deployed)
     for key in before:
         assert after[key]["metadata"]["resourceVersion"] == before[key]["metadata"]["resourceVersion"], key
+
+
+def test_a_downgrade_is_refused_from_what_the_cluster_runs(deployed: Deployed) -> None:
+    """The program reads the deployed versions (the charts' `helm.sh/chart` labels) and refuses an unsafe
+    upgrade path (here a downgrade) with exit 2 before it registers anything (docs/versions.md)."""
+    running = {r["name"]: str(r["version"]) for r in deployed.render.helm_releases}
+    if running.get("jobset") != "0.12.0":
+        pytest.skip(f"needs JobSet 0.12.0 deployed to go down to 0.11.1 (deployed: {running.get('jobset')})")
+    components = deployed.base["config"]["trainer-platform:components"]
+    deployed.set_config(components={**components, "jobset": {**components["jobset"], "version": "0.11.1"}})
+    try:
+        result = deployed.timed("preview (local, a downgrade refused)", deployed.project.preview(check=False))
+    finally:
+        deployed.set_config()
+    assert result.returncode != 0, result.output[-3000:]
+    assert "a downgrade of jobset from the deployed 0.12.0" in result.output, result.output[-3000:]
+    assert "keep components.jobset.version: 0.12.0" in result.output
 
 
 def test_upgrade_with_a_new_team_keeps_the_webhook_certificates(deployed: Deployed) -> None:
