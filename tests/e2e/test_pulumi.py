@@ -253,6 +253,50 @@ def test_upgrade_with_a_new_team_keeps_the_webhook_certificates(deployed: Deploy
     _webhook_rejects_invalid_cluster_queue(deployed)
 
 
+def test_drift_is_shown_by_the_check_and_repaired_by_the_next_up(deployed: Deployed) -> None:
+    """An admin's hand edits (docs/drift.md): a ClusterQueue quota, a deleted LocalQueue, a relabelled namespace.
+    The drift check names each one and fails; the next `up` puts them back; the check is then clean."""
+    client = deployed.sandbox.client
+    queue = client.get("kueue.x-k8s.io/v1beta2", "ClusterQueue", "nlp")
+    quota = queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]
+    namespace = client.get("v1", "Namespace", "nlp")
+    enforce = namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"]
+    clean = deployed.timed("drift check (local, none)", deployed.project.drift())
+    assert clean.returncode == 0, diagnostics(clean.output)
+    _hand_edit(client, "kueue.x-k8s.io/v1beta2", "ClusterQueue", "nlp", None, _with_quota(queue, "1"))
+    client.delete("kueue.x-k8s.io/v1beta2", "LocalQueue", "default", "nlp")
+    relabel = {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "privileged"}}}
+    _hand_edit(client, "v1", "Namespace", "nlp", None, relabel)
+    found = deployed.timed("drift check (local, three hand edits)", deployed.project.drift())
+    assert found.returncode == 1, diagnostics(found.output)
+    shown_by_name = ("clusterqueue-nlp", "localqueue-nlp-default", "namespace-nlp")
+    for shown in (*shown_by_name, "nominalQuota", "pod-security.kubernetes.io/enforce"):
+        assert shown in found.output, (shown, found.output[-4000:])
+    # as the deploy workflow runs it (pulumi-up.yml: `refresh: true`)
+    deployed.timed("up --refresh (local, repairs drift)", deployed.project.up("--refresh"))
+    repaired = client.get("kueue.x-k8s.io/v1beta2", "ClusterQueue", "nlp")
+    assert repaired["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0] == quota
+    assert client.get("kueue.x-k8s.io/v1beta2", "LocalQueue", "default", "nlp")
+    labels = client.get("v1", "Namespace", "nlp")["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == enforce
+    after = deployed.project.drift()
+    assert after.returncode == 0, diagnostics(after.output)
+
+
+def _with_quota(queue: Obj, value: str) -> Obj:
+    groups = json.loads(json.dumps(queue["spec"]["resourceGroups"]))
+    groups[0]["flavors"][0]["resources"][0]["nominalQuota"] = value
+    return {"spec": {"resourceGroups": groups}}
+
+
+def _hand_edit(client: Any, api_version: str, kind: str, name: str, namespace: str | None, patch: Obj) -> None:
+    """As `kubectl patch` does it: a merge patch under kubectl's field manager."""
+    path = client.path(api_version, kind, namespace, name)
+    client.request(
+        "PATCH", path, patch, params={"fieldManager": "kubectl-patch"}, content_type="application/merge-patch+json"
+    )
+
+
 def test_policy_pack_in_the_engine_blocks_a_violating_change(deployed: Deployed) -> None:
     """In the PR preview and in `up` (as the deploy workflow runs it): refused, and nothing applied."""
     deployed.set_config(
