@@ -144,7 +144,7 @@ def fmt(path: list[str | int]) -> str:
 
 
 def cases() -> list[tuple[str, str, str, str]]:
-    out = []
+    out: list[tuple[str, str, str, str]] = []
     for (api_version, kind_name), schema in sorted(schemas().items()):
         kind = next(k for k in KINDS if k.api_version == api_version and k.kind == kind_name)
         for pattern, _ in fields(schema):

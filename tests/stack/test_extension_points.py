@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -193,7 +194,7 @@ def test_a_backend_a_storage_backend_and_a_component_are_one_module_and_one_entr
     typed = _run(["-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"), "trainer_infra"], tmp_path)
     assert typed.returncode == 0, typed.stdout[-2000:]
 
-    stack = {
+    stack: dict[str, Any] = {
         "config": {
             "trainer-platform:kubernetes": {"version": "1.34"},
             "trainer-platform:nodePools": [
