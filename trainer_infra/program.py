@@ -9,7 +9,6 @@ from pulumi.runtime.config import CONFIG, get_config_env, get_config_secret_keys
 
 from trainer_infra.core.objects import FleetPlan, Plan
 from trainer_infra.platform.component import TrainingPlatform
-from trainer_infra.platform.deployed import check_deployed
 from trainer_infra.platform.fleet import Fleet
 from trainer_infra.stack.build import build_plan
 from trainer_infra.stack.fleet import build_fleet, is_fleet, validate_fleet
@@ -60,6 +59,4 @@ def run() -> TrainingPlatform | Fleet:
     validated = load_from_pulumi()
     for warning in validated.warnings:
         pulumi.log.warn(warning)
-    plan = build_plan(validated)
-    check_deployed(plan, allow_unsupported=validated.config.allow_unsupported_versions)
-    return deploy(plan)
+    return deploy(build_plan(validated))

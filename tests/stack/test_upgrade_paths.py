@@ -1,5 +1,4 @@
-"""An upgrade upstream says is unsafe is refused with the path to take: offline (`validate --previous`) and by
-the program before it registers anything (from the versions the cluster's Deployments carry)."""
+"""An upgrade upstream says is unsafe is refused with the path to take (`validate --base/--previous`)."""
 
 from __future__ import annotations
 
@@ -11,8 +10,6 @@ import yaml
 
 from tests.helpers import MINIMAL, render
 from trainer_infra.cli import main
-from trainer_infra.core.objects import HelmRelease
-from trainer_infra.platform.deployed import versions_from_labels
 from trainer_infra.render.output import write
 from trainer_infra.versions.upgrade import check_upgrade, unmigrated
 
@@ -56,13 +53,6 @@ def test_kueue_0_20_waits_for_v1beta1_objects_to_be_migrated() -> None:
     (issue,) = unmigrated(check.migrations, crds)
     assert issue.found == "status.storedVersions of workloads.kueue.x-k8s.io list v1beta1"
     assert unmigrated(check.migrations, [_crd("workloads.kueue.x-k8s.io", ["v1beta2"])]) == []
-
-
-def test_the_deployed_version_is_the_lowest_chart_label() -> None:
-    release = HelmRelease("kueue", "kueue", "oci://registry.k8s.io/kueue/charts/kueue", "0.19.2", "kueue-system", {})
-    labels = [{"helm.sh/chart": "kueue-0.19.2"}, {"helm.sh/chart": "kueue-0.18.3"}, {"app": "other"}]
-    assert versions_from_labels(release, labels) == "0.18.3"  # a half-finished upgrade counts from its start
-    assert versions_from_labels(release, [{"helm.sh/chart": "kueueviz-1.0.0"}]) is None
 
 
 def _stack(path: Path, jobset: str) -> Path:

@@ -1,7 +1,7 @@
 """Is the step from the deployed versions to the stack's ones an upgrade upstream supports?
 
-`deployed` comes from the cluster under `pulumi preview`/`up` (trainer_infra/platform/deployed.py) or from
-`validate --previous` offline; the rules are data (matrix.yaml, `upgradePaths`). Pure: no cluster here.
+`deployed` comes from `validate --base` (the render of the deployed commit) or `--previous`; the rules are data
+(matrix.yaml, `upgradePaths`). Pure: no cluster here; `unmigrated` checks CRDs a caller read.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def check_upgrade(deployed: Mapping[str, str], target: Mapping[str, str], *, all
                 check.warnings.append(
                     f"{_path(name)}: {name} {now} → {want} needs the objects stored as {stale} migrated first "
                     f"and that version dropped from the CRDs' status.storedVersions ({RUNBOOK}); "
-                    "`pulumi preview` and `up` refuse the upgrade until the cluster shows it done"
+                    "check them on the cluster before `pulumi up`"
                 )
     return check
 
