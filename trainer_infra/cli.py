@@ -22,9 +22,9 @@ from trainer_infra.migrate.target import Target, stack_target
 from trainer_infra.program import deploy
 from trainer_infra.queues.capacity import capacity_lines
 from trainer_infra.render.capture import capture
+from trainer_infra.render.enforce import enforce
 from trainer_infra.render.fleet import render_fleet
 from trainer_infra.render.output import Rendered, assemble, summary, write
-from trainer_infra.render.policy import enforce
 from trainer_infra.simulate import command as simulate_command
 from trainer_infra.stack.build import build_plan
 from trainer_infra.stack.config import StackConfig
