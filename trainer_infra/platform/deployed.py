@@ -16,7 +16,7 @@ from packaging.version import InvalidVersion, Version
 from trainer_infra.core.errors import ConfigError, ConfigIssue
 from trainer_infra.core.objects import HelmRelease, Plan
 from trainer_infra.platform.gate import kube_client
-from trainer_infra.versions.upgrade import check_upgrade, component_version, unmigrated
+from trainer_infra.versions.upgrade import check_upgrade, component_version, release_versions, unmigrated
 
 CHART_LABEL = "helm.sh/chart"
 
@@ -57,7 +57,7 @@ def check_deployed(plan: Plan, *, allow_unsupported: bool) -> None:
             f"deployed versions not read ({type(exc).__name__}: {str(exc)[:200]}); upgrade path not checked"
         )
         return
-    target = {r.component: r.version for r in plan.releases}
+    target = release_versions(plan.releases)
     check = check_upgrade(deployed, target, allow_unsupported=allow_unsupported)
     refused = list(check.refused)
     if check.migrations:
