@@ -22,9 +22,9 @@ from trainer_infra.migrate.target import Target, stack_target
 from trainer_infra.program import deploy
 from trainer_infra.queues.capacity import capacity_lines
 from trainer_infra.render.capture import capture
+from trainer_infra.render.enforce import enforce
 from trainer_infra.render.fleet import render_fleet
 from trainer_infra.render.output import Rendered, assemble, summary, write
-from trainer_infra.render.policy import enforce
 from trainer_infra.simulate import command as simulate_command
 from trainer_infra.stack.build import build_plan
 from trainer_infra.stack.config import StackConfig
@@ -33,7 +33,7 @@ from trainer_infra.stack.fleet import ValidatedFleet, build_fleet, is_fleet, val
 from trainer_infra.stack.load import read_file, stack_file
 from trainer_infra.stack.validate import Validated, validate
 from trainer_infra.tenancy import guard
-from trainer_infra.versions.upgrade import check_upgrade, versions_of_render
+from trainer_infra.versions.upgrade import check_upgrade, release_versions, versions_of_render
 
 
 def default_stacks_dir() -> Path:
@@ -150,12 +150,12 @@ def _check_previous(args: argparse.Namespace, validated: Validated, plan: Plan) 
         raw, issues = read_file(previous_path)
         previous_plan = build_plan(validate(raw, str(previous_path), issues))
         previous = guard.from_plan(previous_plan)
-        deployed = {r.component: r.version for r in previous_plan.releases}
+        deployed = release_versions(previous_plan.releases)
     losses = guard.data_loss(previous, plan, teams)
     for loss in (x for x in losses if not x.refused):
         print(f"WARNING: {loss.render()}", file=sys.stderr)
     refused = [ConfigIssue(x.path, x.message, None, x.hint) for x in losses if x.refused]
-    target = {r.component: r.version for r in plan.releases}
+    target = release_versions(plan.releases)
     upgrade = check_upgrade(deployed, target, allow_unsupported=validated.config.allow_unsupported_versions)
     for warning in upgrade.warnings:
         print(f"WARNING: {warning}", file=sys.stderr)

@@ -14,7 +14,7 @@ import pytest
 from tests.migrate.helpers import job, options_for, run
 from tests.migrate.schema_paths import fields
 from tests.migrate.upstream import schemas
-from trainer_infra.migrate.convert import kept
+from trainer_infra.migrate.fields import kept
 from trainer_infra.migrate.kinds import KINDS, Kind, Role
 from trainer_infra.migrate.mapping import BY_PATTERN, Disposition, Entry, entry_at
 

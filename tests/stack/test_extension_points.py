@@ -1,12 +1,14 @@
-"""The declared ways to add things work as documented (docs/extending.md): a node-pool backend, a storage
-backend and a chart component are each one new module plus one registry entry (plus, for a component, one
-row in the compatibility matrix). The test makes exactly those edits in a copy of the package, then
-type-checks it and renders a stack that uses all three."""
+"""The declared ways to add things work as documented (docs/extending.md): a node-pool backend (with a cloud
+node group, a resource of another provider), a storage backend, a chart component, an admission rule and an
+alert are each one new module plus one registry entry (plus, for a component, one row in the compatibility
+matrix). The test makes exactly those edits in a copy of the package, then type-checks it and renders a stack
+that uses them all."""
 
 from __future__ import annotations
 
 import difflib
 import filecmp
+import json
 import shutil
 import subprocess
 import sys
@@ -16,6 +18,7 @@ from typing import Any
 import yaml
 
 from tests.helpers import ROOT
+from tests.tenancy import cel_admission
 
 FAKE_POOL = '''"""A node-pool backend that exists only in a test: nodes are declared, never created."""
 
@@ -25,7 +28,7 @@ from typing import Any
 
 from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.model import StrictModel
-from trainer_infra.core.objects import ManagedObject
+from trainer_infra.core.objects import ManagedObject, ProviderResource
 from trainer_infra.nodepools.backend import BackendDefaults, NodePoolBackend
 from trainer_infra.nodepools.labels import HOSTNAME, Taint
 from trainer_infra.nodepools.model import NodePool, ResolvedPool
@@ -56,6 +59,11 @@ class FakeBackend(BackendDefaults):
         data = {"nodes": str(pool.node_count)}
         metadata = {"name": f"fake-{pool.name}", "namespace": "default"}
         return [ManagedObject({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data})]
+
+    def resources(self, pool: ResolvedPool) -> list[ProviderResource]:
+        """A cloud node group, as a backend that creates nodes would declare it."""
+        inputs = {"clusterName": "example", "scalingConfig": {"desiredSize": pool.node_count}}
+        return [ProviderResource("aws:eks/nodeGroup:NodeGroup", f"nodegroup-{pool.name}", inputs, protect=True)]
 
 
 BACKEND: NodePoolBackend = FakeBackend()
@@ -118,6 +126,43 @@ class FakeChart(Controller):
 COMPONENT: ChartComponent = FakeChart()
 '''
 
+FAKE_ADMISSION_RULE = '''"""An admission rule that exists only in a test: no pod may call itself mallory."""
+
+from __future__ import annotations
+
+from trainer_infra.tenancy.admission.model import AdmissionRule, AdmissionSettings, AdmittedKind
+
+
+def _not_mallory(kind: AdmittedKind, settings: AdmissionSettings) -> str:
+    return "!has(s.hostname) || s.hostname != 'mallory'"
+
+
+RULE = AdmissionRule("notMallory", ("Pod", "JobSet"), "calls a pod mallory", _not_mallory, per_pod=True)
+'''
+
+FAKE_ALERT = '''"""An alert that exists only in a test."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainer_infra.observability.alerts.model import Alert, AlertBase, alert
+from trainer_infra.observability.facts import PlatformFacts
+
+
+class FakeAlertSettings(AlertBase):
+    """Too many fakes."""
+
+    threshold: int = 5
+
+
+def _fakes(facts: PlatformFacts, fake: FakeAlertSettings) -> list[dict[str, Any]]:
+    return [alert("TrainerPlatformFakes", f"fakes > {fake.threshold}", fake.severity, "fakes", "too many", None)]
+
+
+ALERT = Alert("fakes", "fakes", FakeAlertSettings, _fakes)
+'''
+
 MATRIX_ROW = """  fakechart:
     chart: oci://example.com/charts/fakechart
     default: 1.0.0
@@ -135,10 +180,11 @@ def _register(path: Path, module: str, entry: str) -> None:
     """The registry edit a contributor makes: name the module in the import and list its entry last."""
     text = path.read_text()
     head, sep, tail = text.partition("Registry(\n")
-    imports = [line for line in head.splitlines() if line.startswith(f"from trainer_infra.{path.parent.name} import")]
+    package = ".".join(path.parent.parts[path.parts.index("trainer_infra") :])
+    imports = [line for line in head.splitlines() if line.startswith(f"from {package} import")]
     assert len(imports) == 1, f"{path}: one import line of the area's modules"
     modules = sorted([*imports[0].split(" import ")[1].split(", "), module])
-    head = head.replace(imports[0], f"from trainer_infra.{path.parent.name} import {', '.join(modules)}")
+    head = head.replace(imports[0], f"from {package} import {', '.join(modules)}")
     body, close, rest = tail.partition("\n)")
     path.write_text(f"{head}{sep}{body}\n    {module}.{entry},{close}{rest}")
 
@@ -159,9 +205,13 @@ def test_a_backend_a_storage_backend_and_a_component_are_one_module_and_one_entr
     (pkg / "nodepools" / "fake.py").write_text(FAKE_POOL)
     (pkg / "storage" / "fakefs.py").write_text(FAKE_STORAGE)
     (pkg / "components" / "fakechart.py").write_text(FAKE_COMPONENT)
+    (pkg / "tenancy" / "admission" / "fake.py").write_text(FAKE_ADMISSION_RULE)
+    (pkg / "observability" / "alerts" / "fake.py").write_text(FAKE_ALERT)
     _register(pkg / "nodepools" / "registry.py", "fake", "BACKEND")
     _register(pkg / "storage" / "registry.py", "fakefs", "BACKEND")
     _register(pkg / "components" / "registry.py", "fakechart", "COMPONENT")
+    _register(pkg / "tenancy" / "admission" / "registry.py", "fake", "RULE")
+    _register(pkg / "observability" / "alerts" / "registry.py", "fake", "ALERT")
     matrix = pkg / "versions" / "matrix.yaml"
     matrix.write_text(matrix.read_text().replace("components:\n", "components:\n" + MATRIX_ROW, 1))
 
@@ -180,7 +230,9 @@ def test_a_backend_a_storage_backend_and_a_component_are_one_module_and_one_entr
     assert sorted(changed) == [
         "components/registry.py",
         "nodepools/registry.py",
+        "observability/alerts/registry.py",
         "storage/registry.py",
+        "tenancy/admission/registry.py",
         "versions/matrix.yaml",
     ]
     for name, lines in changed.items():
@@ -203,6 +255,7 @@ def test_a_backend_a_storage_backend_and_a_component_are_one_module_and_one_entr
             "trainer-platform:storage": {"fakefs": {"tier": "gold"}},
             "trainer-platform:teams": [{"name": "alpha", "quota": {"sim": {"cpu": "8"}}}],
             "trainer-platform:components": {"fakechart": {"replicas": 2}},
+            "trainer-platform:observability": {"enabled": True, "alerts": {"fakes": {"threshold": 7}}},
         }
     }
     config = tmp_path / "Pulumi.fake.yaml"
@@ -213,6 +266,10 @@ def test_a_backend_a_storage_backend_and_a_component_are_one_module_and_one_entr
     manifests = list(yaml.safe_load_all((out / "manifests.yaml").read_text()))
     by_kind = {(m["kind"], m["metadata"]["name"]): m for m in manifests}
     assert by_kind[("ConfigMap", "fake-sim")]["data"] == {"nodes": "2"}
+    resources = json.loads((out / "resources.json").read_text())
+    group = next(r for r in resources if r["type"] == "aws:eks/nodeGroup:NodeGroup")
+    assert group["name"] == "nodegroup-sim" and group["protect"] and group["parent"] == "platform"
+    assert group["inputs"] == {"clusterName": "example", "scalingConfig": {"desiredSize": 2}}
     assert by_kind[("StorageClass", "trainer-platform-shared")]["provisioner"] == "fake.csi.example.com"
     assert ("Namespace", "fakechart-system") in by_kind
     flavor = next(m for m in manifests if m["kind"] == "ResourceFlavor")
@@ -222,10 +279,29 @@ def test_a_backend_a_storage_backend_and_a_component_are_one_module_and_one_entr
     releases = yaml.safe_load((out / "helm-releases.yaml").read_text())["releases"]
     fake = next(r for r in releases if r["name"] == "fakechart")
     assert fake["version"] == "1.0.0" and fake["values"] == {"image": "example.com/fakechart:v1.0.0"}
+    # The rule is in the policies of the kinds it names, and refuses what it says.
+    policies = {m["metadata"]["name"]: m for m in manifests if m["kind"] == "ValidatingAdmissionPolicy"}
+    named = {n for n, p in policies.items() if any("mallory" in v["message"] for v in p["spec"]["validations"])}
+    assert named == {"trainer-platform-tenancy-pods", "trainer-platform-tenancy-jobsets"}
+    team = by_kind[("Namespace", "alpha")]["metadata"]["annotations"]
+
+    def pod_refusals(hostname: str) -> list[str]:
+        pod = {"metadata": {"name": "p"}, "spec": {"hostname": hostname, "containers": [{"name": "c"}]}}
+        policy = policies["trainer-platform-tenancy-pods"]
+        return cel_admission.refusals(policy, pod, namespace="alpha", namespace_annotations=team)
+
+    assert pod_refusals("mallory") == ["Pod p refused: calls a pod mallory"]
+    assert pod_refusals("alice") == []
+    # The alert's settings block is in the config and its rule in its own group.
+    (rules,) = [m for m in manifests if m["kind"] == "PrometheusRule"]
+    (group,) = [g for g in rules["spec"]["groups"] if g["name"] == "trainer-platform.fakes"]
+    assert [(r["alert"], r["expr"]) for r in group["rules"]] == [("TrainerPlatformFakes", "fakes > 7")]
 
     # Its checks and its settings model are part of validation like everyone else's.
     stack["config"]["trainer-platform:nodePools"][0]["fake"] = {"nodes": 9, "colour": "red"}
+    stack["config"]["trainer-platform:observability"]["alerts"]["fakes"] = {"threshold": "many"}
     config.write_text(yaml.safe_dump(stack))
     refused = _run(["-m", "trainer_infra", "validate", "--config-file", str(config)], tmp_path)
     assert refused.returncode == 2, refused.stderr
     assert "nodePools[0].fake.colour: unknown key 'colour'" in refused.stderr
+    assert "observability.alerts.fakes.threshold" in refused.stderr

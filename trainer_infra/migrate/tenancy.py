@@ -4,10 +4,11 @@ The Pod Security `baseline` checks use the API server's own wording (k8s.io/pod-
 `policy/check_*.go`), so a refused migration reads exactly like the refusal the member would see at
 admission: `violates PodSecurity "baseline:v1.34": hostPath volumes (volume "data")`. They apply whatever
 the namespace's level, because the platform refuses these fields in team namespaces outright. The platform's
-own rules (issue #12's admission policies) add to them: only the in-pod volume kinds and the team's claims
-(inline nfs/csi/… reach any team's data; a claim cannot follow a job into a new namespace), no added
-capabilities or privilege escalation, only the team's service accounts.
-One function per rule; RULES lists them in the order they are reported.
+own rules (`manifests/pod_rules.py`, the vocabulary the admission policies are built from) add to them: only
+the in-pod volume kinds and the team's claims (inline nfs/csi/… reach any team's data; a claim cannot follow a
+job into a new namespace), no added capabilities or privilege escalation, only the team's service accounts.
+One function per rule; RULES lists them in the order they are reported. A vocabulary rule this module does
+not word itself (WORDED) is reported in the vocabulary's words, so a new pod rule reaches `migrate` too.
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from trainer_infra.manifests.pod_rules import DEFAULT_SERVICE_ACCOUNT, SAFE_VOLUME_KINDS, Lists, containers
+from trainer_infra.manifests.pod_rules import RULES as POD_RULES
 from trainer_infra.manifests.pod_security import BASELINE_CAPABILITIES
 
-# Volume sources a team pod may use: the team's claims and the in-pod kinds (issue #12's admission policy).
-SAFE_VOLUMES = frozenset(
-    {"name", "configMap", "secret", "emptyDir", "projected", "downwardAPI", "persistentVolumeClaim"}
-)
+#: the vocabulary's rules that the functions below word (as Pod Security and the admission messages do)
+WORDED = frozenset({"volumes", "claims", "host", "privileged", "hostPort", "serviceAccount"})
+#: a TrainJob's pods: runtimePatches carry no ephemeral containers
+_CONTAINERS = ("initContainers", "containers")
 
 
 @dataclass(frozen=True)
@@ -54,10 +57,8 @@ def _list(value: Any) -> list[Any]:
 
 
 def _containers(pod: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    for key in ("initContainers", "containers"):
-        for i, c in enumerate(_list(pod.get(key))):
-            if isinstance(c, dict):
-                yield f"{key}[{i}]", c
+    for key, i, c in containers(pod, _CONTAINERS):
+        yield f"{key}[{i}]", c
 
 
 def _host_namespaces(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
@@ -91,6 +92,9 @@ def _capabilities(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
 
 
 def _escalation(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
+    if _dict(_dict(pod.get("securityContext")).get("windowsOptions")).get("hostProcess") is True:
+        detail = "pod must not set securityContext.windowsOptions.hostProcess=true"
+        yield Refusal("securityContext.windowsOptions.hostProcess", "hostProcess", detail, True)
     for path, c in _containers(pod):
         sc = _dict(c.get("securityContext"))
         if sc.get("allowPrivilegeEscalation") is True:
@@ -127,7 +131,7 @@ def _inline_volumes(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
     for v, vol in enumerate(_list(pod.get("volumes"))):
         if not isinstance(vol, dict):
             continue
-        for kind in sorted(set(vol) - SAFE_VOLUMES - {"hostPath"}):
+        for kind in sorted(set(vol) - set(SAFE_VOLUME_KINDS) - {"name", "hostPath"}):
             yield Refusal(
                 f"volumes[{v}].{kind}",
                 "inline volume",
@@ -165,7 +169,7 @@ def _foreign_claims(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
 
 def _service_account(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
     name = pod.get("serviceAccountName")
-    if name and name != "default" and name not in ctx.service_accounts:
+    if name and name != DEFAULT_SERVICE_ACCOUNT and name not in ctx.service_accounts:
         yield Refusal(
             "serviceAccountName",
             "service account",
@@ -173,6 +177,15 @@ def _service_account(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
             f"(default{''.join(', ' + s for s in ctx.service_accounts)})",
             False,
         )
+
+
+def _other_pod_rules(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
+    """The vocabulary's rules not worded above (the target's priority classes are not known here)."""
+    lists = Lists(claims=ctx.claims, service_accounts=(DEFAULT_SERVICE_ACCOUNT, *ctx.service_accounts))
+    for rule in POD_RULES:
+        if rule.name not in WORDED:
+            for problem in rule.problems(pod, lists):
+                yield Refusal(rule.name, rule.name, problem, False)
 
 
 RULES: tuple[Rule, ...] = (
@@ -185,6 +198,7 @@ RULES: tuple[Rule, ...] = (
     _inline_volumes,
     _foreign_claims,
     _service_account,
+    _other_pod_rules,
 )
 
 

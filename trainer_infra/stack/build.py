@@ -16,7 +16,7 @@ from trainer_infra.components.registry import COMPONENTS
 from trainer_infra.core.errors import ConfigError, ConfigIssue
 from trainer_infra.core.objects import ClusterAccess, ManagedObject, Plan, PlanPart, SecretValue
 from trainer_infra.nodepools.labels import POOL_LABEL
-from trainer_infra.nodepools.plan import node_pool_objects
+from trainer_infra.nodepools.plan import node_pool_plan
 from trainer_infra.observability.facts import ObservedTeam, PlatformFacts
 from trainer_infra.observability.plan import observability_plan
 from trainer_infra.queues.derive import cluster_queue_name
@@ -24,7 +24,7 @@ from trainer_infra.queues.plan import queues_plan
 from trainer_infra.stack.validate import Validated
 from trainer_infra.storage.data_cache import CACHE_INITIALIZER
 from trainer_infra.storage.plan import storage_plan
-from trainer_infra.tenancy.admission import AdmissionSettings, TeamAdmission
+from trainer_infra.tenancy.admission.model import AdmissionSettings, TeamAdmission
 from trainer_infra.tenancy.network import NetworkSettings
 from trainer_infra.tenancy.plan import tenancy_plan
 
@@ -86,8 +86,9 @@ def plan_storage(v: Validated) -> PlanPart:
 def plan_pools_and_queues(v: Validated) -> PlanPart:
     cfg = v.config
     kueue_api = v.releases.by_name["kueue"].api_versions["kueue.x-k8s.io"]
-    pools = node_pool_objects(v.pools, cfg.images.registry_mirror)
-    return PlanPart(objects=(*pools, *queues_plan(kueue_api, cfg.queues, cfg.teams, v.queues).objects))
+    pools = node_pool_plan(v.pools, cfg.images.registry_mirror)
+    queues = queues_plan(kueue_api, cfg.queues, cfg.teams, v.queues).objects
+    return PlanPart(objects=(*pools.objects, *queues), resources=pools.resources)
 
 
 def plan_catalog(v: Validated) -> PlanPart:
@@ -164,4 +165,5 @@ def build_plan(v: Validated) -> Plan:
         cluster=ClusterAccess(
             SecretValue(kubeconfig.get_secret_value()) if kubeconfig is not None else None, cfg.kubernetes.context
         ),
+        resources=tuple(r for p in parts for r in p.resources),
     )

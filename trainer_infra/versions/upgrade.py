@@ -15,6 +15,7 @@ import yaml
 from packaging.version import Version
 
 from trainer_infra.core.errors import ConfigIssue
+from trainer_infra.core.objects import HelmRelease
 from trainer_infra.versions.matrix import MATRIX, UpgradePath
 
 RUNBOOK = "docs/versions.md#upgrade-runbook"
@@ -122,6 +123,11 @@ def versions_of_render(out: Path) -> dict[str, str]:
         if name:
             found[name] = component_version(name, str(rel["version"]))
     return found
+
+
+def release_versions(releases: Iterable[HelmRelease]) -> dict[str, str]:
+    """Component → version of a plan's Helm releases."""
+    return {r.component: component_version(r.component, r.chart_version) for r in releases}
 
 
 def component_version(name: str, chart_version: str) -> str:

@@ -19,9 +19,9 @@ from tests.helpers import MINIMAL, ROOT, render
 from trainer_infra.manifests import meta
 from trainer_infra.manifests.meta import TEAM_LABEL
 from trainer_infra.manifests.runtime import FRAMEWORK_LABEL
-from trainer_infra.policies import RULES, SECRET_MARK, Subject, check
-from trainer_infra.policies.rules import CATALOG_VERSION_LABEL
-from trainer_infra.render.policy import check_rendered
+from trainer_infra.policy_rules import RULES, SECRET_MARK, Subject, check
+from trainer_infra.policy_rules.rules import CATALOG_VERSION_LABEL
+from trainer_infra.render.enforce import check_rendered
 from trainer_infra.stack.load import SECRET_PLACEHOLDER
 
 CHART = "kubernetes:helm.sh/v4:Chart"
