@@ -177,4 +177,3 @@ def test_the_pr_workflow_comments_the_real_preview_as_the_docs_say() -> None:
     assert "secrets." not in str(job["steps"][comment]), "the comment step sees no cloud credentials"
     docs = (ROOT / "docs" / "preview.md").read_text()
     assert "one comment per stack" in docs and "comment-on-pr" not in docs
-

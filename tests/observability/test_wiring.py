@@ -121,7 +121,7 @@ def test_without_the_operator_crds_pulumi_up_refuses_with_what_to_do(monkeypatch
         ApiException=MissingError,
         ApiextensionsV1Api=lambda _api: SimpleNamespace(read_custom_resource_definition=_raise(MissingError())),
     )
-    monkeypatch.setattr(gate, "kube_client", lambda *_: (client, None))
+    monkeypatch.setattr(gate, "_client", lambda *_: (client, None))
     monkeypatch.setattr(gate, "POLL_SECONDS", 0.01)
     inputs = {
         "component": crd_gate.component,

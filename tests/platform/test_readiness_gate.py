@@ -66,7 +66,7 @@ def _inputs(component: str = "kueue", timeout: float = 5) -> dict[str, Any]:
 
 def test_gate_waits_for_crds_then_webhook(monkeypatch: pytest.MonkeyPatch) -> None:
     cluster = _FakeCluster(crd_after=2, webhook_after=3)
-    monkeypatch.setattr(gate, "kube_client", lambda *_: (cluster, None))
+    monkeypatch.setattr(gate, "_client", lambda *_: (cluster, None))
     monkeypatch.setattr(gate, "POLL_SECONDS", 0.0)
     gate.wait_ready(_inputs())
     assert cluster.polls["webhook"] == 4, "the gate kept probing until the webhook answered"
@@ -75,7 +75,7 @@ def test_gate_waits_for_crds_then_webhook(monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_gate_times_out_naming_what_did_not_happen(monkeypatch: pytest.MonkeyPatch) -> None:
     cluster = _FakeCluster(crd_after=0, webhook_after=10**9)
-    monkeypatch.setattr(gate, "kube_client", lambda *_: (cluster, None))
+    monkeypatch.setattr(gate, "_client", lambda *_: (cluster, None))
     monkeypatch.setattr(gate, "POLL_SECONDS", 0.01)
     with pytest.raises(TimeoutError) as info:
         gate.wait_ready(_inputs(timeout=0.1))

@@ -18,7 +18,7 @@ from trainer_infra.core.objects import ReadinessGate
 POLL_SECONDS = 3.0
 
 
-def kube_client(kubeconfig: str | None, context: str | None) -> Any:
+def _client(kubeconfig: str | None, context: str | None) -> Any:
     # Imported when the gate runs, not when the program loads: the engine runs this provider after
     # unpickling it, and the Kubernetes client costs most of a second to import on every render.
     import yaml
@@ -58,7 +58,7 @@ def _probe(client: Any, api: Any, obj: dict[str, Any]) -> str | None:
 
 
 def wait_ready(inputs: dict[str, Any]) -> None:
-    client, api = kube_client(inputs.get("kubeconfig"), inputs.get("context"))
+    client, api = _client(inputs.get("kubeconfig"), inputs.get("context"))
     deadline = time.monotonic() + float(inputs["timeoutSeconds"])
     last = "not checked yet"
     while time.monotonic() < deadline:
