@@ -6,7 +6,7 @@ STACK  ?= local
 # the real node's Debian packages (tests/e2e/node.py PACKAGES)
 NODE_PACKAGES := containerd runc containernetworking-plugins iptables busybox-static
 
-.PHONY: render validate test lint typecheck unit bench bench-pulumi docs clean e2e e2e-pulumi e2e-node e2e-node-deps sandbox-up sandbox-down
+.PHONY: render validate test lint typecheck unit bench bench-pulumi bench-scheduling docs clean e2e e2e-pulumi e2e-node e2e-node-deps sandbox-up sandbox-down
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -50,6 +50,9 @@ e2e-node: $(STAMP) e2e-node-deps  ## a real node (kubelet + containerd) beside t
 
 bench-pulumi: $(STAMP)  ## preview + up of a 1,000-team synthetic stack through the real engine (BENCH_TEAMS=N; root)
 	$(PY) -m tests.e2e.run -m e2e tests/e2e/test_pulumi_scale.py
+
+bench-scheduling: $(STAMP)  ## a seeded 2,000-job trace on the real Kueue: derived queues vs one flat FIFO queue vs static partitions (needs the e2e binaries; ≈ 25 min)
+	$(PY) -m tests.bench_scheduling
 
 sandbox-up: $(STAMP)  ## try the platform without a cluster: the local stack on the e2e control plane
 	$(PY) -m tests.e2e.sandbox up --stack $(STACK)

@@ -24,16 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.e2e.versions import REPO_ROOT, VersionSet, cache_root
+from trainer_infra.sandbox.versions import BuildError, binary_dir, module_dir, monitoring_crd_files
+
+__all__ = ["BuildError", "Builder", "module_dir", "monitoring_crd_files"]
 
 CONTROLPLANE_SRC = REPO_ROOT / "tests" / "e2e" / "controlplane"
 KUBE_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 #: The pod sandbox image the real node runs, as kubeadm 1.34 pins it (cmd/kubeadm/app/constants.PauseVersion).
 #: Not in ``VersionSet``: its key names the cache folder of every other binary.
 PAUSE_VERSION = "3.10.1"
-
-
-class BuildError(RuntimeError):
-    """A binary failed to build; the message names it, its version and the log tail."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +61,7 @@ class Builder:
     def __init__(self, versions: VersionSet, root: Path | None = None) -> None:
         self.versions = versions
         self.set_dir = (root or cache_root()) / versions.key
-        self.bin_dir = self.set_dir / "bin"
+        self.bin_dir = self.set_dir / "bin" if root else binary_dir(versions)
         self.src_dir = self.set_dir / "src"
         self.log_dir = self.set_dir / "logs"
         self.times_file = self.set_dir / "build-times.json"
@@ -321,36 +320,6 @@ class Builder:
         if not path.exists():
             raise BuildError(f"{name} is not built for {self.versions.key}: run python -m tests.e2e.build")
         return path
-
-
-def module_dir(module: str, version: str) -> Path:
-    """Source directory of ``module@v<version>`` in the Go module cache (downloaded if needed)."""
-    env = {**os.environ, "GOTOOLCHAIN": "local"}
-    env.pop("GOFLAGS", None)
-    proc = subprocess.run(
-        ["go", "mod", "download", "-json", f"{module}@v{version}"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=Path.home(),
-    )
-    if proc.returncode != 0:
-        raise BuildError(f"cannot download {module} v{version}: {proc.stdout[-2000:]}{proc.stderr[-2000:]}")
-    return Path(json.loads(proc.stdout)["Dir"])
-
-
-#: The Prometheus Operator kinds the platform's observability block creates.
-MONITORING_CRDS = ("servicemonitors", "podmonitors", "prometheusrules")
-
-
-def monitoring_crd_files(version: str) -> list[Path]:
-    """monitoring.coreos.com CRDs of a pinned prometheus-operator release, from its Go module."""
-    folder = (
-        module_dir("github.com/prometheus-operator/prometheus-operator", version)
-        / "example"
-        / "prometheus-operator-crd"
-    )
-    return [folder / f"monitoring.coreos.com_{plural}.yaml" for plural in MONITORING_CRDS]
 
 
 _STAGING_RE = re.compile(r"^\s*(k8s\.io/[\w.-]+)\s+=>\s+\./staging/src/", re.MULTILINE)

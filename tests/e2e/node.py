@@ -32,7 +32,7 @@ from typing import Any
 import yaml
 
 from tests.e2e import leftovers, netns
-from tests.e2e.build import KUBE_COMMANDS, PAUSE_VERSION, BuildError
+from tests.e2e.build import KUBE_COMMANDS, PAUSE_VERSION, Builder, BuildError
 from tests.e2e.kube import ApiError, wait_for
 from tests.e2e.sandbox import (
     KUBELET_CLIENT_USER,
@@ -378,7 +378,7 @@ class RealNode:
         start = time.monotonic()
         kubelet = self._spawn(
             "kubelet",
-            str(self.sandbox.builder.binary("kubelet")),
+            str(Builder(self.sandbox.versions).binary("kubelet")),
             [
                 f"--config={self.workdir / 'kubelet.yaml'}",
                 f"--kubeconfig={self.workdir / 'kubelet.kubeconfig'}",

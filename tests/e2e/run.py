@@ -98,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         "tests/e2e/test_observability.py",
         "tests/e2e/test_failures.py",
         "tests/e2e/test_fleet.py",
+        "tests/e2e/test_simulate.py",
     ]
     sessions = [args] if args else [["-m", "e2e", *default]]
     if not args and pulumi:

@@ -68,7 +68,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
         with ChartRegistry([], cert=cert.cert, key=cert.key) as registry:
             start = time.monotonic()
             busybox = busybox_image()
-            pause = pause_image(sandbox.builder.binary("pause"))
+            pause = pause_image(Builder(sandbox.versions).binary("pause"))
             times["images built (busybox, pause)"] = round(time.monotonic() - start, 2)
             busybox_ref = publish(registry, f"docker.io/library/busybox:{busybox_version()}", busybox)
             pause_ref = publish(registry, node_mod.PAUSE_IMAGE, pause)
