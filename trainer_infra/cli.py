@@ -26,6 +26,7 @@ from trainer_infra.render.enforce import enforce
 from trainer_infra.render.fleet import render_fleet
 from trainer_infra.render.output import Rendered, assemble, summary, write
 from trainer_infra.simulate import command as simulate_command
+from trainer_infra.simulate.facts import stack_facts
 from trainer_infra.stack.build import build_plan
 from trainer_infra.stack.config import StackConfig
 from trainer_infra.stack.docs import reference_markdown
@@ -224,6 +225,12 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     return migrate_command.run(args, target, migrate_command.cluster_api)
 
 
+def cmd_simulate(args: argparse.Namespace) -> int:
+    validated, stack = _load(args)
+    rendered = render_plan(build_plan(validated), stack)
+    return simulate_command.cmd_simulate(args, stack_facts(rendered.manifests), rendered.releases, stack)
+
+
 def _add_source(p: argparse.ArgumentParser) -> None:
     group = p.add_mutually_exclusive_group(required=True)
     group.add_argument("--stack", help="stack name: reads stacks/Pulumi.<NAME>.yaml")
@@ -284,6 +291,14 @@ def parser() -> argparse.ArgumentParser:
     tg = trace_sub.add_parser("generate", help="a seeded synthetic trace (heavy-tailed, bursty, unequal teams)")
     simulate_command.add_trace_arguments(tg)
     tg.set_defaults(fn=simulate_command.cmd_trace_generate)
+    sim = sub.add_parser(
+        "simulate",
+        help="replay a workload trace on a throwaway control plane with the real Kueue (docs/simulate.md); "
+        "exit 0 complete, 1 stopped early, 2 bad input",
+    )
+    _add_source(sim)
+    simulate_command.add_simulate_arguments(sim)
+    sim.set_defaults(fn=cmd_simulate)
     return p
 
 

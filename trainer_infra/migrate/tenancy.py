@@ -17,7 +17,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from trainer_infra.manifests.pod_rules import DEFAULT_SERVICE_ACCOUNT, SAFE_VOLUME_KINDS, Lists, containers
+from trainer_infra.manifests.pod_rules import (
+    DEFAULT_SERVICE_ACCOUNT,
+    HOST_NAMESPACES,
+    SAFE_VOLUME_KINDS,
+    Lists,
+    containers,
+)
 from trainer_infra.manifests.pod_rules import RULES as POD_RULES
 from trainer_infra.manifests.pod_security import BASELINE_CAPABILITIES
 
@@ -62,16 +68,20 @@ def _containers(pod: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def _host_namespaces(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
-    for key in ("hostNetwork", "hostPID", "hostIPC"):
+    for key in HOST_NAMESPACES:
         if pod.get(key) is True:
             yield Refusal(key, "host namespaces", f"{key}=true", True)
+
+
+def _security(path: str, c: dict[str, Any], field: str, reason: str, says: str, pod_security: bool) -> Refusal:
+    """A refusal of one container's `securityContext.<field>`; `says` follows the container's quoted name."""
+    return Refusal(f"{path}.securityContext.{field}", reason, f'container "{c.get("name")}"{says}', pod_security)
 
 
 def _privileged(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
     for path, c in _containers(pod):
         if _dict(c.get("securityContext")).get("privileged") is True:
-            detail = f"container {c.get('name')!r} must not set securityContext.privileged=true".replace("'", '"')
-            yield Refusal(f"{path}.securityContext.privileged", "privileged", detail, True)
+            yield _security(path, c, "privileged", "privileged", " must not set securityContext.privileged=true", True)
 
 
 def _capabilities(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
@@ -80,15 +90,11 @@ def _capabilities(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
         bad = sorted(str(a) for a in added if str(a) not in BASELINE_CAPABILITIES)
         if bad:
             caps = ", ".join(f'"{a}"' for a in bad)
-            detail = f'container "{c.get("name")}" must not include {caps} in securityContext.capabilities.add'
-            yield Refusal(f"{path}.securityContext.capabilities.add", "non-default capabilities", detail, True)
+            says = f" must not include {caps} in securityContext.capabilities.add"
+            yield _security(path, c, "capabilities.add", "non-default capabilities", says, True)
         elif added:  # the platform refuses any added capability, baseline ones too
-            yield Refusal(
-                f"{path}.securityContext.capabilities.add",
-                "added capabilities",
-                f'container "{c.get("name")}": capabilities.add is refused in team namespaces',
-                False,
-            )
+            says = ": capabilities.add is refused in team namespaces"
+            yield _security(path, c, "capabilities.add", "added capabilities", says, False)
 
 
 def _escalation(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
@@ -98,19 +104,11 @@ def _escalation(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
     for path, c in _containers(pod):
         sc = _dict(c.get("securityContext"))
         if sc.get("allowPrivilegeEscalation") is True:
-            yield Refusal(
-                f"{path}.securityContext.allowPrivilegeEscalation",
-                "privilege escalation",
-                f'container "{c.get("name")}": allowPrivilegeEscalation=true is refused in team namespaces',
-                False,
-            )
+            says = ": allowPrivilegeEscalation=true is refused in team namespaces"
+            yield _security(path, c, "allowPrivilegeEscalation", "privilege escalation", says, False)
         if _dict(sc.get("windowsOptions")).get("hostProcess") is True:
-            yield Refusal(
-                f"{path}.securityContext.windowsOptions.hostProcess",
-                "hostProcess",
-                f'container "{c.get("name")}" must not set securityContext.windowsOptions.hostProcess=true',
-                True,
-            )
+            says = " must not set securityContext.windowsOptions.hostProcess=true"
+            yield _security(path, c, "windowsOptions.hostProcess", "hostProcess", says, True)
 
 
 def _host_ports(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
