@@ -44,6 +44,7 @@ from trainer_infra.stack.load import NAMESPACE
 from trainer_infra.stack.secrets import plaintext_warnings
 from trainer_infra.storage.checks import (
     check_data_cache,
+    check_data_cache_protections,
     check_job_service_accounts,
     check_mount_path,
     check_storage,
@@ -184,6 +185,7 @@ def _storage(d: Draft) -> list[ConfigIssue]:
         + check_mount_path(d.config.storage, PLATFORM_MOUNTS)
         + check_data_cache(d.config.data_cache)
         + check_job_service_accounts(d.config.teams)
+        + check_data_cache_protections(d.config.data_cache, d.config.teams, d.config.tenancy.priority_classes)
     )
 
 

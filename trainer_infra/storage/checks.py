@@ -28,6 +28,44 @@ def check_data_cache(data_cache: DataCacheConfig) -> list[ConfigIssue]:
     return issues
 
 
+def check_data_cache_protections(
+    data_cache: DataCacheConfig,
+    teams: Sequence[TeamConfig],
+    priority_classes: Sequence[str],
+) -> list[ConfigIssue]:
+    """The data cache's initializer runs with more rights than a member (it creates LeaderWorkerSets, Services
+    and ServiceAccounts): a stack that switches off what bounds it is refused (issue #27). (Its cache clusters
+    are charged through Kueue's LeaderWorkerSet integration, on whenever the data cache is, with or without
+    `trainJobIntegration`.)"""
+    if not data_cache.enabled:
+        return []
+    issues = []
+    for i, name in enumerate(priority_classes):
+        if name.startswith("system-"):
+            issues.append(
+                ConfigIssue(
+                    f"tenancy.priorityClasses[{i}]",
+                    "a system priority class lets team pods (the data cache's included) preempt the platform's "
+                    "controllers and other teams' admitted jobs",
+                    name,
+                    "list your own PriorityClasses only",
+                )
+            )
+    for i, team in enumerate(teams):
+        for j, ref in enumerate(team.members.service_accounts):
+            if ref.rpartition("/")[2] == CACHE_INITIALIZER:
+                issues.append(
+                    ConfigIssue(
+                        f"teams[{i}].members.serviceAccounts[{j}]",
+                        "the data cache initializer's account may not be a member: code running as it would "
+                        "submit jobs with a member's rights on top of its own",
+                        ref,
+                        "give members their own ServiceAccount",
+                    )
+                )
+    return issues
+
+
 def check_storage(storage: StorageConfig | None, teams: Sequence[TeamConfig]) -> list[ConfigIssue]:
     if storage is None:
         hint = "set storage (a backend) to give every team a claim, or drop teams[].storage"
