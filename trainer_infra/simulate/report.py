@@ -8,42 +8,19 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from trainer_infra.simulate import metrics
 from trainer_infra.simulate.metrics import JobOutcome
+from trainer_infra.simulate.run import Run
 
 #: Width of a fairness window and of a usage-series step, in trace seconds.
 WINDOW = 60.0
 #: Queue depth at which admission throughput is measured (kueue#14477 reports it at ~500).
 DEPTH = 1000
-
-
-@dataclass
-class Run:
-    """Everything a replay measured, in trace seconds (wall seconds × compression)."""
-
-    jobs: list[JobOutcome]
-    capacity: int
-    weights: Mapping[str, float]
-    compression: float
-    #: trace time at which the replay stopped
-    until: float
-    wall_seconds: float
-    #: why the replay stopped before every job finished ("" when it did not)
-    stopped_early: str = ""
-    #: ClusterQueue → (nominal, the most it may hold) of the accelerator resource
-    limits: Mapping[str, tuple[int, int]] = field(default_factory=dict)
-    #: (trace time, ClusterQueue, accelerators reserved) read from ClusterQueue status while replaying
-    samples: list[tuple[float, str, int]] = field(default_factory=list)
-    #: where the wall time went (phase → seconds)
-    phases: Mapping[str, float] = field(default_factory=dict)
-    label: str = ""
-    #: the latest a TrainJob was created after its row's submit time (trace seconds): the replay's own lag
-    submit_lag: float = 0.0
 
 
 def _round(value: float | None, digits: int = 3) -> float | None:

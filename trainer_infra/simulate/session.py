@@ -16,7 +16,7 @@ from typing import Any
 from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.simulate.facts import StackFacts
 from trainer_infra.simulate.metrics import JobOutcome
-from trainer_infra.simulate.report import Run
+from trainer_infra.simulate.run import Run
 from trainer_infra.simulate.trace import TraceError, TraceRow
 
 Obj = dict[str, Any]
