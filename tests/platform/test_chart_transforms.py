@@ -9,6 +9,7 @@ from typing import Any
 import pulumi
 import pytest
 import yaml
+from pulumi.runtime import rpc
 
 from tests.e2e.versions import shared_dir
 from trainer_infra.platform.helm import SECRET_TYPE, leave_controller_secrets
@@ -39,10 +40,16 @@ def _chart_secret_data(archive: str, template: str) -> dict[str, Any]:
         ("kubeflow-trainer-2.2.1.tgz", "kubeflow-trainer/templates/webhook/secret.yaml"),
     ],
 )
-def test_webhook_cert_placeholders_are_created_without_data_and_never_diffed(archive: str, template: str) -> None:
+@pytest.mark.parametrize("as_secret", [True, False], ids=["as-the-engine-hands-it", "plain"])
+def test_webhook_cert_placeholders_are_created_without_data_and_never_diffed(
+    archive: str, template: str, as_secret: bool
+) -> None:
+    """The engine hands a chart Secret's `data` to the transform as one Pulumi secret (the first real drift
+    check found the placeholder applied as shipped: `preview --refresh` then proposed replacing the Secret)."""
     data = _chart_secret_data(archive, template)
     assert data and set(data.values()) == {""}, "the chart ships empty keys the controller fills"
-    props = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "webhook-cert"}, "data": data}
+    handed = rpc.wrap_rpc_secret(data) if as_secret else data
+    props = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "webhook-cert"}, "data": handed}
     result = leave_controller_secrets(_args(SECRET_TYPE, props))
     assert result is not None
     assert "data" not in result.props and result.props["metadata"] == {"name": "webhook-cert"}
@@ -52,6 +59,8 @@ def test_webhook_cert_placeholders_are_created_without_data_and_never_diffed(arc
 def test_secrets_with_content_and_other_kinds_are_left_alone() -> None:
     filled = {"apiVersion": "v1", "kind": "Secret", "data": {"token": "c2VjcmV0"}}
     assert leave_controller_secrets(_args(SECRET_TYPE, filled)) is None
+    hidden = {**filled, "data": rpc.wrap_rpc_secret(filled["data"])}
+    assert leave_controller_secrets(_args(SECRET_TYPE, hidden)) is None
     assert leave_controller_secrets(_args(SECRET_TYPE, {"kind": "Secret"})) is None
     config = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": ""}}
     assert leave_controller_secrets(_args("kubernetes:core/v1:ConfigMap", config)) is None

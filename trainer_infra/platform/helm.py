@@ -14,6 +14,7 @@ from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
+from pulumi.runtime import rpc
 
 from trainer_infra.core.objects import HelmRelease
 
@@ -38,8 +39,14 @@ def protect_crds(protect: bool) -> pulumi.ResourceTransform:
 
 def controller_filled(props: Mapping[str, Any]) -> bool:
     """A chart Secret whose every `data` value is empty is a placeholder its controller fills at run time
-    (JobSet 0.12's and Trainer 2.2's webhook certificates)."""
+    (JobSet 0.12's and Trainer 2.2's webhook certificates).
+
+    The engine hands a chart Secret's `data` to the transform as one Pulumi secret (a wrapped value, not the
+    map): unwrapped first, or the placeholder is applied as the chart ships it and a refreshed preview proposes
+    to replace the Secret with the controller's certificates (`data` is immutable for the provider)."""
     data = props.get("data")
+    if rpc.is_rpc_secret(data):
+        data = rpc.unwrap_rpc_secret(data)
     return isinstance(data, Mapping) and bool(data) and all(v in ("", None) for v in data.values())
 
 
