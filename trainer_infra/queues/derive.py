@@ -83,19 +83,21 @@ def cluster_queue_name(team: TeamConfig) -> str:
     return team.name
 
 
-def local_queue(api: str, team: TeamConfig) -> dict[str, Any]:
+def local_queue(api: str, team: TeamConfig, name: str | None = None) -> dict[str, Any]:
     return {
         "apiVersion": api,
         "kind": "LocalQueue",
-        "metadata": meta.metadata(team.local_queue, team.resolved_namespace),
+        "metadata": meta.metadata(name or team.local_queue, team.resolved_namespace),
         "spec": {"clusterQueue": cluster_queue_name(team)},
     }
 
 
 def queue_objects(
-    api: str, q: QueuesConfig, teams: Sequence[TeamConfig], resolved: ResolvedQueues
+    api: str, q: QueuesConfig, teams: Sequence[TeamConfig], resolved: ResolvedQueues, deputy_queue: str | None = None
 ) -> list[ManagedObject]:
-    """`api` is the Kueue API version of the installed release (versions/matrix.yaml)."""
+    """`api` is the Kueue API version of the installed release (versions/matrix.yaml). `deputy_queue`: the
+    LocalQueue Kueue defaults label-less jobs to (the data cache's LeaderWorkerSets), also on the team's
+    ClusterQueue so that they are charged to the team; members' TrainJobs may not name it."""
     if not resolved.pools and not teams:
         return []
     objects: list[ManagedObject] = []
@@ -116,6 +118,8 @@ def queue_objects(
     for i, team in enumerate(teams):
         objects.append(ManagedObject(cluster_queue(api, q, i, team, resolved)))
         objects.append(ManagedObject(local_queue(api, team)))
+        if deputy_queue is not None and deputy_queue != team.local_queue:
+            objects.append(ManagedObject(local_queue(api, team, deputy_queue)))
     for pc in q.priority_classes:
         wpc: dict[str, Any] = {
             "apiVersion": api,

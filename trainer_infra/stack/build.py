@@ -25,6 +25,7 @@ from trainer_infra.stack.validate import Validated
 from trainer_infra.storage.data_cache import CACHE_INITIALIZER
 from trainer_infra.storage.plan import storage_plan
 from trainer_infra.tenancy.admission import AdmissionSettings, TeamAdmission
+from trainer_infra.tenancy.deputies import DEPUTY_QUEUE, cache_deputy
 from trainer_infra.tenancy.network import NetworkSettings
 from trainer_infra.tenancy.plan import tenancy_plan
 
@@ -55,6 +56,8 @@ def plan_tenancy(v: Validated) -> PlanPart:
         priority_classes=tuple(cfg.tenancy.priority_classes),
         data_cache_service_account=CACHE_INITIALIZER if cfg.data_cache.enabled else None,
     )
+    served = catalog_plan(v.serve, v.catalog, v.selection).objects if cfg.data_cache.enabled else ()
+    cache = cache_deputy(cfg.data_cache, [o.manifest for o in served if o.manifest["kind"].endswith("TrainingRuntime")])
     net = cfg.tenancy.network_policies
     network = (
         NetworkSettings(
@@ -75,6 +78,7 @@ def plan_tenancy(v: Validated) -> PlanPart:
         cluster_queues={t.name: cluster_queue_name(t) for t in cfg.teams},
         admission=admission,
         network=network,
+        cache=cache,
     )
 
 
@@ -87,7 +91,9 @@ def plan_pools_and_queues(v: Validated) -> PlanPart:
     cfg = v.config
     kueue_api = v.releases.by_name["kueue"].api_versions["kueue.x-k8s.io"]
     pools = node_pool_objects(v.pools, cfg.images.registry_mirror)
-    return PlanPart(objects=(*pools, *queues_plan(kueue_api, cfg.queues, cfg.teams, v.queues).objects))
+    deputy_queue = DEPUTY_QUEUE if cfg.data_cache.enabled else None
+    queues = queues_plan(kueue_api, cfg.queues, cfg.teams, v.queues, deputy_queue)
+    return PlanPart(objects=(*pools, *queues.objects))
 
 
 def plan_catalog(v: Validated) -> PlanPart:
