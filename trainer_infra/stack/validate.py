@@ -34,7 +34,12 @@ from trainer_infra.queues.resolve import ResolvedQueues, resolve_queues
 from trainer_infra.stack.config import StackConfig
 from trainer_infra.stack.load import NAMESPACE
 from trainer_infra.stack.secrets import plaintext_warnings
-from trainer_infra.storage.checks import check_data_cache, check_job_service_accounts, check_storage
+from trainer_infra.storage.checks import (
+    check_data_cache,
+    check_data_cache_protections,
+    check_job_service_accounts,
+    check_storage,
+)
 from trainer_infra.storage.data_cache import CACHE_CLUSTER_PODS
 from trainer_infra.tenancy.checks import SYSTEM_NAMESPACES, check_restricted, check_teams
 
@@ -168,6 +173,12 @@ def _storage(d: Draft) -> list[ConfigIssue]:
         check_storage(d.config.storage, d.config.teams)
         + check_data_cache(d.config.data_cache)
         + check_job_service_accounts(d.config.teams)
+        + check_data_cache_protections(
+            d.config.data_cache,
+            d.config.teams,
+            d.config.tenancy.priority_classes,
+            kueue_settings(d.config).train_job_integration,
+        )
     )
 
 

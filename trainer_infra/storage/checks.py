@@ -27,6 +27,53 @@ def check_data_cache(data_cache: DataCacheConfig) -> list[ConfigIssue]:
     return issues
 
 
+def check_data_cache_protections(
+    data_cache: DataCacheConfig,
+    teams: Sequence[TeamConfig],
+    priority_classes: Sequence[str],
+    train_job_integration: bool,
+) -> list[ConfigIssue]:
+    """The data cache's initializer runs with more rights than a member (it creates LeaderWorkerSets, Services
+    and ServiceAccounts): a stack that switches off what bounds it is refused (issue #27)."""
+    if not data_cache.enabled:
+        return []
+    issues = []
+    if not train_job_integration:
+        issues.append(
+            ConfigIssue(
+                "components.kueue.trainJobIntegration",
+                "must be true with dataCache.enabled: the cache jobs and their cache clusters are charged through "
+                "Kueue, and only the queue may start them",
+                "false",
+                "turn trainJobIntegration on, or dataCache.enabled off",
+            )
+        )
+    for i, name in enumerate(priority_classes):
+        if name.startswith("system-"):
+            issues.append(
+                ConfigIssue(
+                    f"tenancy.priorityClasses[{i}]",
+                    "a system priority class lets team pods (the data cache's included) preempt the platform's "
+                    "controllers and other teams' admitted jobs",
+                    name,
+                    "list your own PriorityClasses only",
+                )
+            )
+    for i, team in enumerate(teams):
+        for j, ref in enumerate(team.members.service_accounts):
+            if ref.rpartition("/")[2] == CACHE_INITIALIZER:
+                issues.append(
+                    ConfigIssue(
+                        f"teams[{i}].members.serviceAccounts[{j}]",
+                        "the data cache initializer's account may not be a member: code running as it would "
+                        "submit jobs with a member's rights on top of its own",
+                        ref,
+                        "give members their own ServiceAccount",
+                    )
+                )
+    return issues
+
+
 def check_storage(storage: StorageConfig | None, teams: Sequence[TeamConfig]) -> list[ConfigIssue]:
     if storage is None:
         hint = "set storage (a backend) to give every team a claim, or drop teams[].storage"

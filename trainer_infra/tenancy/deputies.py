@@ -151,17 +151,14 @@ CACHE_INITIALIZER_DEPUTY = Deputy(
             "move them into the initializer's job)",
             "step labels refused in patches; pods running as this account must run the pinned initializer image",
         ),
-        MemberField(
-            "metadata.name", "TRAIN_JOB_NAME (names the objects cache.py creates)", "a DNS label (API server)"
-        ),
+        MemberField("metadata.name", "TRAIN_JOB_NAME (names the objects cache.py creates)", "a DNS label (API server)"),
     ),
 )
 
 CACHE_CLUSTER_DEPUTY = Deputy(
     identity=f"<trainjob>{CACHE_SUFFIX}",
     where="team namespaces where a cache job runs (created by the cache initializer, owned by the TrainJob)",
-    runs="the cache cluster: a LeaderWorkerSet (head + workers) and the Service "
-    f"<trainjob>{SERVICE_SUFFIX}",
+    runs=f"the cache cluster: a LeaderWorkerSet (head + workers) and the Service <trainjob>{SERVICE_SUFFIX}",
     may="no Kubernetes rights (nothing binds it); the cloud role of dataCache.cluster.iamRole (IRSA annotation)",
     fields=(
         MemberField(

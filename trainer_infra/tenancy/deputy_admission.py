@@ -20,7 +20,13 @@ from __future__ import annotations
 from typing import Any
 
 from trainer_infra.manifests import meta
-from trainer_infra.storage.data_cache import CACHE_POD_ENV, CACHE_SUFFIX, ROLE_ANNOTATION, SERVICE_SUFFIX, STS_ANNOTATION
+from trainer_infra.storage.data_cache import (
+    CACHE_POD_ENV,
+    CACHE_SUFFIX,
+    ROLE_ANNOTATION,
+    SERVICE_SUFFIX,
+    STS_ANNOTATION,
+)
 from trainer_infra.tenancy.admission import (
     API,
     CHANGED,
@@ -176,10 +182,7 @@ def _service_account_validations(cache: CacheDeputy) -> list[dict[str, Any]]:
     kind = "ServiceAccount"
     ann = "object.metadata.annotations"
     allowed = {ROLE_ANNOTATION: cache.iam_role, STS_ANNOTATION: "true"}
-    annotations = (
-        f"(!has({ann}) || {ann}.all(k, k in {_lit(sorted(allowed))} && "
-        f"{ann}[k] == {_lit(allowed)}[k]))"
-    )
+    annotations = f"(!has({ann}) || {ann}.all(k, k in {_lit(sorted(allowed))} && {ann}[k] == {_lit(allowed)}[k]))"
     secrets = "!has(object.secrets) && !has(object.imagePullSecrets)"
     return [
         _validation(

@@ -1,0 +1,222 @@
+"""Issue #27: the deputy inventory holds against the render, and what the data cache's identities create is
+bounded at its own admission (CEL evaluated here, the e2e suite runs the same policies in an API server)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from tests.cache_initializer import cache_objects
+from tests.helpers import render, stack_raw
+from tests.tenancy import cel_admission
+from trainer_infra.storage.data_cache import CACHE_INITIALIZER, CACHE_RULES
+from trainer_infra.tenancy.deputies import DEPUTY_QUEUE, bound_in_team_namespaces, inventory
+from trainer_infra.tenancy.deputy_admission import policy_name
+
+Obj = dict[str, Any]
+TEAM_LABEL = "trainer-platform.io/team"
+CACHE_USER = f"system:serviceaccount:vision:{CACHE_INITIALIZER}"
+
+
+@pytest.fixture(scope="module")
+def manifests() -> list[Obj]:
+    return render(stack_raw("local")).manifests
+
+
+def of_kind(manifests: list[Obj], kind: str) -> list[Obj]:
+    return [m for m in manifests if m["kind"] == kind]
+
+
+def team_namespaces(manifests: list[Obj]) -> dict[str, dict[str, str]]:
+    return {
+        n["metadata"]["name"]: n["metadata"].get("annotations", {})
+        for n in of_kind(manifests, "Namespace")
+        if TEAM_LABEL in n["metadata"].get("labels", {})
+    }
+
+
+def test_every_service_account_bound_in_a_team_namespace_is_in_the_inventory_and_back(manifests: list[Obj]) -> None:
+    raw = stack_raw("local")
+    members = {
+        (t.get("namespace", t["name"]), ref.rpartition("/")[2])
+        for t in raw["teams"]
+        for ref in t.get("members", {}).get("serviceAccounts", [])
+    }
+    deputies = bound_in_team_namespaces(data_cache=True)
+    namespaces = team_namespaces(manifests)
+    seen: dict[str, set[str]] = {}
+    for rb in of_kind(manifests, "RoleBinding"):
+        ns = rb["metadata"]["namespace"]
+        if ns not in namespaces:
+            continue
+        for s in rb["subjects"]:
+            if s["kind"] != "ServiceAccount" or (ns, s["name"]) in members:
+                continue
+            assert deputies.get(s["name"]) == rb["roleRef"]["name"], f"{ns}/{s['name']} is bound but not a deputy"
+            seen.setdefault(s["name"], set()).add(ns)
+    assert {sa: set(namespaces) for sa in deputies} == seen
+    # what the inventory says it may do is what the render grants
+    (role,) = [r for r in of_kind(manifests, "ClusterRole") if r["metadata"]["name"] == deputies[CACHE_INITIALIZER]]
+    assert role["rules"] == [dict(r) for r in CACHE_RULES]
+    for rule in role["rules"]:
+        assert "delete" not in rule["verbs"] and "list" not in rule["verbs"], rule
+    # without the data cache: no cache deputies, nothing bound
+    off = copy.deepcopy(raw)
+    off["dataCache"] = {"enabled": False}
+    assert bound_in_team_namespaces(data_cache=False) == {}
+    assert not [
+        rb for rb in of_kind(render(off).manifests, "RoleBinding") if rb["roleRef"]["name"] in deputies.values()
+    ]
+    assert {d.identity for d in inventory(False)} < {d.identity for d in inventory(True)}
+
+
+def _runtime_env(manifests: list[Obj]) -> dict[str, str]:
+    (rt,) = [r for r in of_kind(manifests, "ClusterTrainingRuntime") if r["metadata"]["name"].endswith("-with-cache")]
+    pod = rt["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == CACHE_INITIALIZER
+    return {e["name"]: e["value"] for e in pod["containers"][0]["env"] if "value" in e}
+
+
+TRAINJOB = {
+    "apiVersion": "trainer.kubeflow.org/v1alpha1",
+    "kind": "TrainJob",
+    "metadata": {"name": "cached", "namespace": "vision", "uid": "0000-1111"},
+}
+
+
+@pytest.fixture(scope="module")
+def honest(manifests: list[Obj]) -> tuple[Obj, Obj, Obj]:
+    env = {**_runtime_env(manifests), "STORAGE_URI": "cache://sales/orders", "METADATA_LOC": "s3://b/m.json"}
+    sa, lws, svc = cache_objects(TRAINJOB, env)
+    lws["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": DEPUTY_QUEUE}  # Kueue's LocalQueue defaulting
+    return sa, lws, svc
+
+
+def _policies(manifests: list[Obj]) -> dict[str, Obj]:
+    return {p["metadata"]["name"]: p for p in of_kind(manifests, "ValidatingAdmissionPolicy")}
+
+
+def _refusals(manifests: list[Obj], kind: str, obj: Obj, user: str = CACHE_USER) -> list[str]:
+    policy = _policies(manifests)[policy_name(kind)]
+    annotations = team_namespaces(manifests)[obj["metadata"]["namespace"]]
+    return cel_admission.refusals(policy, obj, namespace="vision", namespace_annotations=annotations, user=user)
+
+
+def test_what_the_cache_initializer_creates_is_admitted(manifests: list[Obj], honest: tuple[Obj, Obj, Obj]) -> None:
+    sa, lws, svc = honest
+    assert _refusals(manifests, "ServiceAccount", sa) == []
+    assert _refusals(manifests, "LeaderWorkerSet", lws) == []
+    assert _refusals(manifests, "Service", svc) == []
+    # the cache cluster is charged: the team's ClusterQueue has a LocalQueue of the deputy's queue
+    queues = {
+        (q["metadata"]["namespace"], q["metadata"]["name"]): q["spec"]["clusterQueue"]
+        for q in of_kind(manifests, "LocalQueue")
+    }
+    assert queues[("vision", DEPUTY_QUEUE)] == queues[("vision", "vision")]
+
+
+def _changed(obj: Obj, change: Any) -> Obj:
+    out = copy.deepcopy(obj)
+    change(out)
+    return out
+
+
+def _lws_pods(lws: Obj) -> list[Obj]:
+    t = lws["spec"]["leaderWorkerTemplate"]
+    return [t["leaderTemplate"]["spec"], t["workerTemplate"]["spec"]]
+
+
+LWS_ATTACKS = {
+    "another image": lambda o: [p["containers"][0].__setitem__("image", "evil.io/miner:1") for p in _lws_pods(o)],
+    "a bigger cluster": lambda o: o["spec"]["leaderWorkerTemplate"].__setitem__("size", 64),
+    "more replicas": lambda o: o["spec"].__setitem__("replicas", 5),
+    "GPUs": lambda o: [
+        p["containers"][0]["resources"]["limits"].__setitem__("nvidia.com/gpu", "8") for p in _lws_pods(o)
+    ],
+    "more memory": lambda o: [
+        p["containers"][0]["resources"][k].__setitem__("memory", "512Gi")
+        for p in _lws_pods(o)
+        for k in ("limits", "requests")
+    ],
+    "no queue": lambda o: o["metadata"].pop("labels"),
+    "another team's queue": lambda o: o["metadata"]["labels"].__setitem__("kueue.x-k8s.io/queue-name", "nlp-q"),
+    "a system priority": lambda o: [p.__setitem__("priorityClassName", "system-node-critical") for p in _lws_pods(o)],
+    "every toleration": lambda o: [p.__setitem__("tolerations", [{"operator": "Exists"}]) for p in _lws_pods(o)],
+    "a hostPath": lambda o: [
+        p.__setitem__("volumes", [{"name": "r", "hostPath": {"path": "/"}}]) for p in _lws_pods(o)
+    ],
+    "another account": lambda o: [p.__setitem__("serviceAccountName", CACHE_INITIALIZER) for p in _lws_pods(o)],
+    "a sidecar": lambda o: [p["containers"].append({"name": "x", "image": "evil.io/x"}) for p in _lws_pods(o)],
+    "a command": lambda o: [p["containers"][0].__setitem__("command", ["sh", "-c", "id"]) for p in _lws_pods(o)],
+    "PYTHONPATH": lambda o: [
+        p["containers"][0]["env"].append({"name": "PYTHONPATH", "value": "/x"}) for p in _lws_pods(o)
+    ],
+    "GPU visibility": lambda o: [
+        p["containers"][0]["env"].append({"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}) for p in _lws_pods(o)
+    ],
+    "privileged": lambda o: [
+        p["containers"][0].__setitem__("securityContext", {"privileged": True}) for p in _lws_pods(o)
+    ],
+    "another name": lambda o: o["metadata"].__setitem__("name", "miner"),
+}
+
+
+@pytest.mark.parametrize("attack", sorted(LWS_ATTACKS))
+def test_a_cache_cluster_unlike_cache_py_is_refused(
+    manifests: list[Obj], honest: tuple[Obj, Obj, Obj], attack: str
+) -> None:
+    lws = _changed(honest[1], LWS_ATTACKS[attack])
+    found = _refusals(manifests, "LeaderWorkerSet", lws)
+    assert found, attack
+    assert all(m.startswith("LeaderWorkerSet ") and " refused: " in m for m in found), found
+
+
+SERVICE_ATTACKS = {
+    "externalIPs": lambda o: o["spec"].__setitem__("externalIPs", ["8.8.8.8"]),
+    "LoadBalancer": lambda o: o["spec"].__setitem__("type", "LoadBalancer"),
+    "NodePort": lambda o: o["spec"].__setitem__("type", "NodePort"),
+    "ExternalName": lambda o: o["spec"].update({"type": "ExternalName", "externalName": "evil.io"}),
+    "another selector": lambda o: o["spec"].__setitem__("selector", {"jobset.sigs.k8s.io/jobset-name": "other"}),
+    "another name": lambda o: o["metadata"].__setitem__("name", "kubernetes"),
+}
+
+
+@pytest.mark.parametrize("attack", sorted(SERVICE_ATTACKS))
+def test_a_service_unlike_cache_py_is_refused(manifests: list[Obj], honest: tuple[Obj, Obj, Obj], attack: str) -> None:
+    found = _refusals(manifests, "Service", _changed(honest[2], SERVICE_ATTACKS[attack]))
+    assert found, attack
+
+
+def test_no_one_creates_external_services_in_team_namespaces(
+    manifests: list[Obj], honest: tuple[Obj, Obj, Obj]
+) -> None:
+    """Whoever asks (a controller, an admin): ClusterIP only; headless Services (JobSet's) pass."""
+    admin = "kubernetes-admin"
+    external = _changed(honest[2], SERVICE_ATTACKS["externalIPs"])
+    assert any("CVE-2020-8554" in m for m in _refusals(manifests, "Service", external, user=admin))
+    headless = _changed(honest[2], lambda o: o.update({"metadata": {"name": "js", "namespace": "vision"}}))
+    headless["spec"]["clusterIP"] = "None"
+    assert _refusals(manifests, "Service", headless, user=admin) == []
+
+
+SA_ATTACKS = {
+    "another role": lambda o: o["metadata"]["annotations"].__setitem__(
+        "eks.amazonaws.com/role-arn", "arn:aws:iam::1:role/admin"
+    ),
+    "another name": lambda o: o["metadata"].__setitem__("name", "default"),
+    "a token secret": lambda o: o.__setitem__("secrets", [{"name": "x"}]),
+}
+
+
+@pytest.mark.parametrize("attack", sorted(SA_ATTACKS))
+def test_a_service_account_unlike_cache_py_is_refused(
+    manifests: list[Obj], honest: tuple[Obj, Obj, Obj], attack: str
+) -> None:
+    found = _refusals(manifests, "ServiceAccount", _changed(honest[0], SA_ATTACKS[attack]))
+    assert found and "dataCache.cluster.iamRole" in found[0], found
+    # the platform (and the namespace's controllers) create their own accounts unjudged
+    assert (
+        _refusals(manifests, "ServiceAccount", _changed(honest[0], SA_ATTACKS[attack]), user="kubernetes-admin") == []
+    )
