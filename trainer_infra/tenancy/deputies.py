@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from trainer_infra.manifests.runtime import containers, pod_specs
+from trainer_infra.manifests.runtime import containers, get_in, replicated_jobs
 from trainer_infra.storage.config import DataCacheConfig
 from trainer_infra.storage.data_cache import CACHE_INITIALIZER, CACHE_RULES, CACHE_SUFFIX, SERVICE_SUFFIX
 
@@ -63,7 +63,10 @@ class CacheDeputy:
 
     service_account: str
     runtimes: tuple[str, ...]  # ClusterTrainingRuntimes whose pods run as it
+    jobs: tuple[str, ...]  # their replicated jobs that run as it
     initializer_images: tuple[str, ...]
+    #: env names the runtime gives the pods running as it (Trainer adds STORAGE_URI, members the allow-list)
+    initializer_env: tuple[str, ...]
     pinned: tuple[tuple[str, str], ...]  # env the runtime pins (a member may only repeat the value)
     cache_image: str
     size: int
@@ -81,21 +84,28 @@ def cache_deputy(cfg: DataCacheConfig, runtimes: Iterable[Mapping[str, Any]]) ->
     if not cfg.enabled:
         return None
     names: set[str] = set()
+    jobs: set[str] = set()
     images: set[str] = set()
+    env_names: set[str] = set()
     pinned: dict[str, str] = {}
     for rt in runtimes:
-        for _, pod in pod_specs(rt):
-            if pod.get("serviceAccountName") != CACHE_INITIALIZER:
+        for job in replicated_jobs(rt):
+            pod = get_in(job, "template", "spec", "template", "spec")
+            if not isinstance(pod, dict) or pod.get("serviceAccountName") != CACHE_INITIALIZER:
                 continue
             names.add(str(rt["metadata"]["name"]))
+            jobs.add(str(job["name"]))
             for _, c in containers(pod):
                 images.add(str(c["image"]))
+                env_names.update(str(e["name"]) for e in c.get("env") or [])
                 pinned.update({e["name"]: str(e["value"]) for e in c.get("env") or [] if e.get("name") in _PINNED})
     cluster = cfg.cluster
     return CacheDeputy(
         service_account=CACHE_INITIALIZER,
         runtimes=tuple(sorted(names)),
+        jobs=tuple(sorted(jobs)),
         initializer_images=tuple(sorted(images)),
+        initializer_env=tuple(sorted(env_names)),
         pinned=tuple(sorted(pinned.items())),
         cache_image=pinned.get("CACHE_IMAGE", ""),
         size=cluster.size,
