@@ -14,6 +14,10 @@ reorder them, and launchers (torchrun, accelerate) set it per local rank.
 from __future__ import annotations
 
 GPU_ENV_PREFIXES = ("NVIDIA_",)
+#: With `deviceListStrategy: volume-mounts` the toolkit reads the allocation from mount *destinations* under
+#: this directory, whatever their source: an `emptyDir` mounted at `.../all` would name every GPU.
+#: (Refused as a substring of any mount path: `..` and doubled slashes are not normalised by the API server.)
+DEVICE_LIST_DIR = "nvidia-container-devices"
 GPU_ENV_NAMES = (
     "AMD_VISIBLE_DEVICES",
     "GPU_DEVICE_ORDINAL",

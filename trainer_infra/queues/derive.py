@@ -83,11 +83,17 @@ def cluster_queue_name(team: TeamConfig) -> str:
     return team.name
 
 
-def local_queue(api: str, team: TeamConfig, name: str | None = None) -> dict[str, Any]:
+#: Marks the LocalQueue only the data cache's LeaderWorkerSets use (not a queue members may name).
+DEPUTY_QUEUE_LABEL = "trainer-platform.io/deputy-queue"
+
+
+def local_queue(api: str, team: TeamConfig, deputy: str | None = None) -> dict[str, Any]:
+    """The team's LocalQueue, or with `deputy` the one of that name Kueue puts the data cache into."""
+    labels = {DEPUTY_QUEUE_LABEL: "data-cache"} if deputy else None
     return {
         "apiVersion": api,
         "kind": "LocalQueue",
-        "metadata": meta.metadata(name or team.local_queue, team.resolved_namespace),
+        "metadata": meta.metadata(deputy or team.local_queue, team.resolved_namespace, labels),
         "spec": {"clusterQueue": cluster_queue_name(team)},
     }
 

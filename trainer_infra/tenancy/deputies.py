@@ -226,3 +226,31 @@ def inventory(data_cache: bool) -> tuple[Deputy, ...]:
 def bound_in_team_namespaces(data_cache: bool) -> dict[str, str]:
     """ServiceAccount → ClusterRole it is bound to in every team namespace (the render must match)."""
     return {d.identity: d.role for d in inventory(data_cache) if d.role is not None}
+
+
+BEGIN = "<!-- BEGIN deputies (generated from trainer_infra/tenancy/deputies.py by `make docs`) -->"
+END = "<!-- END deputies -->"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def inventory_markdown() -> str:
+    """The inventory as docs/teams.md shows it (the data cache's deputies included)."""
+    lines = [BEGIN, ""]
+    for d in inventory(data_cache=True):
+        lines += [
+            f"**{_cell(d.identity)}** — {_cell(d.where)}. Runs: {_cell(d.runs)}. May: {_cell(d.may)}.",
+            "",
+            "| member-controlled field | reaches it as | bounded by |",
+            "|---|---|---|",
+            *(f"| `{_cell(f.field)}` | {_cell(f.reaches)} | {_cell(f.bound)} |" for f in d.fields),
+            "",
+        ]
+    return "\n".join([*lines, END])
+
+
+def updated(text: str) -> str:
+    start, end = text.index(BEGIN), text.index(END) + len(END)
+    return text[:start] + inventory_markdown() + text[end:]
