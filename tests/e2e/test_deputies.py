@@ -201,7 +201,7 @@ def test_runtime_patches_into_the_initializers_are_refused(
 ) -> None:
     team = attacker(platform)
     me = member(sandbox, team)
-    for attack, (job_patch, needle) in PATCH_ATTACKS.items():
+    for job_patch, needle in PATCH_ATTACKS.values():
         name = unique("patch")
         image = {"image": "docker.io/evil/miner:1", "command": ["sh", "-c", "steal"]}
         job = cache_job(name, team)
@@ -365,7 +365,7 @@ def test_the_cache_initializer_creates_only_what_cache_py_creates(
     try:
         env = {**pinned(platform), "STORAGE_URI": "cache://sales/orders", "METADATA_LOC": "s3://b/m.json"}
         account, cluster, service = cache_objects(owner, env)
-        for attack, change in LWS_ATTACKS.items():
+        for change in LWS_ATTACKS.values():
             evil = copy.deepcopy(cluster)
             change(evil)
             refused(deputy, evil, "LeaderWorkerSet ")
