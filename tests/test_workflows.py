@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -86,3 +88,92 @@ def test_pull_request_code_sees_credentials_only_through_a_preview_environment()
             assert job.get("environment") == "preview-${{ matrix.stack }}", name
     assert "secrets." in yaml.safe_dump(jobs["preview"]), "the preview job is the one that needs credentials"
     assert all("secrets." not in yaml.safe_dump(j) for n, j in jobs.items() if n != "preview")
+
+
+FAKE_GH = '''#!/usr/bin/env python3
+"""The three `gh api` calls .ci/pr-comment makes, against a JSON file of comments (list, --jq through jq)."""
+import json, subprocess, sys
+from pathlib import Path
+from typing import Any
+store = Path(__file__).with_name("comments.json")
+comments = json.loads(store.read_text()) if store.exists() else []
+args = sys.argv[2:]
+method = args[args.index("-X") + 1] if "-X" in args else "GET"
+if method == "GET":
+    out = subprocess.run(["jq", "-r", args[args.index("--jq") + 1]], input=json.dumps(comments),
+                         capture_output=True, text=True, check=True)
+    sys.stdout.write(out.stdout)
+    sys.exit(0)
+body = Path(args[args.index("-F") + 1].removeprefix("body=@")).read_text()
+if method == "POST":
+    comments.append({"id": len(comments) + 1, "user": {"login": "github-actions[bot]"}, "body": body})
+else:
+    comment_id = int(next(a for a in args if "/issues/comments/" in a).rsplit("/", 1)[1])
+    next(c for c in comments if c["id"] == comment_id)["body"] = body
+store.write_text(json.dumps(comments))
+'''
+
+
+def _comment(tmp_path: Path, *args: str, limit: int = 60000) -> list[dict[str, Any]]:
+    env = {
+        **os.environ,
+        "PATH": f"{tmp_path}:{os.environ['PATH']}",
+        "GH_TOKEN": "x",
+        "GITHUB_REPOSITORY": "org/repo",
+        "PR": "7",
+        "GITHUB_RUN_ID": "99",
+        "PR_COMMENT_LIMIT": str(limit),
+    }
+    subprocess.run([str(ROOT / ".ci" / "pr-comment"), *args], env=env, check=True, cwd=tmp_path)
+    comments: list[dict[str, Any]] = json.loads((tmp_path / "comments.json").read_text())
+    return comments
+
+
+@pytest.mark.skipif(shutil.which("jq") is None, reason="needs jq (as on GitHub's runners)")
+def test_each_stacks_preview_is_one_pr_comment_updated_in_place(tmp_path: Path) -> None:
+    gh = tmp_path / "gh"
+    gh.write_text(FAKE_GH)
+    gh.chmod(0o755)
+    # someone quoting the marker: never edited by the workflow (it could not, and must not)
+    (tmp_path / "comments.json").write_text(
+        json.dumps([{"id": 1, "user": {"login": "mallory"}, "body": "<!-- trainer-infra-preview:dev -->\nhi"}])
+    )
+    out = tmp_path / "preview.txt"
+    out.write_text("Previewing update (dev):\n    ~ kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue nlp update\n")
+    comments = _comment(tmp_path, "preview:dev", "### preview dev", str(out), "text")
+    out.write_text("Previewing update (dev):\n    + kubernetes:core/v1:Namespace vision create\n")
+    comments = _comment(tmp_path, "preview:dev", "### preview dev", str(out), "text")
+    comments = _comment(tmp_path, "preview:prod", "### preview prod", str(out), "text")
+    (tmp_path / "diff.md").write_text("| object | change |\n")
+    comments = _comment(tmp_path, "diff:dev", "### diff dev", str(tmp_path / "diff.md"), "markdown")
+    ours = {c["body"].splitlines()[0]: c["body"] for c in comments if c["user"]["login"] != "mallory"}
+    assert sorted(ours) == [f"<!-- trainer-infra-{k} -->" for k in ("diff:dev", "preview:dev", "preview:prod")]
+    assert comments[0]["body"].endswith("hi"), "a human's comment was edited"
+    dev = ours["<!-- trainer-infra-preview:dev -->"]
+    assert "vision create" in dev and "ClusterQueue" not in dev, "the second push did not replace the first"
+    assert "````text\nPreviewing update" in dev and dev.rstrip().endswith("````")
+    assert "````" not in ours["<!-- trainer-infra-diff:dev -->"]
+    # over GitHub's comment limit: cut at a line, said so, pointing at the run
+    out.write_text("".join(f"    + kubernetes:core/v1:ConfigMap team-{i} create\n" for i in range(400)))
+    comments = _comment(tmp_path, "preview:prod", "### preview prod", str(out), "text", limit=2000)
+    prod = next(c["body"] for c in comments if c["body"].startswith("<!-- trainer-infra-preview:prod"))
+    assert len(comments) == 4 and len(prod) < 2400
+    assert "create\n````\n\n**Cut at 2000 characters.**" in prod
+    assert prod.rstrip().endswith("github.com/org/repo/actions/runs/99")
+
+
+def test_the_pr_workflow_comments_the_real_preview_as_the_docs_say() -> None:
+    """docs/preview.md promises the `pulumi preview --diff` of each stack as a PR comment, updated in place;
+    a failed preview (a policy violation) is posted too and still fails the job."""
+    job = yaml.safe_load((ROOT / ".github/workflows/preview.yml").read_text())["jobs"]["preview"]
+    assert job["permissions"] == {"contents": "read", "pull-requests": "write"}
+    runs = [str(s.get("run", "")) for s in job["steps"]]
+    preview = next(i for i, r in enumerate(runs) if ".ci/pulumi-preview" in r)
+    comment = next(i for i, r in enumerate(runs) if '.ci/pr-comment "preview:$STACK"' in r)
+    verdict = next(i for i, r in enumerate(runs) if r.strip() == 'exit "$RC"')
+    assert preview < comment < verdict
+    assert "preview.txt text" in runs[comment] and "> preview.txt 2>&1" in runs[preview]
+    assert "GH_TOKEN" in job["steps"][comment]["env"] and "GH_TOKEN" not in str(job["steps"][preview])
+    assert "secrets." not in str(job["steps"][comment]), "the comment step sees no cloud credentials"
+    docs = (ROOT / "docs" / "preview.md").read_text()
+    assert "one comment per stack" in docs and "comment-on-pr" not in docs

@@ -1,7 +1,7 @@
 """The declared ways to add things work as documented (docs/extending.md): a node-pool backend, a storage
-backend and a chart component are each one new module plus one registry entry (plus, for a component, one
-row in the compatibility matrix). The test makes exactly those edits in a copy of the package, then
-type-checks it and renders a stack that uses all three."""
+backend, a chart component and an admission rule are each one new module plus one registry entry (plus, for a
+component, one row in the compatibility matrix). The test makes exactly those edits in a copy of the package,
+then type-checks it and renders a stack that uses them all."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from tests.helpers import ROOT
+from tests.tenancy import cel_admission
 
 FAKE_POOL = '''"""A node-pool backend that exists only in a test: nodes are declared, never created."""
 
@@ -117,6 +118,20 @@ class FakeChart(Controller):
 COMPONENT: ChartComponent = FakeChart()
 '''
 
+FAKE_ADMISSION_RULE = '''"""An admission rule that exists only in a test: no pod may call itself mallory."""
+
+from __future__ import annotations
+
+from trainer_infra.tenancy.admission.model import AdmissionRule, AdmissionSettings, AdmittedKind
+
+
+def _not_mallory(kind: AdmittedKind, settings: AdmissionSettings) -> str:
+    return "!has(s.hostname) || s.hostname != 'mallory'"
+
+
+RULE = AdmissionRule("notMallory", ("Pod", "JobSet"), "calls a pod mallory", _not_mallory, per_pod=True)
+'''
+
 MATRIX_ROW = """  fakechart:
     chart: oci://example.com/charts/fakechart
     default: 1.0.0
@@ -134,10 +149,11 @@ def _register(path: Path, module: str, entry: str) -> None:
     """The registry edit a contributor makes: name the module in the import and list its entry last."""
     text = path.read_text()
     head, sep, tail = text.partition("Registry(\n")
-    imports = [line for line in head.splitlines() if line.startswith(f"from trainer_infra.{path.parent.name} import")]
+    package = ".".join(path.parent.parts[path.parts.index("trainer_infra") :])
+    imports = [line for line in head.splitlines() if line.startswith(f"from {package} import")]
     assert len(imports) == 1, f"{path}: one import line of the area's modules"
     modules = sorted([*imports[0].split(" import ")[1].split(", "), module])
-    head = head.replace(imports[0], f"from trainer_infra.{path.parent.name} import {', '.join(modules)}")
+    head = head.replace(imports[0], f"from {package} import {', '.join(modules)}")
     body, close, rest = tail.partition("\n)")
     path.write_text(f"{head}{sep}{body}\n    {module}.{entry},{close}{rest}")
 
@@ -158,9 +174,11 @@ def test_a_backend_a_storage_backend_and_a_component_are_one_module_and_one_entr
     (pkg / "nodepools" / "fake.py").write_text(FAKE_POOL)
     (pkg / "storage" / "fakefs.py").write_text(FAKE_STORAGE)
     (pkg / "components" / "fakechart.py").write_text(FAKE_COMPONENT)
+    (pkg / "tenancy" / "admission" / "fake.py").write_text(FAKE_ADMISSION_RULE)
     _register(pkg / "nodepools" / "registry.py", "fake", "BACKEND")
     _register(pkg / "storage" / "registry.py", "fakefs", "BACKEND")
     _register(pkg / "components" / "registry.py", "fakechart", "COMPONENT")
+    _register(pkg / "tenancy" / "admission" / "registry.py", "fake", "RULE")
     matrix = pkg / "versions" / "matrix.yaml"
     matrix.write_text(matrix.read_text().replace("components:\n", "components:\n" + MATRIX_ROW, 1))
 
@@ -180,6 +198,7 @@ def test_a_backend_a_storage_backend_and_a_component_are_one_module_and_one_entr
         "components/registry.py",
         "nodepools/registry.py",
         "storage/registry.py",
+        "tenancy/admission/registry.py",
         "versions/matrix.yaml",
     ]
     for name, lines in changed.items():
@@ -221,6 +240,19 @@ def test_a_backend_a_storage_backend_and_a_component_are_one_module_and_one_entr
     releases = yaml.safe_load((out / "helm-releases.yaml").read_text())["releases"]
     fake = next(r for r in releases if r["name"] == "fakechart")
     assert fake["version"] == "1.0.0" and fake["values"] == {"image": "example.com/fakechart:v1.0.0"}
+    # The rule is in the policies of the kinds it names, and refuses what it says.
+    policies = {m["metadata"]["name"]: m for m in manifests if m["kind"] == "ValidatingAdmissionPolicy"}
+    named = {n for n, p in policies.items() if any("mallory" in v["message"] for v in p["spec"]["validations"])}
+    assert named == {"trainer-platform-tenancy-pods", "trainer-platform-tenancy-jobsets"}
+    team = by_kind[("Namespace", "alpha")]["metadata"]["annotations"]
+
+    def pod_refusals(hostname: str) -> list[str]:
+        pod = {"metadata": {"name": "p"}, "spec": {"hostname": hostname, "containers": [{"name": "c"}]}}
+        policy = policies["trainer-platform-tenancy-pods"]
+        return cel_admission.refusals(policy, pod, namespace="alpha", namespace_annotations=team)
+
+    assert pod_refusals("mallory") == ["Pod p refused: calls a pod mallory"]
+    assert pod_refusals("alice") == []
 
     # Its checks and its settings model are part of validation like everyone else's.
     stack["config"]["trainer-platform:nodePools"][0]["fake"] = {"nodes": 9, "colour": "red"}

@@ -15,7 +15,7 @@ from trainer_infra.core.errors import ConfigError
 from trainer_infra.policies.model import Subject
 from trainer_infra.policies.rules import check
 from trainer_infra.stack.validate import validate
-from trainer_infra.tenancy.admission import policy_name
+from trainer_infra.tenancy.admission.policy import policy_name
 
 K8S = {"version": "1.34"}
 

@@ -24,7 +24,7 @@ from trainer_infra.queues.plan import queues_plan
 from trainer_infra.stack.validate import Validated
 from trainer_infra.storage.data_cache import CACHE_INITIALIZER
 from trainer_infra.storage.plan import storage_plan
-from trainer_infra.tenancy.admission import AdmissionSettings, TeamAdmission
+from trainer_infra.tenancy.admission.model import AdmissionSettings, TeamAdmission
 from trainer_infra.tenancy.deputies import DEPUTY_QUEUE, cache_deputy
 from trainer_infra.tenancy.network import NetworkSettings
 from trainer_infra.tenancy.plan import tenancy_plan

@@ -27,17 +27,11 @@ from trainer_infra.storage.data_cache import (
     SERVICE_SUFFIX,
     STS_ANNOTATION,
 )
-from trainer_infra.tenancy.admission import (
-    API,
-    CHANGED,
-    PREFIX,
-    QUEUE_LABEL,
-    AdmissionSettings,
-    _known_team,
-    _lit,
-    _team_variable,
-    _validation,
-)
+from trainer_infra.tenancy.admission.cel import lit as _lit
+from trainer_infra.tenancy.admission.kinds import KINDS
+from trainer_infra.tenancy.admission.model import AdmissionSettings
+from trainer_infra.tenancy.admission.policy import API, CHANGED, PREFIX, _team_variable, _validation
+from trainer_infra.tenancy.admission.requests import KNOWN_TEAM, QUEUE_LABEL
 from trainer_infra.tenancy.deputies import CacheDeputy
 
 RESOURCES = {
@@ -194,6 +188,12 @@ def _service_account_validations(cache: CacheDeputy) -> list[dict[str, Any]]:
     ]
 
 
+def _known_team(settings: AdmissionSettings, kind: str) -> dict[str, Any]:
+    expression = KNOWN_TEAM.expression(KINDS["Pod"], settings)  # a request rule: the same for every kind
+    assert expression is not None
+    return _validation(kind, expression, KNOWN_TEAM.message)
+
+
 def policy_name(kind: str) -> str:
     return f"{PREFIX}-{kind.lower()}s"
 
@@ -211,7 +211,7 @@ def deputy_policies(settings: AdmissionSettings, cache: CacheDeputy | None) -> l
     for kind in sorted(validations):
         group, version, resource, operations = RESOURCES[kind]
         name = policy_name(kind)
-        variables = [{"name": "team", "expression": _team_variable(settings)}]
+        variables = [{"name": "team", "expression": _team_variable()}]
         if kind == "LeaderWorkerSet":
             variables.append({"name": "templates", "expression": TEMPLATES})
         # ServiceAccounts have no spec and are created by the platform and the namespace's controllers too:

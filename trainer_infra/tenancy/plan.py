@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from trainer_infra.core.objects import ManagedObject, PlanPart
-from trainer_infra.tenancy.admission import AdmissionSettings, admission_objects, namespace_annotations
+from trainer_infra.tenancy.admission.model import AdmissionSettings
+from trainer_infra.tenancy.admission.policy import admission_objects, namespace_annotations
 from trainer_infra.tenancy.deputies import CacheDeputy
 from trainer_infra.tenancy.deputy_admission import deputy_policies
 from trainer_infra.tenancy.namespaces import team_namespace

@@ -1,0 +1,29 @@
+"""CEL building blocks shared by the admission rules and the policy that holds them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+#: where a policy reads the request namespace's annotations (the team allow-lists)
+ANNOTATIONS = "namespaceObject.metadata.annotations"
+
+
+def lit(value: Any) -> str:
+    """A CEL literal (JSON strings, lists and maps are valid CEL)."""
+    return json.dumps(value, sort_keys=True)
+
+
+def flag(expr: str) -> str:
+    """`expr` is set and true (absent booleans are false)."""
+    parent, _, field = expr.rpartition(".")
+    return f"(has({parent}.{field}) && {parent}.{field})"
+
+
+def guarded(*paths: str) -> str:
+    """Every path is set (CEL `has()` of each, in order, so a deeper one is only read under its parent)."""
+    return " && ".join(f"has({p})" for p in paths)
+
+
+def has_annotation(key: str) -> str:
+    return f"has({ANNOTATIONS}) && '{key}' in {ANNOTATIONS}"

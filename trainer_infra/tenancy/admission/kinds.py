@@ -1,0 +1,59 @@
+"""The kinds a team member's objects reach pods through, in policy order, and where each keeps its pod specs."""
+
+from __future__ import annotations
+
+from trainer_infra.core.registry import Registry
+from trainer_infra.tenancy.admission.cel import guarded
+from trainer_infra.tenancy.admission.model import AdmittedKind
+
+_JOB_SPEC = guarded("j.template", "j.template.spec", "j.template.spec.template", "j.template.spec.template.spec")
+_FROM_JOBS = f".filter(j, {_JOB_SPEC}).map(j, j.template.spec.template.spec)"
+
+POD = AdmittedKind("Pod", "", "v1", "pods", ("CREATE",), specs="[[object.spec]]")
+JOBSET = AdmittedKind(
+    "JobSet",
+    "jobset.x-k8s.io",
+    "*",
+    "jobsets",
+    ("CREATE", "UPDATE"),
+    specs=f"[object.spec.replicatedJobs{_FROM_JOBS}]",
+    claim_templates="has(object.spec.volumeClaimPolicies) ? object.spec.volumeClaimPolicies : []",
+)
+TRAINING_RUNTIME = AdmittedKind(
+    "TrainingRuntime",
+    "trainer.kubeflow.org",
+    "*",
+    "trainingruntimes",
+    ("CREATE", "UPDATE"),
+    specs=(
+        f"{guarded('object.spec.template', 'object.spec.template.spec', 'object.spec.template.spec.replicatedJobs')}"
+        f" ? [object.spec.template.spec.replicatedJobs{_FROM_JOBS}] : []"
+    ),
+    claim_templates=(
+        guarded("object.spec.template", "object.spec.template.spec", "object.spec.template.spec.volumeClaimPolicies")
+        + " ? object.spec.template.spec.volumeClaimPolicies : []"
+    ),
+)
+#: runtimePatches carry a narrower pod spec: no ephemeralContainers, no deprecated serviceAccount
+TRAINJOB = AdmittedKind(
+    "TrainJob",
+    "trainer.kubeflow.org",
+    "*",
+    "trainjobs",
+    ("CREATE", "UPDATE"),
+    specs=(
+        "has(object.spec.runtimePatches) ? object.spec.runtimePatches.filter(p, "
+        + guarded(
+            "p.trainingRuntimeSpec",
+            "p.trainingRuntimeSpec.template",
+            "p.trainingRuntimeSpec.template.spec",
+            "p.trainingRuntimeSpec.template.spec.replicatedJobs",
+        )
+        + f").map(p, p.trainingRuntimeSpec.template.spec.replicatedJobs{_FROM_JOBS}) : []"
+    ),
+    containers=("initContainers", "containers"),
+    service_account_fields=("serviceAccountName",),
+)
+
+KINDS: Registry[AdmittedKind] = Registry(POD, JOBSET, TRAINING_RUNTIME, TRAINJOB)
+ALL = KINDS.names()

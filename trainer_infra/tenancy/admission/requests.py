@@ -1,0 +1,76 @@
+"""Admission rules on the request as a whole: the namespace is a team's, the TrainJob is in the team's queue,
+only Kueue resumes a suspended job, per-job claims are new volumes."""
+
+from __future__ import annotations
+
+from trainer_infra.manifests.pod_rules import CLAIM_BINDING_FIELDS
+from trainer_infra.tenancy.admission.cel import has_annotation, lit
+from trainer_infra.tenancy.admission.kinds import ALL
+from trainer_infra.tenancy.admission.model import ALLOW_LISTS, AdmissionRule, AdmissionSettings, AdmittedKind
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
+def _known_team(kind: AdmittedKind, settings: AdmissionSettings) -> str:
+    return " && ".join(f"({has_annotation(ann)})" for ann in ALLOW_LISTS.values())
+
+
+KNOWN_TEAM = AdmissionRule(
+    "knownTeam", ALL, "this namespace carries the team label but is not a team of this platform", _known_team
+)
+
+
+def _claim_templates(kind: AdmittedKind, settings: AdmissionSettings) -> str | None:
+    if kind.claim_templates is None:
+        return None
+    binding = " || ".join(f"has(t.spec.{f})" for f in CLAIM_BINDING_FIELDS)
+    return f"variables.claimTemplates.all(p, !has(p.templates) || p.templates.all(t, !has(t.spec) || !({binding})))"
+
+
+CLAIM_TEMPLATES = AdmissionRule(
+    "claimTemplates",
+    ALL,
+    f"a volumeClaimPolicies template sets {', '.join(CLAIM_BINDING_FIELDS)}: per-job claims must be new, "
+    "empty volumes, not existing ones",
+    _claim_templates,
+)
+
+
+def _queue(kind: AdmittedKind, settings: AdmissionSettings) -> str | None:
+    if not settings.kueue_identity:
+        return None
+    label = f"object.metadata.labels['{QUEUE_LABEL}']"
+    return (
+        f"has(object.metadata.labels) && '{QUEUE_LABEL}' in object.metadata.labels && {label} in variables.team.queues"
+    )
+
+
+QUEUE = AdmissionRule(
+    "queue",
+    ("TrainJob",),
+    f"set the label {QUEUE_LABEL} to your team's queue ({{queues}}): jobs outside the queue would run without quota",
+    _queue,
+)
+
+
+def _suspend(kind: AdmittedKind, settings: AdmissionSettings) -> str | None:
+    # the Trainer controller writes the JobSet of a TrainJob Kueue resumed
+    candidates = (
+        (settings.kueue_identity,) if kind.name == "TrainJob" else (settings.trainer_identity, settings.kueue_identity)
+    )
+    identities = [i for i in candidates if i]
+    if kind.name == "TrainJob" and not identities:
+        return None
+    lifted = (
+        "request.operation == 'UPDATE' && has(oldObject.spec.suspend) && oldObject.spec.suspend == true && "
+        "!(has(object.spec.suspend) && object.spec.suspend == true)"
+    )
+    return f"!({lifted}) || request.userInfo.username in {lit(sorted(identities))}"
+
+
+SUSPEND = AdmissionRule(
+    "suspend",
+    ("JobSet", "TrainJob"),
+    "only the queue (Kueue) may resume a suspended job: it starts pods when quota is granted",
+    _suspend,
+)
