@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.cache_initializer import cache_objects
+from tests.deputy_attacks import ENV_ATTACKS, GPU_ENV, PATCH_ATTACKS, PSS_ATTACKS
 from tests.e2e.kube import ApiError, KubeClient
 from tests.e2e.platform import TJ, Obj, Platform, Team, has_condition, trainjob, unique, wait_admitted, workload_of
 from tests.e2e.sandbox import Sandbox
@@ -75,25 +76,6 @@ def attacker(platform: Platform) -> Team:
 
 # -- 1. member input into the cache initializer ---------------------------------------------------------
 
-ENV_ATTACKS: dict[str, tuple[list[Obj], str]] = {
-    "unpinned image": ([{"name": "CACHE_IMAGE", "value": "docker.io/evil/miner:1"}], "initializer.dataset.env"),
-    "cluster size": ([{"name": "CLUSTER_SIZE", "value": "64"}], "CLUSTER_SIZE"),
-    "worker cpu": ([{"name": "WORKER_CPU", "value": "96"}], "WORKER_CPU"),
-    "worker memory": ([{"name": "WORKER_MEM", "value": "1Ti"}], "WORKER_MEM"),
-    "head memory": ([{"name": "HEAD_MEM", "value": "1Ti"}], "HEAD_MEM"),
-    "cloud role": ([{"name": "IAM_ROLE", "value": "arn:aws:iam::1:role/admin"}], "IAM_ROLE"),
-    "python path": ([{"name": "PYTHONPATH", "value": "/workspace/evil"}], "PYTHON"),
-    "python startup": ([{"name": "PYTHONSTARTUP", "value": "/workspace/x.py"}], "PYTHON"),
-    "preload": ([{"name": "LD_PRELOAD", "value": "/workspace/x.so"}], "LD_"),
-    "storage override": ([{"name": "STORAGE_URI", "value": "s3://other-team/data"}], "STORAGE_URI"),
-    "GPU in the initializer": ([{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}], "GPU selection"),
-    "readiness": ([{"name": "READINESS_PERIOD_SECONDS", "value": "99999"}], "initializer.dataset.env"),
-    "from a field": (
-        [{"name": "PYTHONPATH", "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['x']"}}}],
-        "PYTHON",
-    ),
-}
-
 
 def test_member_env_into_the_cache_initializer_is_refused(
     sandbox: Sandbox, platform: Platform, bystander: tuple[Team, str]
@@ -124,76 +106,6 @@ def test_member_env_into_the_cache_initializer_is_refused(
 
 
 # -- 2. runtime patches that move a member into the deputy's job ------------------------------------------
-
-PATCH_ATTACKS: dict[str, tuple[Obj, str]] = {
-    "step label and a container": (
-        {
-            "template": {
-                "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
-                "spec": {"template": {"spec": {"containers": [{"name": "node"}]}}},
-            }
-        },
-        "trainer.kubeflow.org",
-    ),
-    "a container": ({"template": {"spec": {"template": {"spec": {"containers": [{"name": "node"}]}}}}}, "initializer"),
-    "env into the initializer": (
-        {
-            "template": {
-                "spec": {
-                    "template": {
-                        "spec": {
-                            "containers": [
-                                {"name": "dataset-initializer", "env": [{"name": "PYTHONPATH", "value": "/annot"}]}
-                            ]
-                        }
-                    }
-                }
-            }
-        },
-        "initializer",
-    ),
-    "downward API of an annotation": (
-        {
-            "template": {
-                "spec": {
-                    "template": {
-                        "metadata": {"annotations": {"code": "import os; os.system('id')"}},
-                        "spec": {
-                            "volumes": [
-                                {
-                                    "name": "code",
-                                    "downwardAPI": {
-                                        "items": [
-                                            {
-                                                "path": "sitecustomize.py",
-                                                "fieldRef": {"fieldPath": "metadata.annotations['code']"},
-                                            }
-                                        ]
-                                    },
-                                }
-                            ],
-                            "containers": [
-                                {
-                                    "name": "dataset-initializer",
-                                    "volumeMounts": [{"name": "code", "mountPath": "/usr/lib/python3/dist-packages"}],
-                                }
-                            ],
-                        },
-                    }
-                }
-            }
-        },
-        "initializer",
-    ),
-    "an init container": (
-        {"template": {"spec": {"template": {"spec": {"initContainers": [{"name": "x"}]}}}}},
-        "initializer",
-    ),
-    "the job's own account": (
-        {"template": {"spec": {"template": {"spec": {"serviceAccountName": "default"}}}}},
-        "initializer",
-    ),
-}
 
 
 def test_runtime_patches_into_the_initializers_are_refused(
@@ -229,17 +141,6 @@ def test_runtime_patches_into_the_initializers_are_refused(
 
 # -- 3. GPUs not charged ------------------------------------------------------------------------------------
 
-GPU_ENV = [
-    "NVIDIA_VISIBLE_DEVICES",
-    "NVIDIA_DRIVER_CAPABILITIES",
-    "NVIDIA_MIG_CONFIG_DEVICES",
-    "AMD_VISIBLE_DEVICES",
-    "ROCR_VISIBLE_DEVICES",
-    "HIP_VISIBLE_DEVICES",
-    "GPU_DEVICE_ORDINAL",
-    "HABANA_VISIBLE_DEVICES",
-]
-
 
 def test_gpu_selection_by_env_is_refused(sandbox: Sandbox, platform: Platform, bystander: tuple[Team, str]) -> None:
     team = attacker(platform)
@@ -269,29 +170,6 @@ def test_gpu_selection_by_env_is_refused(sandbox: Sandbox, platform: Platform, b
 
 
 # -- 4. Pod Security at submit ------------------------------------------------------------------------------
-
-PSS_ATTACKS: dict[str, tuple[Obj, str]] = {
-    "unconfined seccomp": ({"securityContext": {"seccompProfile": {"type": "Unconfined"}}}, "seccompProfile"),
-    "unconfined seccomp in a container": (
-        {"containers": [{"name": "node", "securityContext": {"seccompProfile": {"type": "Unconfined"}}}]},
-        "seccompProfile",
-    ),
-    "unconfined AppArmor": ({"securityContext": {"appArmorProfile": {"type": "Unconfined"}}}, "appArmorProfile"),
-    "spc_t": ({"securityContext": {"seLinuxOptions": {"type": "spc_t"}}}, "seLinuxOptions"),
-    "SELinux user": (
-        {"containers": [{"name": "node", "securityContext": {"seLinuxOptions": {"user": "system_u"}}}]},
-        "seLinuxOptions",
-    ),
-    "unsafe sysctl": ({"securityContext": {"sysctls": [{"name": "kernel.msgmax", "value": "1"}]}}, "sysctls"),
-    "unmasked proc": (
-        {"containers": [{"name": "node", "securityContext": {"procMount": "Unmasked"}}]},
-        "procMount",
-    ),
-    "windows host process": (
-        {"securityContext": {"windowsOptions": {"hostProcess": True}}},
-        "Windows host process",
-    ),
-}
 
 
 def test_pods_pod_security_would_refuse_are_refused_at_submit(

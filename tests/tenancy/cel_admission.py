@@ -32,10 +32,12 @@ def refusals(
     resource: str = "",
     operation: str | None = None,
     namespace_annotations: dict[str, str] | None = None,
+    namespace_labels: dict[str, str] | None = None,
 ) -> list[str]:
     """Messages of every failed validation of ``policy`` for a request on ``obj`` (empty: admitted);
     ``resource`` is the plural the request is on, ``operation`` defaults to CREATE or UPDATE,
-    ``namespace_annotations`` those of the request's namespace (``namespaceObject``; none: cluster-scoped)."""
+    ``namespace_annotations`` (and ``namespace_labels``) those of the request's namespace (``namespaceObject``;
+    none: cluster-scoped)."""
     request = {
         "operation": operation or ("UPDATE" if old is not None else "CREATE"),
         "namespace": namespace,
@@ -45,7 +47,7 @@ def refusals(
     namespace_object = (
         None
         if namespace_annotations is None
-        else {"metadata": {"name": namespace, "annotations": namespace_annotations}}
+        else {"metadata": {"name": namespace, "annotations": namespace_annotations, "labels": namespace_labels or {}}}
     )
     env: dict[str, Any] = {
         "object": obj,

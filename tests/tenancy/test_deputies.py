@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests.cache_initializer import cache_objects
+from tests.deputy_attacks import ENV_ATTACKS, GPU_ENV, PATCH_ATTACKS, PSS_ATTACKS
 from tests.helpers import render, stack_raw
 from tests.tenancy import cel_admission
 from trainer_infra.storage.data_cache import CACHE_INITIALIZER, CACHE_RULES
@@ -220,3 +221,109 @@ def test_a_service_account_unlike_cache_py_is_refused(
     assert (
         _refusals(manifests, "ServiceAccount", _changed(honest[0], SA_ATTACKS[attack]), user="kubernetes-admin") == []
     )
+
+
+# -- member input at TrainJob admission (the e2e sends the same attacks to the API server) --------------------
+
+
+def _trainjob(runtime: str = "torch-distributed", **spec: Any) -> Obj:
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "tj", "namespace": "vision", "labels": {"kueue.x-k8s.io/queue-name": "vision"}},
+        "spec": {"runtimeRef": {"name": runtime, "kind": "ClusterTrainingRuntime"}, **spec},
+    }
+
+
+def _cache_job(env: list[Obj] | None = None, **dataset: Any) -> Obj:
+    ds: Obj = {"storageUri": "cache://sales/orders", **dataset}
+    if env is not None:
+        ds["env"] = env
+    return _trainjob("torch-distributed-with-cache", initializer={"dataset": ds})
+
+
+def _patch(job: Obj, name: str, job_patch: Obj) -> Obj:
+    spec = {"replicatedJobs": [{"name": name, **job_patch}]}
+    job["spec"]["runtimePatches"] = [{"manager": "example.com/me", "trainingRuntimeSpec": {"template": {"spec": spec}}}]
+    return job
+
+
+def _member(manifests: list[Obj], obj: Obj, kind: str = "TrainJob") -> list[str]:
+    from trainer_infra.tenancy.admission.policy import policy_name as vap_name
+
+    policy = _policies(manifests)[vap_name(kind)]
+    annotations = team_namespaces(manifests)["vision"]
+    labels = {"pod-security.kubernetes.io/enforce": "baseline"}
+    return cel_admission.refusals(
+        policy, obj, namespace="vision", namespace_annotations=annotations, namespace_labels=labels
+    )
+
+
+@pytest.mark.parametrize("attack", sorted(ENV_ATTACKS))
+def test_member_env_into_the_cache_initializer_is_refused(manifests: list[Obj], attack: str) -> None:
+    env, needle = ENV_ATTACKS[attack]
+    found = _member(manifests, _cache_job(env))
+    assert found and needle in found[0] and "spec.initializer" in found[0], found
+
+
+def test_the_sdk_data_cache_initializer_and_data_settings_pass(manifests: list[Obj]) -> None:
+    pinned = _runtime_env(manifests)
+    env = [
+        {"name": "CLUSTER_SIZE", "value": pinned["CLUSTER_SIZE"]},
+        {"name": "METADATA_LOC", "value": "s3://b/m.json"},
+        {"name": "WORKER_MEM", "value": pinned["WORKER_MEM"]},
+    ]
+    assert _member(manifests, _cache_job(env)) == []
+    model = _trainjob(initializer={"model": {"storageUri": "hf://m", "env": [{"name": "ACCESS_TOKEN", "value": "x"}]}})
+    assert _member(manifests, model) == []
+    assert _member(manifests, _cache_job(storageUri="s3://b/x"))  # another scheme on the deputy's runtime
+    assert _member(manifests, _cache_job(secretRef={"name": "wandb"}))
+    assert (
+        _member(manifests, _trainjob(initializer={"dataset": {"storageUri": "s3://b/x", "secretRef": {"name": "s"}}}))
+        == []
+    )
+
+
+@pytest.mark.parametrize("attack", sorted(PATCH_ATTACKS))
+def test_runtime_patches_into_the_initializer_are_refused(manifests: list[Obj], attack: str) -> None:
+    job_patch, needle = PATCH_ATTACKS[attack]
+    found = _member(manifests, _patch(_cache_job(), "dataset-initializer", copy.deepcopy(job_patch)))
+    assert found and needle in found[0], found
+
+
+def test_controller_labels_anywhere_in_a_patch_are_refused_and_scheduling_passes(manifests: list[Obj]) -> None:
+    step = {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}
+    for where in ("job", "pod"):
+        template: Obj = {"spec": {"template": {"spec": {}}}}
+        (template if where == "job" else template["spec"]["template"])["metadata"] = {"labels": step}
+        assert _member(manifests, _patch(_trainjob(), "node", {"template": template}))
+    job = _patch(_trainjob(), "node", {"template": {"spec": {"template": {"spec": {}}}}})
+    job["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["metadata"] = {"labels": step}
+    assert _member(manifests, job)
+    topology = {"annotations": {"kueue.x-k8s.io/podset-preferred-topology": "trainer-platform.io/rack"}}
+    ok = _patch(_trainjob(), "node", {"template": {"spec": {"template": {"metadata": topology, "spec": {}}}}})
+    assert _member(manifests, ok) == []
+    sched = {"template": {"spec": {"template": {"spec": {"nodeSelector": {"a": "b"}, "tolerations": []}}}}}
+    assert _member(manifests, _patch(_cache_job(), "dataset-initializer", sched)) == []
+
+
+@pytest.mark.parametrize("var", GPU_ENV)
+def test_gpu_selection_by_env_is_refused_everywhere(manifests: list[Obj], var: str) -> None:
+    env = [{"name": var, "value": "all"}]
+    assert "spec.trainer.env" in _member(manifests, _trainjob(trainer={"env": env}))[0]
+    patch = {"template": {"spec": {"template": {"spec": {"containers": [{"name": "node", "env": env}]}}}}}
+    assert "GPU" in _member(manifests, _patch(_trainjob(), "node", patch))[0]
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u", "controller": True}
+    pod = {
+        "metadata": {"name": "p", "namespace": "vision", "ownerReferences": [owner]},
+        "spec": {"containers": [{"name": "c", "image": "i:1", "env": env}]},
+    }
+    assert any("GPU" in m for m in _member(manifests, pod, "Pod"))
+    assert _member(manifests, _trainjob(trainer={"env": [{"name": "CUDA_VISIBLE_DEVICES", "value": "0"}]})) == []
+
+
+@pytest.mark.parametrize("attack", sorted(PSS_ATTACKS))
+def test_pods_pod_security_would_refuse_are_refused_at_submit(manifests: list[Obj], attack: str) -> None:
+    pod, needle = PSS_ATTACKS[attack]
+    found = _member(manifests, _patch(_trainjob(), "node", {"template": {"spec": {"template": {"spec": pod}}}}))
+    assert found and needle in found[0], found

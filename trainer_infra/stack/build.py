@@ -46,6 +46,8 @@ def plan_tenancy(v: Validated) -> PlanPart:
     cfg = v.config
     trainer_ns = v.releases.by_name["trainer"].namespace
     claims = (cfg.storage.claim_name,) if cfg.storage is not None else ()
+    served = catalog_plan(v.serve, v.catalog, v.selection).objects if cfg.data_cache.enabled else ()
+    cache = cache_deputy(cfg.data_cache, [o.manifest for o in served if o.manifest["kind"].endswith("TrainingRuntime")])
     admission = AdmissionSettings(
         teams=tuple(
             TeamAdmission(t.resolved_namespace, claims, (t.local_queue,), tuple(t.job_service_accounts))
@@ -55,9 +57,8 @@ def plan_tenancy(v: Validated) -> PlanPart:
         kueue_identity=_controller(v, "kueue") if kueue_settings(cfg).train_job_integration else None,
         priority_classes=tuple(cfg.tenancy.priority_classes),
         data_cache_service_account=CACHE_INITIALIZER if cfg.data_cache.enabled else None,
+        data_cache=cache,
     )
-    served = catalog_plan(v.serve, v.catalog, v.selection).objects if cfg.data_cache.enabled else ()
-    cache = cache_deputy(cfg.data_cache, [o.manifest for o in served if o.manifest["kind"].endswith("TrainingRuntime")])
     net = cfg.tenancy.network_policies
     network = (
         NetworkSettings(

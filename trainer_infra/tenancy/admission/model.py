@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from trainer_infra.tenancy.deputies import CacheDeputy
 
 #: the team namespace's annotations that hold its allow-lists (comma-separated names), by `variables.team` key
 ALLOW_LISTS = {
@@ -32,6 +36,8 @@ class AdmissionSettings:
     kueue_identity: str | None  # None: Kueue does not manage TrainJobs (no queue or suspend rule)
     priority_classes: tuple[str, ...] = ()
     data_cache_service_account: str | None = None
+    #: the data cache's deputy (pinned images, settings, runtimes); None: no data cache
+    data_cache: CacheDeputy | None = None
 
 
 @dataclass(frozen=True)

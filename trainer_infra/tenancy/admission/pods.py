@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from trainer_infra.manifests.pod_rules import HOST_NAMESPACES, SAFE_VOLUME_KINDS, UNSAFE_VOLUME_KINDS
+from trainer_infra.storage.data_cache import CACHE_SUFFIX
 from trainer_infra.tenancy.admission.cel import flag, lit
 from trainer_infra.tenancy.admission.kinds import ALL
 from trainer_infra.tenancy.admission.model import AdmissionRule, AdmissionSettings, AdmittedKind
@@ -112,7 +113,7 @@ def _priority_classes(kind: AdmittedKind, settings: AdmissionSettings) -> str:
 
 PRIORITY_CLASS = AdmissionRule(
     "priorityClassName",
-    ("JobSet", "TrainingRuntime"),
+    ("Pod", "JobSet", "TrainingRuntime"),
     "sets a priorityClassName that is not one of the platform's: system and other priority classes "
     "would let your pods outrank the platform's controllers and other teams",
     _priority_classes,
@@ -121,16 +122,29 @@ PRIORITY_CLASS = AdmissionRule(
 
 
 def _service_accounts(kind: AdmittedKind, settings: AdmissionSettings) -> str:
-    # a JobSet may also run as the data cache initializer, whose account only the platform's cache runtime names
-    wide = kind.name == "JobSet" and settings.data_cache_service_account
+    # a JobSet (and its pods) may also run as the data cache initializer, whose account only the platform's cache
+    # runtime names; a cache cluster's pods run as their LeaderWorkerSet's own `<trainjob>-cache` account
+    wide = kind.name in ("JobSet", "Pod") and settings.data_cache_service_account
     extra = [settings.data_cache_service_account] if wide else []
     allowed = f"(variables.team.serviceAccounts + {lit(sorted(extra))})"
-    return " && ".join(f"(!has(s.{f}) || s.{f} == '' || s.{f} in {allowed})" for f in kind.service_account_fields)
+    lws = ""
+    if kind.name == "Pod" and settings.data_cache_service_account:
+        name = f"object.metadata.labels['{LWS_NAME_LABEL}']"
+        lws = (
+            f" || (has(object.metadata.labels) && '{LWS_NAME_LABEL}' in object.metadata.labels && "
+            f"{name}.endsWith('{CACHE_SUFFIX}') && s.{{f}} == {name})"
+        )
+    return " && ".join(
+        f"(!has(s.{f}) || s.{f} == '' || s.{f} in {allowed}{lws.replace('{f}', f)})"
+        for f in kind.service_account_fields
+    )
 
+
+LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 
 SERVICE_ACCOUNT = AdmissionRule(
     "serviceAccount",
-    ("JobSet", "TrainingRuntime", "TrainJob"),
+    ("Pod", "JobSet", "TrainingRuntime", "TrainJob"),
     "runs pods as a service account that is not allowed for your jobs (allowed: {serviceAccounts}): "
     "other service accounts carry rights you do not have",
     _service_accounts,
