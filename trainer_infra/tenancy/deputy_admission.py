@@ -13,6 +13,10 @@ queue, a ClusterIP Service and a ServiceAccount with the platform's cloud role.
   `<trainjob>-cache-service` selecting its own head pod.
 - ServiceAccount (from the cache initializer): `<trainjob>-cache`, the IRSA annotations cache.py sets, with
   the platform's role.
+
+These kinds carry no member input of their own (only the deputy creates them), so they are not kinds of the
+admission registry (`tenancy/admission/`, whose rules judge what members submit): their checks are shapes of
+one upstream program's output, with their own match conditions (a ServiceAccount has no spec).
 """
 
 from __future__ import annotations
