@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainer_infra.manifests import meta
 from trainer_infra.storage.data_cache import (
     CACHE_POD_ENV,
     CACHE_SUFFIX,
@@ -34,14 +33,14 @@ from trainer_infra.storage.data_cache import (
 from trainer_infra.tenancy.admission.cel import lit as _lit
 from trainer_infra.tenancy.admission.kinds import KINDS
 from trainer_infra.tenancy.admission.model import AdmissionSettings
-from trainer_infra.tenancy.admission.policy import API, CHANGED, PREFIX, _team_variable, _validation
+from trainer_infra.tenancy.admission.policy import CHANGED, PREFIX, _team_variable, _validation, team_policy
 from trainer_infra.tenancy.admission.requests import KNOWN_TEAM, QUEUE_LABEL
 from trainer_infra.tenancy.deputies import CacheDeputy
 
 RESOURCES = {
-    "LeaderWorkerSet": ("leaderworkerset.x-k8s.io", "*", "leaderworkersets", ["CREATE", "UPDATE"]),
-    "Service": ("", "v1", "services", ["CREATE", "UPDATE"]),
-    "ServiceAccount": ("", "v1", "serviceaccounts", ["CREATE", "UPDATE"]),
+    "LeaderWorkerSet": ("leaderworkerset.x-k8s.io", "*", "leaderworkersets", ("CREATE", "UPDATE")),
+    "Service": ("", "v1", "services", ("CREATE", "UPDATE")),
+    "ServiceAccount": ("", "v1", "serviceaccounts", ("CREATE", "UPDATE")),
 }
 _LWT = "object.spec.leaderWorkerTemplate"
 TEMPLATES = (
@@ -210,55 +209,16 @@ def deputy_policies(settings: AdmissionSettings, cache: CacheDeputy | None) -> l
     if cache is not None:
         validations["LeaderWorkerSet"] = _lws_validations(cache, settings.priority_classes)
         validations["ServiceAccount"] = _service_account_validations(cache)
-    selector = {"matchExpressions": [{"key": meta.TEAM_LABEL, "operator": "Exists"}]}
     out: list[dict[str, Any]] = []
     for kind in sorted(validations):
-        group, version, resource, operations = RESOURCES[kind]
-        name = policy_name(kind)
         variables = [{"name": "team", "expression": _team_variable()}]
         if kind == "LeaderWorkerSet":
             variables.append({"name": "templates", "expression": TEMPLATES})
         # ServiceAccounts have no spec and are created by the platform and the namespace's controllers too:
         # only the cache initializer's requests are judged
-        condition = (
-            {"name": "by-the-cache-initializer", "expression": _as(cache.service_account)}
-            if kind == "ServiceAccount" and cache is not None
-            else {"name": "spec-or-labels-changed", "expression": CHANGED}
-        )
-        out.append(
-            {
-                "apiVersion": API,
-                "kind": "ValidatingAdmissionPolicy",
-                "metadata": meta.metadata(name),
-                "spec": {
-                    "failurePolicy": "Fail",
-                    "matchConditions": [condition],
-                    "matchConstraints": {
-                        "namespaceSelector": selector,
-                        "resourceRules": [
-                            {
-                                "apiGroups": [group],
-                                "apiVersions": [version],
-                                "operations": operations,
-                                "resources": [resource],
-                            }
-                        ],
-                    },
-                    "variables": variables,
-                    "validations": [_known_team(settings, kind), *validations[kind]],
-                },
-            }
-        )
-        out.append(
-            {
-                "apiVersion": API,
-                "kind": "ValidatingAdmissionPolicyBinding",
-                "metadata": meta.metadata(name),
-                "spec": {
-                    "policyName": name,
-                    "validationActions": ["Deny"],
-                    "matchResources": {"namespaceSelector": selector},
-                },
-            }
-        )
+        match = ("spec-or-labels-changed", CHANGED)
+        if kind == "ServiceAccount" and cache is not None:
+            match = ("by-the-cache-initializer", _as(cache.service_account))
+        checks = [_known_team(settings, kind), *validations[kind]]
+        out += team_policy(policy_name(kind), RESOURCES[kind], variables, checks, match)
     return out
