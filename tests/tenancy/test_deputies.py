@@ -12,6 +12,8 @@ from tests.cache_initializer import cache_objects
 from tests.deputy_attacks import ENV_ATTACKS, GPU_ENV, PATCH_ATTACKS, PSS_ATTACKS
 from tests.helpers import render, stack_raw
 from tests.tenancy import cel_admission
+from trainer_infra.core.errors import ConfigError
+from trainer_infra.stack.validate import validate
 from trainer_infra.storage.data_cache import CACHE_INITIALIZER, CACHE_RULES
 from trainer_infra.tenancy.deputies import DEPUTY_QUEUE, bound_in_team_namespaces, inventory
 from trainer_infra.tenancy.deputy_admission import policy_name
@@ -327,3 +329,24 @@ def test_pods_pod_security_would_refuse_are_refused_at_submit(manifests: list[Ob
     pod, needle = PSS_ATTACKS[attack]
     found = _member(manifests, _patch(_trainjob(), "node", {"template": {"spec": {"template": {"spec": pod}}}}))
     assert found and needle in found[0], found
+
+
+@pytest.mark.parametrize(
+    ("change", "path"),
+    [
+        (lambda r: r.setdefault("tenancy", {}).__setitem__("priorityClasses", ["system-node-critical"]), "tenancy"),
+        (
+            lambda r: r["teams"][0]["members"].__setitem__("serviceAccounts", [f"nlp/{CACHE_INITIALIZER}"]),
+            "teams[0].members.serviceAccounts[0]",
+        ),
+    ],
+)
+def test_validate_refuses_a_data_cache_without_its_protections(change: Any, path: str) -> None:
+    raw = stack_raw("local")
+    change(raw)
+    with pytest.raises(ConfigError) as err:
+        validate(raw)
+    assert any(i.path.startswith(path) for i in err.value.issues), [i.render() for i in err.value.issues]
+    raw["dataCache"] = {"enabled": False}
+    if path == "tenancy":  # without the data cache the same config is the operator's choice
+        validate(raw)

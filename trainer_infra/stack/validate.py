@@ -173,12 +173,7 @@ def _storage(d: Draft) -> list[ConfigIssue]:
         check_storage(d.config.storage, d.config.teams)
         + check_data_cache(d.config.data_cache)
         + check_job_service_accounts(d.config.teams)
-        + check_data_cache_protections(
-            d.config.data_cache,
-            d.config.teams,
-            d.config.tenancy.priority_classes,
-            kueue_settings(d.config).train_job_integration,
-        )
+        + check_data_cache_protections(d.config.data_cache, d.config.teams, d.config.tenancy.priority_classes)
     )
 
 

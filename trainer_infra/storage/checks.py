@@ -31,23 +31,14 @@ def check_data_cache_protections(
     data_cache: DataCacheConfig,
     teams: Sequence[TeamConfig],
     priority_classes: Sequence[str],
-    train_job_integration: bool,
 ) -> list[ConfigIssue]:
     """The data cache's initializer runs with more rights than a member (it creates LeaderWorkerSets, Services
-    and ServiceAccounts): a stack that switches off what bounds it is refused (issue #27)."""
+    and ServiceAccounts): a stack that switches off what bounds it is refused (issue #27). (Its cache clusters
+    are charged through Kueue's LeaderWorkerSet integration, on whenever the data cache is, with or without
+    `trainJobIntegration`.)"""
     if not data_cache.enabled:
         return []
     issues = []
-    if not train_job_integration:
-        issues.append(
-            ConfigIssue(
-                "components.kueue.trainJobIntegration",
-                "must be true with dataCache.enabled: the cache jobs and their cache clusters are charged through "
-                "Kueue, and only the queue may start them",
-                "false",
-                "turn trainJobIntegration on, or dataCache.enabled off",
-            )
-        )
     for i, name in enumerate(priority_classes):
         if name.startswith("system-"):
             issues.append(
