@@ -350,3 +350,33 @@ def test_validate_refuses_a_data_cache_without_its_protections(change: Any, path
     raw["dataCache"] = {"enabled": False}
     if path == "tenancy":  # without the data cache the same config is the operator's choice
         validate(raw)
+
+
+def test_more_variants_are_refused(manifests: list[Obj], honest: tuple[Obj, Obj, Obj]) -> None:
+    """Beyond the issue's list: a DRA claim, a runtime class, a device-list mount, a patch dropping no capability in
+    a restricted namespace."""
+    lws = _changed(honest[1], lambda o: [p.__setitem__("runtimeClassName", "nvidia") for p in _lws_pods(o)])
+    assert _refusals(manifests, "LeaderWorkerSet", lws)
+    lws = _changed(honest[1], lambda o: [p.__setitem__("resourceClaims", [{"name": "gpu"}]) for p in _lws_pods(o)])
+    assert _refusals(manifests, "LeaderWorkerSet", lws)
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u", "controller": True}
+    pod = {
+        "metadata": {"name": "p", "namespace": "vision", "ownerReferences": [owner]},
+        "spec": {"resourceClaims": [{"name": "gpu"}], "containers": [{"name": "c", "image": "i:1"}]},
+    }
+    assert any("resourceClaims" in m for m in _member(manifests, pod, "Pod"))
+    mount = {"name": "node", "volumeMounts": [{"name": "e", "mountPath": "/var/run/nvidia-container-devices/all"}]}
+    patch = {"template": {"spec": {"template": {"spec": {"containers": [mount]}}}}}
+    assert any("nvidia-container-devices" in m for m in _member(manifests, _patch(_trainjob(), "node", patch)))
+    drop = {"name": "node", "securityContext": {"capabilities": {"drop": []}}}
+    job = _patch(_trainjob(), "node", {"template": {"spec": {"template": {"spec": {"containers": [drop]}}}}})
+    assert _member(manifests, job) == []  # baseline admits it
+    policy = _policies(manifests)["trainer-platform-tenancy-trainjobs"]
+    restricted = cel_admission.refusals(
+        policy,
+        job,
+        namespace="vision",
+        namespace_annotations=team_namespaces(manifests)["vision"],
+        namespace_labels={"pod-security.kubernetes.io/enforce": "restricted"},
+    )
+    assert restricted and 'PodSecurity "restricted:latest"' in restricted[0], restricted

@@ -82,6 +82,7 @@ def _lws_validations(cache: CacheDeputy, priority_classes: tuple[str, ...]) -> l
         f"size(t.spec.containers) == 1 && has({c0}.image) && {c0}.image == {_lit(cache.cache_image)} && "
         f"({shaped('head', head_cpu, head_mem)} || {shaped('worker', worker_cpu, worker_mem)}) && "
         f"!has({c0}.volumeMounts) && !has({c0}.envFrom) && !has({c0}.securityContext) && "
+        f"!has({c0}.resources.claims) && "
         f"(!has({c0}.env) || {c0}.env.all(e, e.name in {_lit(list(CACHE_POD_ENV))}))"
     )
     no_extras = " && ".join(
@@ -96,6 +97,9 @@ def _lws_validations(cache: CacheDeputy, priority_classes: tuple[str, ...]) -> l
             "hostNetwork",
             "hostPID",
             "hostIPC",
+            "runtimeClassName",
+            "schedulerName",
+            "resourceClaims",
         )
     )
     priority = f"(!has(t.spec.priorityClassName) || t.spec.priorityClassName in {_lit(sorted(priority_classes))})"
@@ -137,7 +141,8 @@ def _lws_validations(cache: CacheDeputy, priority_classes: tuple[str, ...]) -> l
             f"variables.templates.all(t, {no_extras} && {priority} && {sa})",
             "spec.leaderWorkerTemplate: pods must run as the LeaderWorkerSet's own ServiceAccount "
             f"(<trainjob>{CACHE_SUFFIX}), without volumes, init containers, securityContext, nodeName, "
-            "tolerations, host namespaces or a priority class the platform does not allow",
+            "tolerations, host namespaces, runtimeClassName, schedulerName, resourceClaims or a priority class "
+            "the platform does not allow",
         ),
     ]
 

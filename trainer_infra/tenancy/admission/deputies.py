@@ -86,6 +86,25 @@ def _trainer_env(kind: AdmittedKind, settings: AdmissionSettings) -> str:
     )
 
 
+def _no_resource_claims(kind: AdmittedKind, settings: AdmissionSettings) -> str:
+    containers = " && ".join(
+        f"(!has(s.{f}) || s.{f}.all(c, !has(c.resources) || !has(c.resources.claims)))"
+        for f in kind.containers
+        if f != "ephemeralContainers"  # they have no resources
+    )
+    return f"!has(s.resourceClaims) && {containers}"
+
+
+RESOURCE_CLAIMS = AdmissionRule(
+    "resourceClaims",
+    ("Pod", "JobSet", "TrainingRuntime"),
+    "requests devices through resourceClaims (Dynamic Resource Allocation): Kueue does not charge them here, so "
+    "the GPUs would be your team's for free. Request GPUs as resources (nvidia.com/gpu)",
+    _no_resource_claims,
+    per_pod=True,
+)
+
+
 TRAINER_DEVICE_ENV = AdmissionRule(
     "trainerDeviceEnv", ("TrainJob",), _DEVICE_MESSAGE.replace("{where}", "spec.trainer.env"), _trainer_env
 )

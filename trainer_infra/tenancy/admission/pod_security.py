@@ -74,7 +74,9 @@ def _proc_mount(kind: AdmittedKind, settings: AdmissionSettings) -> str:
 def _restricted(kind: AdmittedKind, settings: AdmissionSettings) -> str:
     user = "(!has(sc.runAsNonRoot) || sc.runAsNonRoot) && (!has(sc.runAsUser) || sc.runAsUser != 0)"
     escalation = _contexts(kind, "!has(sc.allowPrivilegeEscalation) || !sc.allowPrivilegeEscalation", pod=False)
-    return _at_least("restricted", f"{_contexts(kind, user)} && {escalation}")
+    # a patch's `drop` replaces the runtime's list (strategic merge of a plain list): it must still drop ALL
+    drop = "!has(sc.capabilities) || !has(sc.capabilities.drop) || 'ALL' in sc.capabilities.drop"
+    return _at_least("restricted", f"{_contexts(kind, user)} && {escalation} && {_contexts(kind, drop, pod=False)}")
 
 
 def _rule(name: str, level: str, check: str, fix: str, build: Expression) -> AdmissionRule:
@@ -120,8 +122,8 @@ PROC_MOUNT = _rule(
 RESTRICTED = _rule(
     "podSecurityRestricted",
     "restricted",
-    "runAsNonRoot != true, runAsUser=0 or allowPrivilegeEscalation != false",
-    "a restricted team's pods run as non-root without privilege escalation: do not set runAsNonRoot: false, "
-    "runAsUser: 0 or allowPrivilegeEscalation: true",
+    "runAsNonRoot != true, runAsUser=0, allowPrivilegeEscalation != false or unrestricted capabilities",
+    "a restricted team's pods run as non-root without privilege escalation and drop ALL capabilities: do not "
+    "set runAsNonRoot: false, runAsUser: 0, allowPrivilegeEscalation: true or a capabilities.drop without ALL",
     _restricted,
 )

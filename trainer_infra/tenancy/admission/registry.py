@@ -18,6 +18,7 @@ RULES: Registry[AdmissionRule] = Registry(
     pods.PRIORITY_CLASS,
     pods.SERVICE_ACCOUNT,
     deputies.DEVICE_ENV,
+    deputies.RESOURCE_CLAIMS,
     deputies.DEPUTY_PODS,
     pod_security.SECCOMP,
     pod_security.APPARMOR,
