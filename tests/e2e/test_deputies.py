@@ -298,12 +298,13 @@ def test_pods_outside_the_rules_are_refused_whoever_creates_them(sandbox: Sandbo
         }
 
     refused(sandbox.client, pod(priorityClassName="system-node-critical"), "priorityClassName")
-    intruder = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": unique("intruder"), "namespace": ns}}
-    sandbox.client.create(intruder)  # exists (else the API server's ServiceAccount admission refuses first)
+    intruder = unique("intruder")
+    account: Obj = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": intruder, "namespace": ns}}
+    sandbox.client.create(account)  # exists (else the API server's ServiceAccount admission refuses first)
     try:
-        refused(sandbox.client, pod(serviceAccountName=intruder["metadata"]["name"]), "service account that is not")
+        refused(sandbox.client, pod(serviceAccountName=intruder), "service account that is not")
     finally:
-        sandbox.client.delete("v1", "ServiceAccount", intruder["metadata"]["name"], ns)
+        sandbox.client.delete("v1", "ServiceAccount", intruder, ns)
     refused(sandbox.client, pod(serviceAccountName=CACHE_SA), "pinned image")  # the deputy runs only its image
     # a label-less pod gets Kueue's `default` queue (the team's ClusterQueue): another queue is refused
     refused(sandbox.client, pod(labels={"kueue.x-k8s.io/queue-name": "elsewhere"}), "queue")

@@ -126,15 +126,15 @@ def _changed(obj: Obj, change: Any) -> Obj:
     return out
 
 
-def _lws_pods(lws: Obj) -> list[Obj]:
+def _lws_pods(lws: Obj) -> list[Any]:  # Any: the attacks below set fields in comprehensions
     t = lws["spec"]["leaderWorkerTemplate"]
     return [t["leaderTemplate"]["spec"], t["workerTemplate"]["spec"]]
 
 
 LWS_ATTACKS = {
     "another image": lambda o: [p["containers"][0].__setitem__("image", "evil.io/miner:1") for p in _lws_pods(o)],
-    "a bigger cluster": lambda o: o["spec"]["leaderWorkerTemplate"].__setitem__("size", 64),
-    "more replicas": lambda o: o["spec"].__setitem__("replicas", 5),
+    "a bigger cluster": lambda o: o["spec"]["leaderWorkerTemplate"].update({"size": 64}) or o,
+    "more replicas": lambda o: o["spec"].update({"replicas": 5}) or o,
     "GPUs": lambda o: [
         p["containers"][0]["resources"]["limits"].__setitem__("nvidia.com/gpu", "8") for p in _lws_pods(o)
     ],
@@ -144,7 +144,7 @@ LWS_ATTACKS = {
         for k in ("limits", "requests")
     ],
     "no queue": lambda o: o["metadata"].pop("labels"),
-    "another team's queue": lambda o: o["metadata"]["labels"].__setitem__("kueue.x-k8s.io/queue-name", "nlp-q"),
+    "another team's queue": lambda o: o["metadata"]["labels"].update({"kueue.x-k8s.io/queue-name": "nlp-q"}) or o,
     "a system priority": lambda o: [p.__setitem__("priorityClassName", "system-node-critical") for p in _lws_pods(o)],
     "every toleration": lambda o: [p.__setitem__("tolerations", [{"operator": "Exists"}]) for p in _lws_pods(o)],
     "a hostPath": lambda o: [
@@ -162,7 +162,7 @@ LWS_ATTACKS = {
     "privileged": lambda o: [
         p["containers"][0].__setitem__("securityContext", {"privileged": True}) for p in _lws_pods(o)
     ],
-    "another name": lambda o: o["metadata"].__setitem__("name", "miner"),
+    "another name": lambda o: o["metadata"].update({"name": "miner"}) or o,
 }
 
 
@@ -177,12 +177,12 @@ def test_a_cache_cluster_unlike_cache_py_is_refused(
 
 
 SERVICE_ATTACKS = {
-    "externalIPs": lambda o: o["spec"].__setitem__("externalIPs", ["8.8.8.8"]),
-    "LoadBalancer": lambda o: o["spec"].__setitem__("type", "LoadBalancer"),
-    "NodePort": lambda o: o["spec"].__setitem__("type", "NodePort"),
+    "externalIPs": lambda o: o["spec"].update({"externalIPs": ["8.8.8.8"]}) or o,
+    "LoadBalancer": lambda o: o["spec"].update({"type": "LoadBalancer"}) or o,
+    "NodePort": lambda o: o["spec"].update({"type": "NodePort"}) or o,
     "ExternalName": lambda o: o["spec"].update({"type": "ExternalName", "externalName": "evil.io"}),
-    "another selector": lambda o: o["spec"].__setitem__("selector", {"jobset.sigs.k8s.io/jobset-name": "other"}),
-    "another name": lambda o: o["metadata"].__setitem__("name", "kubernetes"),
+    "another selector": lambda o: o["spec"].update({"selector": {"jobset.sigs.k8s.io/jobset-name": "other"}}) or o,
+    "another name": lambda o: o["metadata"].update({"name": "kubernetes"}) or o,
 }
 
 
@@ -208,7 +208,7 @@ SA_ATTACKS = {
     "another role": lambda o: o["metadata"]["annotations"].__setitem__(
         "eks.amazonaws.com/role-arn", "arn:aws:iam::1:role/admin"
     ),
-    "another name": lambda o: o["metadata"].__setitem__("name", "default"),
+    "another name": lambda o: o["metadata"].update({"name": "default"}) or o,
     "a token secret": lambda o: o.__setitem__("secrets", [{"name": "x"}]),
 }
 
