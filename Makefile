@@ -24,7 +24,7 @@ lint: $(STAMP)
 	$(PY) -m ruff format --check .
 
 typecheck: $(STAMP)
-	$(PY) -m mypy trainer_infra
+	$(PY) -m mypy trainer_infra tests
 
 unit: $(STAMP)
 	$(PY) -m pytest -q -n 2

@@ -1,7 +1,7 @@
 """CrossGuard entry point of the trainer-platform rules.
 
 Adapts what the engine hands a policy (`ResourceValidationArgs` / `StackValidationArgs`: type, name,
-props, opts.protect) to the pure rules in `trainer_infra/policies/`, the same rules
+props, opts.protect) to the pure rules in `trainer_infra/policy_rules/`, the same rules
 `trainer-infra validate`/`render` run offline. Nothing rule-specific lives here.
 """
 
@@ -26,7 +26,7 @@ from pulumi_policy import (
 )
 from pulumi_policy.deserialize import SPECIAL_SECRET_SIG, SPECIAL_SIG_KEY
 
-from trainer_infra.policies import RULES, SECRET_MARK, Rule, Subject
+from trainer_infra.policy_rules import RULES, SECRET_MARK, Rule, Subject
 
 PACK_NAME = "trainer-platform"
 _deserialize: Callable[..., dict[str, Any]] = _policy_module.deserialize_properties

@@ -45,7 +45,7 @@ def render(raw: dict[str, Any], stack: str = "test") -> Rendered:
 
 def crd_versions(validated: Validated) -> dict[str, str]:
     """The installed versions of the components whose CRDs the conformance harness checks against."""
-    return {name: r.version for name, r in validated.releases.by_name.items() if r.crds}
+    return {name: r.app_version for name, r in validated.releases.by_name.items() if r.crds}
 
 
 def conformance_findings(raw: dict[str, Any], rendered: Rendered) -> list[Finding]:

@@ -22,9 +22,10 @@ from trainer_infra.migrate.target import Target, stack_target
 from trainer_infra.program import deploy
 from trainer_infra.queues.capacity import capacity_lines
 from trainer_infra.render.capture import capture
+from trainer_infra.render.enforce import enforce
 from trainer_infra.render.fleet import render_fleet
 from trainer_infra.render.output import Rendered, assemble, summary, write
-from trainer_infra.render.policy import enforce
+from trainer_infra.simulate import command as simulate_command
 from trainer_infra.stack.build import build_plan
 from trainer_infra.stack.config import StackConfig
 from trainer_infra.stack.docs import reference_markdown
@@ -248,6 +249,11 @@ def parser() -> argparse.ArgumentParser:
     _add_source(m)
     migrate_command.add_arguments(m)
     m.set_defaults(fn=cmd_migrate)
+    t = sub.add_parser("trace", help="workload traces for `simulate` (docs/simulate.md)")
+    trace_sub = t.add_subparsers(dest="trace_command", required=True)
+    tg = trace_sub.add_parser("generate", help="a seeded synthetic trace (heavy-tailed, bursty, unequal teams)")
+    simulate_command.add_trace_arguments(tg)
+    tg.set_defaults(fn=simulate_command.cmd_trace_generate)
     return p
 
 

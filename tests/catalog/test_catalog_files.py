@@ -41,7 +41,8 @@ def _issues(folder: Path) -> list[tuple[str, str]]:
 
 def _node(doc: dict[str, Any], job: int = 0) -> dict[str, Any]:
     node: dict[str, Any] = doc["spec"]["template"]["spec"]["replicatedJobs"][job]["template"]["spec"]["template"]
-    return node["spec"]
+    spec: dict[str, Any] = node["spec"]
+    return spec
 
 
 def test_shipped_catalog_loads() -> None:

@@ -101,7 +101,8 @@ def sdk_trainjob(version: str, key: str) -> dict[str, Any]:
     (namespace, plural, body), *_ = cluster.created
     assert plural == "trainjobs"
     body["metadata"]["namespace"] = namespace  # what the API server sets from the request path
-    return body
+    trainjob: dict[str, Any] = body
+    return trainjob
 
 
 @pytest.mark.parametrize(("version", "key"), CASES)

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.helpers import stack_raw
-from trainer_infra.migrate.convert import Options, Result, convert
+from trainer_infra.migrate.convert import convert
+from trainer_infra.migrate.result import Options, Result
 from trainer_infra.migrate.source import Document
 from trainer_infra.migrate.target import Target, stack_target
 from trainer_infra.stack.build import build_plan

@@ -9,9 +9,10 @@ import pytest
 
 from tests.conformance import Conformance
 from tests.migrate.helpers import IMAGE, job, local_target, node_image, options_for, run
-from trainer_infra.migrate.convert import SOURCE_ANNOTATION, Options, Status
 from trainer_infra.migrate.mapping import Disposition
 from trainer_infra.migrate.report import dump
+from trainer_infra.migrate.result import Options, Status
+from trainer_infra.migrate.trainjob import SOURCE_ANNOTATION
 
 PT = ("kubeflow.org/v1", "PyTorchJob")
 MPI = ("kubeflow.org/v2beta1", "MPIJob")

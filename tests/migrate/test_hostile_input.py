@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.migrate.helpers import job, options_for, run
-from trainer_infra.migrate.convert import Status
+from trainer_infra.migrate.result import Status
 
 KINDS = [("kubeflow.org/v1", "PyTorchJob"), ("kubeflow.org/v2beta1", "MPIJob"), ("kubeflow.org/v1", "JAXJob")]
 JUNK = st.one_of(

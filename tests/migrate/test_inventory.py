@@ -21,7 +21,8 @@ class FakeCluster:
     """Answers only the two list calls of CustomObjectsApi: anything else would raise AttributeError."""
 
     def __init__(self, objects: list[dict[str, Any]], served: set[str]) -> None:
-        self.objects, self.served, self.calls = objects, served, []
+        self.objects, self.served = objects, served
+        self.calls: list[Any] = []
 
     def _items(self, group: str, version: str, plural: str, namespace: str | None) -> dict[str, Any]:
         self.calls.append((version, plural, namespace))

@@ -14,7 +14,7 @@ import pytest
 from tests.migrate.helpers import job, options_for, run
 from tests.migrate.schema_paths import fields
 from tests.migrate.upstream import schemas
-from trainer_infra.migrate.convert import kept
+from trainer_infra.migrate.fields import kept
 from trainer_infra.migrate.kinds import KINDS, Kind, Role
 from trainer_infra.migrate.mapping import BY_PATTERN, Disposition, Entry, entry_at
 
@@ -144,7 +144,7 @@ def fmt(path: list[str | int]) -> str:
 
 
 def cases() -> list[tuple[str, str, str, str]]:
-    out = []
+    out: list[tuple[str, str, str, str]] = []
     for (api_version, kind_name), schema in sorted(schemas().items()):
         kind = next(k for k in KINDS if k.api_version == api_version and k.kind == kind_name)
         for pattern, _ in fields(schema):

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from tests.migrate.helpers import job, run
-from trainer_infra.migrate.convert import Options, Status
 from trainer_infra.migrate.mapping import Disposition
+from trainer_infra.migrate.result import Options, Status
 
 PT = ("kubeflow.org/v1", "PyTorchJob")
 EVERYTHING = Options(allow_lossy=("spec", "metadata"))

@@ -47,8 +47,12 @@ class _ChartWithObjects(_CapturingMonitor):
 def test_what_a_controller_serves_is_deleted_before_the_chart_objects() -> None:
     plan = plan_of(stack_raw("local"))
     monitor = _ChartWithObjects()
+
+    def program() -> None:
+        deploy(plan)
+
     with gc_paused():
-        run_under_mocks(lambda: deploy(plan), "test", monitor)
+        run_under_mocks(program, "test", monitor)
     controller = monitor.controllers
     assert controller, "the local stack installs charts"
     gates = [r for r in monitor.records if r.type == "pulumi-python:dynamic:Resource"]

@@ -8,9 +8,9 @@ from typing import Any
 
 from tests.helpers import render
 from tests.pools_helpers import kwok_pool, stack
-from trainer_infra.policies import RULES, check
-from trainer_infra.policies.model import Subject
-from trainer_infra.render.policy import check_rendered
+from trainer_infra.policy_rules import RULES, check
+from trainer_infra.policy_rules.model import Subject
+from trainer_infra.render.enforce import check_rendered
 
 AMD_TAINT = {"key": "vendor.example.com/amd", "value": "mi300", "effect": "NoSchedule"}
 

@@ -82,7 +82,9 @@ def test_platform_policy_replaces_the_runtime_files_tas_mode_and_stays_conforman
 
 def test_without_pools_or_tas_runtimes_are_left_alone() -> None:
     rt = runtime("torch-distributed")
-    only = {"runtimes": {"defaultResources": None}}  # isolate placement from the default-resources concern
+    only: dict[str, Any] = {
+        "runtimes": {"defaultResources": None}
+    }  # isolate placement from the default-resources concern
     out = apply_injections(validate(stack([], **only)).serve.facts, copy.deepcopy(rt))
     for name, pod in _jobs(out).items():  # fault tolerance still applies; placement adds nothing
         before = _jobs(rt)[name]

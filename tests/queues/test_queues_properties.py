@@ -34,7 +34,7 @@ ANNOTATIONS = ("kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset
 
 @st.composite
 def layouts(draw: st.DrawFn) -> dict[str, Any]:
-    pools = []
+    pools: list[dict[str, Any]] = []
     for i in range(draw(st.integers(1, 3))):
         topology = draw(st.sampled_from(TOPOLOGIES))
         layout = [draw(st.integers(1, 3)) for _ in topology]
@@ -49,9 +49,9 @@ def layouts(draw: st.DrawFn) -> dict[str, Any]:
             {"name": f"p{i}", "backend": "kwok", "node": node, "topology": topology, "kwok": {"layout": layout}}
         )
     n_teams = draw(st.integers(0, 4))
-    teams = []
+    teams: list[dict[str, Any]] = []
     for t in range(n_teams):
-        quota = {}
+        quota: dict[str, Any] = {}
         for pool in pools:
             nodes = math.prod(pool["kwok"]["layout"])
             if draw(st.booleans()):

@@ -209,7 +209,7 @@ CONTROLLER_RESOURCES = {
 
 
 def _controller_resources(rendered: Rendered, release: str) -> dict[str, Any]:
-    values = next(r for r in rendered.releases if r["name"] == release)["values"]
+    values: dict[str, Any] = next(r for r in rendered.releases if r["name"] == release)["values"]
     for key in CONTROLLER_RESOURCES[release]:
         values = values[key]
     return values

@@ -86,10 +86,10 @@ def valid_stacks(draw: st.DrawFn) -> dict[str, Any]:
     node_pools = draw(pools())
     raw["nodePools"] = node_pools
     team_names = draw(st.lists(NAME, max_size=3, unique=True))
-    teams = []
+    teams: list[dict[str, Any]] = []
     for name in team_names:
         team: dict[str, Any] = {"name": name, "members": {"users": [f"{name}@example.com"]}}
-        quota = {}
+        quota: dict[str, Any] = {}
         for pool in node_pools:
             acc = pool["node"].get("accelerator")
             if acc and draw(st.booleans()):
@@ -102,7 +102,7 @@ def valid_stacks(draw: st.DrawFn) -> dict[str, Any]:
             team["secrets"] = {"hfToken": {"secure": "v1:abc"}}
         teams.append(team)
     raw["teams"] = teams
-    if teams and draw(st.booleans()):
+    if bool(teams) and draw(st.booleans()):
         raw["storage"] = draw(
             st.sampled_from(
                 [

@@ -1,16 +1,19 @@
-"""The declared ways to add things work as documented (docs/extending.md): a node-pool backend, a storage
-backend, a chart component and an admission rule are each one new module plus one registry entry (plus, for a
-component, one row in the compatibility matrix). The test makes exactly those edits in a copy of the package,
-then type-checks it and renders a stack that uses them all."""
+"""The declared ways to add things work as documented (docs/extending.md): a node-pool backend (with a cloud
+node group, a resource of another provider), a storage backend, a chart component and an admission rule are
+each one new module plus one registry entry (plus, for a component, one row in the compatibility matrix). The
+test makes exactly those edits in a copy of the package, then type-checks it and renders a stack that uses
+them all."""
 
 from __future__ import annotations
 
 import difflib
 import filecmp
+import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -25,7 +28,7 @@ from typing import Any
 
 from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.model import StrictModel
-from trainer_infra.core.objects import ManagedObject
+from trainer_infra.core.objects import ManagedObject, ProviderResource
 from trainer_infra.nodepools.backend import BackendDefaults, NodePoolBackend
 from trainer_infra.nodepools.labels import HOSTNAME, Taint
 from trainer_infra.nodepools.model import NodePool, ResolvedPool
@@ -56,6 +59,11 @@ class FakeBackend(BackendDefaults):
         data = {"nodes": str(pool.node_count)}
         metadata = {"name": f"fake-{pool.name}", "namespace": "default"}
         return [ManagedObject({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data})]
+
+    def resources(self, pool: ResolvedPool) -> list[ProviderResource]:
+        """A cloud node group, as a backend that creates nodes would declare it."""
+        inputs = {"clusterName": "example", "scalingConfig": {"desiredSize": pool.node_count}}
+        return [ProviderResource("aws:eks/nodeGroup:NodeGroup", f"nodegroup-{pool.name}", inputs, protect=True)]
 
 
 BACKEND: NodePoolBackend = FakeBackend()
@@ -212,7 +220,7 @@ def test_a_backend_a_storage_backend_and_a_component_are_one_module_and_one_entr
     typed = _run(["-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"), "trainer_infra"], tmp_path)
     assert typed.returncode == 0, typed.stdout[-2000:]
 
-    stack = {
+    stack: dict[str, Any] = {
         "config": {
             "trainer-platform:kubernetes": {"version": "1.34"},
             "trainer-platform:nodePools": [
@@ -231,6 +239,10 @@ def test_a_backend_a_storage_backend_and_a_component_are_one_module_and_one_entr
     manifests = list(yaml.safe_load_all((out / "manifests.yaml").read_text()))
     by_kind = {(m["kind"], m["metadata"]["name"]): m for m in manifests}
     assert by_kind[("ConfigMap", "fake-sim")]["data"] == {"nodes": "2"}
+    resources = json.loads((out / "resources.json").read_text())
+    group = next(r for r in resources if r["type"] == "aws:eks/nodeGroup:NodeGroup")
+    assert group["name"] == "nodegroup-sim" and group["protect"] and group["parent"] == "platform"
+    assert group["inputs"] == {"clusterName": "example", "scalingConfig": {"desiredSize": 2}}
     assert by_kind[("StorageClass", "trainer-platform-shared")]["provisioner"] == "fake.csi.example.com"
     assert ("Namespace", "fakechart-system") in by_kind
     flavor = next(m for m in manifests if m["kind"] == "ResourceFlavor")

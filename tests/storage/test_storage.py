@@ -17,7 +17,7 @@ from trainer_infra.stack.validate import validate
 from trainer_infra.storage.data_cache import CACHE_ROLE
 from trainer_infra.storage.injection import workspace_disagreement
 
-TEAMS = [{"name": "nlp", "storage": {"size": "2Ti"}}, {"name": "vision", "namespace": "cv"}]
+TEAMS: list[dict[str, Any]] = [{"name": "nlp", "storage": {"size": "2Ti"}}, {"name": "vision", "namespace": "cv"}]
 # Without a root `storage`, a team's `storage` has no effect and is refused: these stacks leave it out.
 TEAMS_NO_STORAGE = [{k: v for k, v in t.items() if k != "storage"} for t in TEAMS]
 BACKENDS: dict[str, tuple[dict[str, Any], str]] = {

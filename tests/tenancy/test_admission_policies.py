@@ -167,7 +167,7 @@ def test_updates_that_change_neither_spec_nor_labels_are_not_judged_again(polici
 
 
 def test_attack3_jobset_resume_only_by_trainer_or_kueue(policies: dict[str, Obj]) -> None:
-    old = {"metadata": {"name": "js"}, "spec": {"suspend": True, "replicatedJobs": []}}
+    old: dict[str, Any] = {"metadata": {"name": "js"}, "spec": {"suspend": True, "replicatedJobs": []}}
     new = copy.deepcopy(old)
     new["spec"]["suspend"] = False
     js = policy(policies, "JobSet")

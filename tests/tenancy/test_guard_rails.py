@@ -12,8 +12,8 @@ import yaml
 
 from tests.helpers import render
 from trainer_infra.core.errors import ConfigError
-from trainer_infra.policies.model import Subject
-from trainer_infra.policies.rules import check
+from trainer_infra.policy_rules.model import Subject
+from trainer_infra.policy_rules.rules import check
 from trainer_infra.stack.validate import validate
 from trainer_infra.tenancy.admission.policy import policy_name
 

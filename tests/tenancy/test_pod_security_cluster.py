@@ -51,7 +51,7 @@ def team_namespace_at(level: str, prefix: str) -> Iterator[tuple[Any, Any, str]]
     name = f"{prefix}-{uuid.uuid4().hex[:6]}"
     cfg = validate({**MINIMAL, "teams": [{"name": name, "podSecurity": level}]}).config
     core = kubernetes.client.CoreV1Api()
-    core.create_namespace(team_namespace(cfg.teams[0], cfg.kubernetes.version, False).manifest)
+    core.create_namespace(team_namespace(cfg.teams[0], cfg.kubernetes.version, False, {}).manifest)
     try:
         yield kubernetes, core, name
     finally:

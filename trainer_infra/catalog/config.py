@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pydantic import Field, field_validator
 
 from trainer_infra.catalog.fault_tolerance import FaultTolerance
@@ -11,16 +13,23 @@ from trainer_infra.core.types import DnsLabel, DnsSubdomain, ImageRef, PositiveI
 from trainer_infra.manifests.runtime import image_problem
 
 RuntimeName = DnsSubdomain
-# The limits the kubeflow SDK (0.5.0, get_container_devices) reads a trainer's device from; a `node`
-# container with limits but none of these makes TrainerClient().list_runtimes() raise for every runtime.
+# The limits the kubeflow SDK (get_container_devices in kubeflow/trainer/backends/kubernetes/utils.py, as
+# pinned by the test extra in pyproject.toml) reads a trainer's device from; a `node` container with limits
+# but none of these (e.g. only `amd.com/gpu`) makes it raise "Unknown device type", so
+# TrainerClient().list_runtimes() fails for every runtime of the namespace.
 SDK_DEVICE_LIMITS = ("nvidia.com/gpu", "google.com/tpu", "huawei.com/Ascend910", "cpu")
 SDK_DEVICE_PREFIXES = ("nvidia.com/mig-",)
+SDK_DEVICES = ", ".join([*SDK_DEVICE_LIMITS[:1], *(f"{p}*" for p in SDK_DEVICE_PREFIXES), *SDK_DEVICE_LIMITS[1:]])
+
+
+def sdk_knows_device(limits: Mapping[str, object]) -> bool:
+    """Whether the SDK can tell a trainer container's device from its limits (no limits: it does not ask)."""
+    return not limits or any(k in SDK_DEVICE_LIMITS or k.startswith(SDK_DEVICE_PREFIXES) for k in limits)
 
 
 def sdk_device_problem(resources: Resources | None) -> Resources | None:
     """The SDK's rule for a trainer container's limits (a ValueError naming the fix)."""
-    limits = resources.limits if resources is not None else {}
-    if limits and not any(k in SDK_DEVICE_LIMITS or k.startswith(SDK_DEVICE_PREFIXES) for k in limits):
+    if not sdk_knows_device(resources.limits if resources is not None else {}):
         raise ValueError(
             "limits without cpu or an accelerator: the kubeflow SDK cannot tell the trainer's device and "
             "TrainerClient().list_runtimes() fails; add a cpu limit (or the GPU limit)"
@@ -68,7 +77,8 @@ class RuntimesConfig(StrictModel):
         default=None,
         description=(
             "Runtimes to serve (default: every catalog runtime the selected Trainer version supports; "
-            "data-cache runtimes only with dataCache.enabled)."
+            "data-cache runtimes only with dataCache.enabled, runtimes with the upstream initializers only with "
+            "storage.mountPath /workspace)."
         ),
     )
     versions: dict[RuntimeName, SemVer] = Field(

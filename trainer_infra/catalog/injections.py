@@ -24,6 +24,7 @@ from trainer_infra.manifests.runtime import (
     containers,
     exists_toleration,
     pod_specs,
+    replace_images,
     tolerates,
 )
 from trainer_infra.queues.placement import Placement, inject_placement
@@ -55,11 +56,7 @@ def mirror_images(mirror: str | None, runtime: Manifest) -> Manifest:
         return out
     for _, pod in pod_specs(out):
         for _, c in containers(pod):
-            if isinstance(c.get("image"), str):
-                c["image"] = mirror_image(c["image"], mirror)
-            for env in c.get("env") or []:
-                if str(env.get("name", "")).endswith("_IMAGE") and isinstance(env.get("value"), str):
-                    env["value"] = mirror_image(env["value"], mirror)
+            replace_images(c, lambda image: mirror_image(image, mirror))
     return out
 
 

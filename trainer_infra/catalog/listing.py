@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trainer_infra.catalog.loader import PLACEHOLDER, Catalog
+from trainer_infra.catalog.entry import PLACEHOLDER, Catalog
 from trainer_infra.catalog.plan import Selection, ServeContext, build_runtime
 from trainer_infra.manifests.runtime import images_of
 

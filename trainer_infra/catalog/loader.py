@@ -1,4 +1,5 @@
-"""Load `runtimes/*.yaml` into a Catalog; every problem of every file at once, as `<file>:<path>` issues.
+"""Load `runtimes/*.yaml` into a Catalog (catalog/entry.py): every file checked, every problem of every file
+at once, as `<file>:<path>` issues.
 
 Files starting with `_` are not runtimes (`_catalog.yaml` holds the catalog version). A runtime file is
 `<name>.yaml` or, to keep an older version beside the current one, `<name>@<version>.yaml`.
@@ -6,11 +7,8 @@ Files starting with `_` are not runtimes (`_catalog.yaml` holds the catalog vers
 
 from __future__ import annotations
 
-import copy
 import os
 import re
-from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,7 @@ from packaging.version import Version
 from pydantic import ValidationError
 
 from trainer_infra.catalog import model as m
+from trainer_infra.catalog.entry import PLACEHOLDER, Catalog, CatalogEntry
 from trainer_infra.catalog.fault_tolerance import ttl_problems
 from trainer_infra.catalog.webhook import runtime_findings
 from trainer_infra.core.errors import ConfigError, ConfigIssue, did_you_mean, format_path
@@ -31,15 +30,12 @@ from trainer_infra.manifests.runtime import (
     containers,
     image_problem,
     image_refs,
-    images_of,
     pod_specs,
-    quote_quantities,
 )
 from trainer_infra.versions import MATRIX
 
 ENV = "TRAINER_PLATFORM_RUNTIMES"
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "runtimes"
-PLACEHOLDER = "${TRAINER_VERSION}"
 SEMVER = re.compile(r"^\d+\.\d+\.\d+$")
 FRAMEWORKS_HINT = "the SDK lists runtimes by it, e.g. torch, deepspeed, mlx, jax, xgboost, torchtune"
 
@@ -47,85 +43,6 @@ FRAMEWORKS_HINT = "the SDK lists runtimes by it, e.g. torch, deepspeed, mlx, jax
 def runtimes_dir() -> Path:
     configured = os.environ.get(ENV)
     return Path(configured) if configured else DEFAULT_DIR
-
-
-def _substitute(value: Any, trainer_version: str) -> Any:
-    if isinstance(value, str):
-        return value.replace(PLACEHOLDER, trainer_version)
-    if isinstance(value, dict):
-        return {k: _substitute(v, trainer_version) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_substitute(v, trainer_version) for v in value]
-    return value
-
-
-@dataclass(frozen=True)
-class CatalogEntry:
-    """One version of one runtime, as read from its file."""
-
-    file: str
-    runtime: m.RuntimeFile
-    raw: dict[str, Any]
-
-    @property
-    def name(self) -> str:
-        return self.runtime.metadata.name
-
-    @property
-    def annotations(self) -> dict[str, str]:
-        return self.runtime.metadata.annotations
-
-    @property
-    def version(self) -> str:
-        return self.annotations[m.RUNTIME_VERSION]
-
-    @property
-    def framework(self) -> str:
-        return self.runtime.metadata.labels[FRAMEWORK_LABEL]
-
-    @property
-    def deprecated(self) -> bool:
-        return self.runtime.metadata.labels.get(m.SUPPORT_LABEL) == m.DEPRECATED
-
-    @property
-    def description(self) -> str:
-        return self.annotations.get(m.DESCRIPTION, "")
-
-    @property
-    def requires(self) -> tuple[str, ...]:
-        text = self.annotations.get(m.REQUIRES, "")
-        return tuple(sorted(r.strip() for r in text.split(",") if r.strip()))
-
-    @cached_property
-    def trainer_versions(self) -> SpecifierSet:
-        return SpecifierSet(self.annotations[m.TRAINER_VERSIONS])
-
-    def supports(self, trainer_version: str) -> bool:
-        return Version(trainer_version) in self.trainer_versions
-
-    def manifest(self, trainer_version: str) -> dict[str, Any]:
-        """The runtime for one Trainer version: images resolved, quantities quoted (a fresh copy)."""
-        out: dict[str, Any] = _substitute(copy.deepcopy(self.raw), trainer_version)
-        for _, pod in pod_specs(out):
-            quote_quantities(pod)
-        return out
-
-    def images(self, trainer_version: str) -> list[str]:
-        return images_of(self.manifest(trainer_version))
-
-
-@dataclass(frozen=True)
-class Catalog:
-    version: str
-    directory: str
-    entries: tuple[CatalogEntry, ...]
-
-    def names(self) -> list[str]:
-        return sorted({e.name for e in self.entries})
-
-    def versions_of(self, name: str) -> list[CatalogEntry]:
-        """Every version of a runtime, newest first."""
-        return sorted((e for e in self.entries if e.name == name), key=lambda e: Version(e.version), reverse=True)
 
 
 def _pydantic_issues(file: str, exc: ValidationError) -> list[ConfigIssue]:

@@ -13,16 +13,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from trainer_infra.catalog import model as m
-from trainer_infra.catalog.config import RuntimeOverride, RuntimesConfig
+from trainer_infra.catalog.config import SDK_DEVICES, RuntimeOverride, RuntimesConfig, sdk_knows_device
+from trainer_infra.catalog.entry import Catalog, CatalogEntry
 from trainer_infra.catalog.injections import RuntimeFacts, apply_injections
-from trainer_infra.catalog.loader import Catalog, CatalogEntry
 from trainer_infra.core.errors import ConfigError, ConfigIssue, did_you_mean
 from trainer_infra.core.objects import ManagedObject, PlanPart
 from trainer_infra.manifests import meta
-from trainer_infra.manifests.runtime import containers, pod_specs
+from trainer_infra.manifests.runtime import ancestor, containers, pod_spec, pod_specs, replicated_jobs
 from trainer_infra.storage.config import DataCacheConfig
 from trainer_infra.storage.data_cache import cache_image, pinned_env
-from trainer_infra.storage.injection import VOLUME, workspace_disagreement
+from trainer_infra.storage.injection import RUNTIME_WORKSPACE, VOLUME, fixed_workspace, workspace_disagreement
 from trainer_infra.tenancy.teams import TeamConfig
 
 CATALOG_VERSION = f"{m.DOMAIN}/catalog-version"
@@ -66,18 +66,25 @@ class ServeContext:
 
 # The one place that knows where the data cache is switched on (runtimes requiring `data-cache`).
 DATA_CACHE_SETTING = "dataCache.enabled"
+MOUNT_PATH_SETTING = "storage.mountPath"
 
 
 def features(data_cache: DataCacheConfig) -> set[str]:
     return {"data-cache"} if data_cache.enabled else set()
 
 
-def _why_not(entry: CatalogEntry, trainer: str, features: set[str]) -> str | None:
+def _why_not(entry: CatalogEntry, trainer: str, features: set[str], mount_path: str | None) -> str | None:
     if not entry.supports(trainer):
         return f"{entry.name} {entry.version} targets Trainer {entry.trainer_versions}, not {trainer}"
     missing = [f for f in entry.requires if f not in features]
     if missing:
         return f"{entry.name} needs {', '.join(missing)} (set {DATA_CACHE_SETTING}: true)"
+    if mount_path not in (None, RUNTIME_WORKSPACE) and (fixed := fixed_workspace(entry.raw)):
+        return (
+            f"{entry.name} runs the upstream initializers ({', '.join(fixed)}), which write to "
+            f"{RUNTIME_WORKSPACE}/dataset and {RUNTIME_WORKSPACE}/model whatever the mount: it needs "
+            f"{MOUNT_PATH_SETTING} {RUNTIME_WORKSPACE}, not {mount_path}"
+        )
     return None
 
 
@@ -183,14 +190,19 @@ def unused_settings(
 
 
 def select(
-    rc: RuntimesConfig, teams: Sequence[TeamConfig], trainer: str, available: set[str], catalog: Catalog
+    rc: RuntimesConfig,
+    teams: Sequence[TeamConfig],
+    trainer: str,
+    available: set[str],
+    catalog: Catalog,
+    mount_path: str | None = None,
 ) -> tuple[Selection, list[ConfigIssue]]:
-    """What this stack serves (Trainer version `trainer`, platform features `available`), and every wrong
-    reference in `runtimes:` with its path."""
+    """What this stack serves (Trainer version `trainer`, platform features `available`, the claim mounted at
+    `mount_path`), and every wrong reference in `runtimes:` with its path."""
     issues: list[ConfigIssue] = []
 
     def why_not(entry: CatalogEntry) -> str | None:
-        return _why_not(entry, trainer, available)
+        return _why_not(entry, trainer, available, mount_path)
 
     chosen = _chosen_versions(rc, catalog, trainer, issues)
     issues += [_unknown(f"runtimes.versions.{n}", n, catalog) for n in rc.versions if n not in catalog.names()]
@@ -256,6 +268,38 @@ def build_runtime(ctx: ServeContext, catalog: Catalog, served: Served) -> dict[s
     runtime["metadata"] = meta.metadata(served.name, served.namespace, labels, annotations)
     ft = ctx.runtimes.fault_tolerance.merged(served.override.fault_tolerance)
     return apply_injections(replace(ctx.facts, fault_tolerance=ft), runtime)
+
+
+def sdk_trainer_limits(runtime: dict[str, Any]) -> dict[str, Any]:
+    """The limits of the container the kubeflow SDK takes for the trainer (get_runtime_trainer_container): the
+    first `node` container of a replicated job that carries the ancestor label."""
+    for job in replicated_jobs(runtime):
+        if ancestor(job) is None:
+            continue
+        for _, c in containers(pod_spec(job), "containers"):
+            if c.get("name") == "node":
+                return dict((c.get("resources") or {}).get("limits") or {})
+    return {}
+
+
+def sdk_listing_warnings(ctx: ServeContext, catalog: Catalog, selection: Selection) -> list[str]:
+    """Served runtimes whose trainer the kubeflow SDK cannot tell the device of (an accelerator it does not
+    know, e.g. `amd.com/gpu` after the `accelerator` injection): its list_runtimes() raises for the namespace."""
+    unknown = {}
+    for served in selection.served:
+        limits = sdk_trainer_limits(build_runtime(ctx, catalog, served))
+        if not sdk_knows_device(limits):
+            where = f"{served.namespace}/" if served.namespace else ""
+            unknown[f"{where}{served.name}"] = ", ".join(sorted(limits))
+    if not unknown:
+        return []
+    listed = "; ".join(f"{name} ({limits})" for name, limits in sorted(unknown.items()))
+    return [
+        f'runtimes: the kubeflow SDK knows only {SDK_DEVICES} limits on a trainer and raises "Unknown device '
+        f'type" on {listed}: TrainerClient().list_runtimes() fails wherever these are served (kubectl and '
+        "TrainJobs still work); add a cpu limit to their trainer (runtimes.overrides.<name>.resources) or leave "
+        "them out of runtimes.enabled (docs/data-scientists.md)"
+    ]
 
 
 def catalog_plan(ctx: ServeContext, catalog: Catalog, selection: Selection) -> PlanPart:

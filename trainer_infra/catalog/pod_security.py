@@ -33,6 +33,9 @@ HOME = "/home/trainer"
 HOME_VOLUME = "trainer-platform-home"
 WORKSPACE = "/workspace"  # WORKDIR of the catalog's trainer images
 SCRATCH_VOLUME = "trainer-platform-scratch"
+# Where this injection mounts volumes of its own whatever the runtime (the scratch at WORKSPACE only where
+# nothing else is mounted there): `storage.mountPath` may not meet them.
+PLATFORM_MOUNTS = {HOME: "HOME (an emptyDir) in every container (runtimes.securityContext)"}
 MAX_ID = 2**31 - 1
 
 

@@ -24,7 +24,7 @@ def _gates(stack: StackView, releases: Releases) -> list[ConfigIssue]:
         known = release.feature_gates
         for gate, on in getattr(settings, "feature_gates", {}).items():
             at = f"components.{component.name}.featureGates.{gate}"
-            what = f"{component.name} {release.version}"
+            what = f"{component.name} {release.app_version}"
             if gate in release.locked_feature_gates:
                 default = release.locked_feature_gates[gate]
                 if on != default:
@@ -55,7 +55,7 @@ def _kueue(stack: StackView, releases: Releases) -> list[ConfigIssue]:
                 issues.append(ConfigIssue(at, "contradicts trainJobIntegration: false", name, hint))
         elif release.integrations is not None and name not in release.integrations:
             hint = did_you_mean(name, release.integrations) or "Kueue knows: " + ", ".join(release.integrations)
-            issues.append(ConfigIssue(at, f"not an integration of Kueue {release.version}", name, hint))
+            issues.append(ConfigIssue(at, f"not an integration of Kueue {release.app_version}", name, hint))
         if counts[name] > 1 and cfg.frameworks.index(name) != i:
             issues.append(ConfigIssue(at, "listed twice", name))
     return issues

@@ -58,7 +58,7 @@ class ResolvedRelease:
     """One installed component at one version: its matrix row, with the stack's overrides applied."""
 
     component: str
-    version: str
+    app_version: str  # the component's own version (matrix `version`), which its images and CRDs follow
     chart_version: str
     chart: str  # OCI reference or chart name (through the chart mirror when one is set)
     repository: str | None  # classic chart repository, when the chart is not on OCI

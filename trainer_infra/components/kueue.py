@@ -161,7 +161,8 @@ def with_multikueue(values: dict[str, Any], multi_kueue: dict[str, str]) -> dict
 
 
 class Kueue(Controller):
-    """Installed last: it only enables integrations whose CRDs (TrainJob, JobSet) already exist."""
+    """Installed once Trainer is ready, which waits for JobSet (`after`): it only enables integrations whose
+    CRDs (TrainJob, JobSet) already exist."""
 
     name = "kueue"
     settings_model = KueueConfig

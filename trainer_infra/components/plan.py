@@ -25,7 +25,7 @@ class Releases:
         return {name: r.namespace for name, r in self.by_name.items()}
 
     def versions(self) -> dict[str, str]:
-        return {name: r.version for name, r in self.by_name.items()}
+        return {name: r.app_version for name, r in self.by_name.items()}
 
 
 def _release_row(name: str, version: str) -> Release:
@@ -56,7 +56,7 @@ def resolve_releases(stack: StackView, kubernetes: str, train_job_integration: b
             chart, repository = f"{chart_mirror.rstrip('/')}/{repository.removeprefix('https://')}/{row.chart}", None
         by_name[component.name] = ResolvedRelease(
             component=component.name,
-            version=rel.version,
+            app_version=rel.version,
             chart_version=rel.chart_version,
             chart=chart,
             repository=repository,
@@ -69,7 +69,7 @@ def resolve_releases(stack: StackView, kubernetes: str, train_job_integration: b
             locked_feature_gates=dict(rel.locked_feature_gates),
             integrations=tuple(rel.integrations) if rel.integrations is not None else None,
         )
-    versions = {name: r.version for name, r in by_name.items()}
+    versions = {name: r.app_version for name, r in by_name.items()}
     paths = {c.name: c.version_path for c in COMPONENTS if c.name in by_name}
     return Releases(by_name, check_compatibility(versions, kubernetes, train_job_integration, paths))
 
@@ -88,7 +88,7 @@ def components_plan(stack: StackView, releases: Releases) -> PlanPart:
                 name=component.name,
                 component=component.name,
                 chart=rel.chart,
-                version=rel.chart_version,
+                chart_version=rel.chart_version,
                 namespace=rel.namespace,
                 values=component.values(stack, rel),
                 after=tuple(f"{a}-ready" for a in component.after if a in releases.by_name),
@@ -104,7 +104,7 @@ def components_plan(stack: StackView, releases: Releases) -> PlanPart:
                     release=component.name,
                     crds=rel.crds,
                     probes=probes,
-                    version=rel.version,
+                    version=rel.app_version,
                     api_groups=tuple(rel.api_versions),
                 )
             )

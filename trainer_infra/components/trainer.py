@@ -37,7 +37,7 @@ def trainer_values(cfg: TrainerConfig, release: ResolvedRelease) -> dict[str, An
         },
         "manager": {"replicas": cfg.replicas, "resources": cfg.resources.as_chart_values()},
     }
-    if Version(release.version) >= Version("2.3.0"):
+    if Version(release.app_version) >= Version("2.3.0"):
         # v2.3 renders its CRDs from templates/ behind crds.enabled (v2.2 keeps them in crds/).
         values["crds"] = {"enabled": True}
     if cfg.feature_gates:
@@ -52,7 +52,9 @@ class Trainer(Controller):
 
     def values(self, stack: StackView, release: ResolvedRelease) -> dict[str, Any]:
         # Data cache values first, so the component's escape hatch still wins.
-        cache = data_cache_values(stack.data_cache, release.version, release.image("lws"), stack.images.registry_mirror)
+        cache = data_cache_values(
+            stack.data_cache, release.app_version, release.image("lws"), stack.images.registry_mirror
+        )
         if stack.data_cache.enabled and stack.data_cache.install_lws:
             # The LWS subchart's controller gets the same resources as ours (its chart default has no limit).
             resources = stack.components.trainer.resources.as_chart_values()

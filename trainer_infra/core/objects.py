@@ -27,7 +27,7 @@ class HelmRelease:
     name: str
     component: str
     chart: str
-    version: str
+    chart_version: str
     namespace: str
     values: dict[str, Any]
     after: tuple[str, ...] = ()  # names of gates or releases that must be ready first
@@ -78,12 +78,27 @@ class ManagedObject:
 
 
 @dataclass(frozen=True)
+class ProviderResource:
+    """A resource of a Pulumi provider other than Kubernetes, such as the cloud node group a node-pool backend
+    creates: its type token (`aws:eks/nodeGroup:NodeGroup`), a name unique in the plan and its input properties
+    as plain data. The program registers it as it is (the provider's plugin must be installed where
+    `pulumi up` runs), before the Kubernetes objects."""
+
+    type: str
+    name: str
+    inputs: dict[str, Any]
+    protect: bool = False
+    retain_on_delete: bool = False
+
+
+@dataclass(frozen=True)
 class PlanPart:
     """What one area contributes to the plan (see stack/build.py PLANNERS)."""
 
     releases: tuple[HelmRelease, ...] = ()
     gates: tuple[ReadinessGate, ...] = ()
     objects: tuple[ManagedObject, ...] = ()
+    resources: tuple[ProviderResource, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -104,6 +119,7 @@ class Plan:
     protect_crds: bool
     outputs: dict[str, Any] = field(default_factory=dict)
     cluster: ClusterAccess = field(default_factory=ClusterAccess)
+    resources: tuple[ProviderResource, ...] = ()  # of other providers (cloud node groups), registered first
 
 
 @dataclass(frozen=True)

@@ -92,7 +92,7 @@ def check_manager_pools(node_pools: Sequence[Any]) -> list[ConfigIssue]:
     ]
 
 
-MAX_FLAVORS = 64  # Kueue 0.19.2: flavors per ClusterQueue resource group
+MAX_FLAVORS = 64  # Kueue's limit of flavors per ClusterQueue resource group
 
 
 def check_manager_flavors(fleet: FleetConfig) -> list[ConfigIssue]:

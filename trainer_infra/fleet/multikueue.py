@@ -10,7 +10,7 @@ create-multikueue-kubeconfig.sh lists it): read Workloads and the dispatched job
 watches are cluster-wide), create and delete them only in team namespaces, update Workload status there.
 Job kinds follow the manager's Kueue integrations, so a disabled integration grants nothing.
 
-Leaving the fleet: Kueue 0.19.2 evicts at once every workload admitted on a cluster dropped from the
+Leaving the fleet: Kueue evicts at once every workload admitted on a cluster dropped from the
 MultiKueueConfig ("Admitting remote no longer exists", pkg/controller/admissionchecks/multikueue/workload.go)
 while the job keeps running on the worker. So a worker is first drained (its ClusterQueues hold, it stays
 in the MultiKueueConfig so its running jobs keep reporting), and a policy on the manager refuses to drop a

@@ -8,7 +8,7 @@ Standard library only: the CrossGuard policy pack imports it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from trainer_infra.manifests import meta
@@ -67,14 +67,26 @@ def containers(pod: Mapping[str, Any], key: str | None = None) -> Iterator[tuple
             yield f"{name}[{j}]", c
 
 
-def image_refs(container: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
-    """(relative path, image) for the container image and for env values that name images (`*_IMAGE`),
-    such as the data cache's CACHE_IMAGE."""
+def _image_slots(container: Mapping[str, Any]) -> Iterator[tuple[str, Any, str]]:
+    """(relative path, holder, key) of every image reference: the container image and env values that name
+    images (`*_IMAGE`), such as the data cache's CACHE_IMAGE."""
     if isinstance(container.get("image"), str):
-        yield "image", container["image"]
+        yield "image", container, "image"
     for k, env in enumerate(container.get("env") or []):
         if str(env.get("name", "")).endswith("_IMAGE") and isinstance(env.get("value"), str):
-            yield f"env[{k}].value", env["value"]
+            yield f"env[{k}].value", env, "value"
+
+
+def image_refs(container: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """(relative path, image) for every image reference of a container (`_image_slots`)."""
+    for path, holder, key in _image_slots(container):
+        yield path, holder[key]
+
+
+def replace_images(container: dict[str, Any], new: Callable[[str], str]) -> None:
+    """Every image reference of a container (the same ones `image_refs` lists) replaced by `new(image)`."""
+    for _, holder, key in _image_slots(container):
+        holder[key] = new(holder[key])
 
 
 def images_of(runtime: Mapping[str, Any]) -> list[str]:
@@ -98,15 +110,27 @@ def is_training(job: Mapping[str, Any]) -> bool:
     return ancestor(job) == "trainer" or job.get("name") == "node"
 
 
+def quoted_resources(resources: Any) -> Any:
+    """A container's `resources` with every numeric quantity as a string (`nvidia.com/gpu: 8` → `"8"`): the
+    kubeflow SDK reads an unquoted accelerator count as 8.0 and then does not multiply it by numNodes. Anything
+    else is left as it is (for the API's validation to judge)."""
+    if not isinstance(resources, dict):
+        return resources
+    return {
+        section: (
+            {k: str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v for k, v in values.items()}
+            if section in ("requests", "limits") and isinstance(values, dict)
+            else values
+        )
+        for section, values in resources.items()
+    }
+
+
 def quote_quantities(pod: Mapping[str, Any]) -> None:
-    """`nvidia.com/gpu: 8` → `"8"`: the kubeflow SDK (0.5.0) reads an unquoted accelerator count as 8.0 and
-    then does not multiply it by numNodes, so every quantity is rendered as a string."""
+    """Every container's quantities as strings, in place (`quoted_resources`)."""
     for _, c in containers(pod):
-        for section in ("requests", "limits"):
-            values = (c.get("resources") or {}).get(section) or {}
-            for key, v in values.items():
-                if isinstance(v, (int, float)) and not isinstance(v, bool):
-                    values[key] = str(v)
+        if "resources" in c:
+            c["resources"] = quoted_resources(c["resources"])
 
 
 #: What the catalog's runtime files write for "a GPU"; a stack whose pools offer one other accelerator

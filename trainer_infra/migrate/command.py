@@ -17,8 +17,9 @@ from kubernetes import client, config
 from kubernetes.config.config_exception import ConfigException
 
 from trainer_infra.migrate import report
-from trainer_infra.migrate.convert import Options, Result, Status, convert
+from trainer_infra.migrate.convert import convert
 from trainer_infra.migrate.inventory import ClusterReadError, Lister, read_cluster
+from trainer_infra.migrate.result import Options, Result, Status
 from trainer_infra.migrate.source import Document, SourceError, read
 from trainer_infra.migrate.target import Target
 

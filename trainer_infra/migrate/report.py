@@ -15,8 +15,8 @@ from typing import Any
 
 import yaml
 
-from trainer_infra.migrate.convert import Result, Status
 from trainer_infra.migrate.mapping import Disposition
+from trainer_infra.migrate.result import Result, Status
 
 LABEL = {
     Disposition.LOSSY: "reported",

@@ -102,5 +102,5 @@ class Target:
 def stack_target(stack: str, validated: Validated, plan: Plan) -> Target:
     """The target for a validated stack: its plan's objects and the Trainer version it installs."""
     return Target.from_manifests(
-        stack, validated.releases.by_name["trainer"].version, [o.manifest for o in plan.objects]
+        stack, validated.releases.by_name["trainer"].app_version, [o.manifest for o in plan.objects]
     )

@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.model import StrictModel
-from trainer_infra.core.objects import ManagedObject
+from trainer_infra.core.objects import ManagedObject, ProviderResource
 from trainer_infra.nodepools.labels import Taint
 from trainer_infra.nodepools.model import NodePool, ResolvedPool
 
@@ -52,6 +52,9 @@ class NodePoolBackend(Protocol):
     def shared_objects(self, pools: list[ResolvedPool], mirror: str | None) -> list[ManagedObject]:
         """Objects the backend owns once for all its pools (e.g. a controller)."""
 
+    def resources(self, pool: ResolvedPool) -> list[ProviderResource]:
+        """Resources of other Pulumi providers the backend creates for one pool (e.g. a cloud node group)."""
+
 
 class BackendDefaults:
     """What most backends do: nodes carry whatever levels the pool declares, no taints or selectors of the
@@ -70,4 +73,7 @@ class BackendDefaults:
         return []
 
     def shared_objects(self, pools: list[ResolvedPool], mirror: str | None) -> list[ManagedObject]:
+        return []
+
+    def resources(self, pool: ResolvedPool) -> list[ProviderResource]:
         return []

@@ -126,8 +126,8 @@ def _labels(pool: ResolvedPool) -> list[ConfigIssue]:
     owned |= {key: "topology" for key in pool.topology}
     owned |= {key: "the node itself" for key in NODE_OWN_LABELS}
     acc = pool.config.node.accelerator
-    if acc and acc.product:
-        owned[acc.product_label] = "node.accelerator.product"
+    if acc and acc.product and acc.product_label_key:
+        owned[acc.product_label_key] = "node.accelerator.product"
     owned |= {
         key: f"the {pool.config.backend} backend's selector"
         for key in BACKENDS[pool.config.backend].selector(pool.settings)

@@ -18,6 +18,9 @@ CAPACITY_TYPE_LABEL = "trainer-platform.io/capacity-type"
 BLOCK_LABEL = "trainer-platform.io/block"
 RACK_LABEL = "trainer-platform.io/rack"
 DEFAULT_TOPOLOGY = (BLOCK_LABEL, RACK_LABEL, HOSTNAME)
+# The label a vendor's node labeller puts the accelerator product in, by the resource's domain: NVIDIA GPU
+# Feature Discovery's, and AMD GPU node labeller's (k8s-device-plugin, `-product-name`).
+PRODUCT_LABELS = {"nvidia.com": "nvidia.com/gpu.product", "amd.com": "amd.com/gpu.product-name"}
 # Labels a node carries about itself (the kubelet, or kwok for fake nodes): never a pool label.
 NODE_OWN_LABELS = (HOSTNAME, "kubernetes.io/arch", "kubernetes.io/os")
 

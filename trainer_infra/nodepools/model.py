@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.quantity import quantity
 from trainer_infra.core.types import DnsLabel, ExtendedResource, LabelKey, LabelValue, PositiveQuantity
-from trainer_infra.nodepools.labels import Taint, accelerator_taint
+from trainer_infra.nodepools.labels import PRODUCT_LABELS, Taint, accelerator_taint
 
 
 class Accelerator(StrictModel):
@@ -24,9 +24,25 @@ class Accelerator(StrictModel):
     resource: ExtendedResource = Field(default="nvidia.com/gpu", description="Extended resource name (domain/name).")
     count: int = Field(ge=1, le=64, description="Devices per node.")
     product: LabelValue | None = Field(default=None, description='e.g. "NVIDIA-H100-80GB-HBM3".')
-    product_label: LabelKey = Field(
-        default="nvidia.com/gpu.product", description="Label that carries the product (GPU Feature Discovery's)."
+    product_label: LabelKey | None = Field(
+        default=None,
+        description="Label that carries the product. Default by the resource's vendor: nvidia.com/gpu.product "
+        "(NVIDIA GPU Feature Discovery), amd.com/gpu.product-name (AMD GPU node labeller).",
     )
+
+    @model_validator(mode="after")
+    def _vendor_label(self) -> Accelerator:
+        if self.product is not None and self.product_label is None and self.product_label_key is None:
+            vendor = self.resource.partition("/")[0]
+            raise ValueError(
+                f"productLabel: no default for {vendor} accelerators; set the node label that carries the product"
+            )
+        return self
+
+    @property
+    def product_label_key(self) -> str | None:
+        """The label the product goes into: `productLabel`, else the vendor's (PRODUCT_LABELS)."""
+        return self.product_label or PRODUCT_LABELS.get(self.resource.partition("/")[0])
 
 
 class NodeShape(StrictModel):
@@ -50,7 +66,9 @@ class NodePool(StrictModel):
     """A GPU (or CPU) node pool. Its nodes carry `trainer-platform.io/node-pool: <name>`, which its
     Kueue ResourceFlavor selects."""
 
-    name: DnsLabel = Field(description="Pool name; also the ResourceFlavor name.")
+    name: DnsLabel = Field(
+        description="Pool name; its ResourceFlavor is `<name>-<hash of the flavor's immutable fields>`."
+    )
     backend: str = Field(description="The backend that makes or adopts the nodes (nodepools/registry.py).")
     node: NodeShape
     size: PoolSize = Field(default_factory=PoolSize)

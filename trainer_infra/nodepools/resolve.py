@@ -18,8 +18,8 @@ def resolve_pool(pool: NodePool, index: int) -> ResolvedPool:
     selector = backend.selector(settings)
     labels = {**pool.labels, POOL_LABEL: pool.name, CAPACITY_TYPE_LABEL: pool.capacity_type}
     acc = pool.node.accelerator
-    if acc and acc.product:
-        labels[acc.product_label] = acc.product
+    if acc and acc.product and acc.product_label_key:
+        labels[acc.product_label_key] = acc.product
     labels.update(selector)
     return ResolvedPool(
         config=pool,

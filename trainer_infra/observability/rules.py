@@ -1,7 +1,7 @@
 """Prometheus rule groups for the platform: controllers, webhooks, team queues, TrainJobs, pool nodes.
 
-Every metric and label used here is exported by the pinned controllers (Kueue 0.19.2, JobSet 0.12.0,
-Trainer 2.2.1 through controller-runtime 0.24), by Prometheus itself (`up`), by kube-state-metrics
+Every metric and label used here is exported by the pinned controllers (versions/matrix.yaml; Trainer's
+through controller-runtime), by Prometheus itself (`up`), by kube-state-metrics
 (node alerts), or recorded by the `trainer-platform.teams` group below; the e2e suite scrapes the
 real controllers and fails on any name that does not exist. Kueue gauges are read with `max by`
 because with several replicas only the leader reports them.

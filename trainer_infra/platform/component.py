@@ -44,6 +44,14 @@ class TrainingPlatform(pulumi.ComponentResource):
         )
         child = pulumi.ResourceOptions(parent=self, provider=self.provider)
 
+        for res in plan.resources:  # other providers' (cloud node groups): their default provider, not the cluster
+            self.created[res.name] = pulumi.CustomResource(
+                res.type,
+                prefix + res.name,
+                res.inputs,
+                pulumi.ResourceOptions(parent=self, protect=res.protect, retain_on_delete=res.retain_on_delete),
+            )
+
         namespaces: dict[str, pulumi.Resource] = {}
         for obj in plan.objects:
             if obj.manifest["kind"] == "Namespace":

@@ -74,7 +74,7 @@ def chart(release: HelmRelease, protect: bool, opts: pulumi.ResourceOptions) -> 
         release.name,
         k8s.helm.v4.ChartArgs(
             chart=release.chart,
-            version=release.version,
+            version=release.chart_version,
             namespace=release.namespace,
             values=release.values,
             skip_await=False,

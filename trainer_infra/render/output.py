@@ -133,6 +133,8 @@ def assemble(captured: Capture) -> Rendered:
             entry["replaceOnChanges"] = sorted(r.replace_on_changes)
         if r.type == "pulumi-python:dynamic:Resource":
             entry["inputs"] = {k: v for k, v in r.inputs.items() if not k.startswith("__")}
+        elif r.custom and r.type.split(":")[0] not in ("kubernetes", "pulumi"):  # other providers' (ProviderResource)
+            entry["inputs"] = r.inputs
         resources.append(entry)
     return Rendered(manifests, releases, resources, captured.stack_outputs)
 

@@ -16,7 +16,7 @@ from trainer_infra.components.registry import COMPONENTS
 from trainer_infra.core.errors import ConfigError, ConfigIssue
 from trainer_infra.core.objects import ClusterAccess, ManagedObject, Plan, PlanPart, SecretValue
 from trainer_infra.nodepools.labels import POOL_LABEL
-from trainer_infra.nodepools.plan import node_pool_objects
+from trainer_infra.nodepools.plan import node_pool_plan
 from trainer_infra.observability.facts import ObservedTeam, PlatformFacts
 from trainer_infra.observability.plan import observability_plan
 from trainer_infra.queues.derive import cluster_queue_name
@@ -91,10 +91,10 @@ def plan_storage(v: Validated) -> PlanPart:
 def plan_pools_and_queues(v: Validated) -> PlanPart:
     cfg = v.config
     kueue_api = v.releases.by_name["kueue"].api_versions["kueue.x-k8s.io"]
-    pools = node_pool_objects(v.pools, cfg.images.registry_mirror)
+    pools = node_pool_plan(v.pools, cfg.images.registry_mirror)
     deputy_queue = DEPUTY_QUEUE if cfg.data_cache.enabled else None
-    queues = queues_plan(kueue_api, cfg.queues, cfg.teams, v.queues, deputy_queue)
-    return PlanPart(objects=(*pools, *queues.objects))
+    queues = queues_plan(kueue_api, cfg.queues, cfg.teams, v.queues, deputy_queue).objects
+    return PlanPart(objects=(*pools.objects, *queues), resources=pools.resources)
 
 
 def plan_catalog(v: Validated) -> PlanPart:
@@ -171,4 +171,5 @@ def build_plan(v: Validated) -> Plan:
         cluster=ClusterAccess(
             SecretValue(kubeconfig.get_secret_value()) if kubeconfig is not None else None, cfg.kubernetes.context
         ),
+        resources=tuple(r for p in parts for r in p.resources),
     )

@@ -28,6 +28,7 @@ MAP_KEYS: dict[str, str] = {
     "teams[].quota": "pool",
     "runtimes.overrides": "runtime",
     "queues.placement.runtimes": "runtime",
+    "teams[].secrets.extra": "secret>.<key",  # a map of maps: secret name, then key
 }
 
 HEADER = f"""\

@@ -119,7 +119,7 @@ def validate_fleet(
         except ConfigError as exc:
             issues += [_worker_path(i, issue, w.name) for issue in exc.issues]
     if manager is not None:
-        trainer = manager.releases.by_name["trainer"].version
+        trainer = manager.releases.by_name["trainer"].app_version
         issues += checks.check_manager_trainer(fleet, trainer, "fleet.managerTrainerController")
     if issues or manager is None:
         raise ConfigError(issues, source)

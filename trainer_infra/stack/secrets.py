@@ -44,8 +44,9 @@ def plaintext_warnings(cfg: BaseModel, namespace: str, secret_keys: frozenset[st
             continue
         key = pulumi_path(namespace, loc)
         where = key.partition(":")[2]
+        plain = "; a value that is not secret: `{plaintext: <value>}`" if loc[-3:-2] == ("extra",) else ""
         out.append(
             f"{where}: a secret in plain text in the stack file; store it encrypted with\n"
-            f"    pulumi config set --secret --path '{key}' <value>"
+            f"    pulumi config set --secret --path '{key}' <value>{plain}"
         )
     return out

@@ -11,10 +11,18 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from trainer_infra.catalog.entry import Catalog
 from trainer_infra.catalog.injections import RuntimeFacts
-from trainer_infra.catalog.loader import Catalog, load_catalog
-from trainer_infra.catalog.plan import Selection, ServeContext, features, select, unused_settings
-from trainer_infra.catalog.pod_security import restricted_pods, restricted_refusal
+from trainer_infra.catalog.loader import load_catalog
+from trainer_infra.catalog.plan import (
+    Selection,
+    ServeContext,
+    features,
+    sdk_listing_warnings,
+    select,
+    unused_settings,
+)
+from trainer_infra.catalog.pod_security import PLATFORM_MOUNTS, restricted_pods, restricted_refusal
 from trainer_infra.components.checks import check_components
 from trainer_infra.components.kueue import kueue_settings
 from trainer_infra.components.plan import Releases, resolve_releases
@@ -38,6 +46,7 @@ from trainer_infra.storage.checks import (
     check_data_cache,
     check_data_cache_protections,
     check_job_service_accounts,
+    check_mount_path,
     check_storage,
 )
 from trainer_infra.storage.data_cache import CACHE_CLUSTER_PODS
@@ -87,8 +96,9 @@ def _draft(cfg: StackConfig) -> Draft:
     pool_issues = check_pools(pools)
     queues = resolve_queues(() if pool_issues else pools, cfg.teams, kueue.tas.enabled)
     catalog = load_catalog()
-    trainer = releases.by_name["trainer"].version
-    selection, catalog_issues = select(cfg.runtimes, cfg.teams, trainer, features(cfg.data_cache), catalog)
+    trainer = releases.by_name["trainer"].app_version
+    mount_path = cfg.storage.mount_path if cfg.storage is not None else None
+    selection, catalog_issues = select(cfg.runtimes, cfg.teams, trainer, features(cfg.data_cache), catalog, mount_path)
     unused, warnings = unused_settings(cfg.runtimes, cfg.queues.placement.runtimes, selection, catalog)
     warnings += no_effect_warnings(cfg)
     return Draft(cfg, releases, pools, pool_issues, queues, catalog, selection, catalog_issues + unused, warnings)
@@ -171,6 +181,7 @@ def _teams(d: Draft) -> list[ConfigIssue]:
 def _storage(d: Draft) -> list[ConfigIssue]:
     return (
         check_storage(d.config.storage, d.config.teams)
+        + check_mount_path(d.config.storage, PLATFORM_MOUNTS)
         + check_data_cache(d.config.data_cache)
         + check_job_service_accounts(d.config.teams)
         + check_data_cache_protections(d.config.data_cache, d.config.teams, d.config.tenancy.priority_classes)
@@ -188,7 +199,7 @@ def _runtimes(d: Draft) -> list[ConfigIssue]:
 def _restricted(d: Draft) -> list[ConfigIssue]:
     """Judged on each runtime as served (the `pod-security` injection applied; the other injections add
     nothing Pod Security looks at) plus the pods the data cache runtime creates at run time."""
-    trainer = d.releases.by_name["trainer"].version
+    trainer = d.releases.by_name["trainer"].app_version
     security = d.config.runtimes.security_context
     served = [
         (
@@ -278,8 +289,9 @@ def validate_model(
         security_context=cfg.runtimes.security_context,
     )
     serve = ServeContext(
-        d.releases.by_name["trainer"].version, cfg.runtimes, cfg.data_cache, facts, cfg.allow_data_loss
+        d.releases.by_name["trainer"].app_version, cfg.runtimes, cfg.data_cache, facts, cfg.allow_data_loss
     )
     warnings = [f"UNSUPPORTED (allowUnsupportedVersions): {i.render()}" for i in compat]
     warnings += plaintext_warnings(cfg, NAMESPACE, secret_keys) + d.warnings
+    warnings += sdk_listing_warnings(serve, d.catalog, d.selection)
     return Validated(cfg, d.releases, d.pools, d.queues, d.catalog, d.selection, serve, warnings)

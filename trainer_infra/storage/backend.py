@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Protocol
 
-from pydantic import AfterValidator, StringConstraints
+from pydantic import AfterValidator
 
 from trainer_infra.core import kube
 from trainer_infra.core.errors import ConfigIssue
@@ -21,14 +21,16 @@ from trainer_infra.core.objects import ManagedObject
 GI = 1024**3
 
 
-def _no_backsteps(path: str) -> str:
-    """The API server refuses `..` in mount and hostPath paths (validatePathNoBacksteps)."""
-    if (problem := kube.path_problem(path)) is not None:
-        raise ValueError(problem)
-    return path
+def _absolute(path: str) -> str:
+    """The API server refuses `..` in mount and hostPath paths (validatePathNoBacksteps); empty and `.` segments
+    are dropped (`/data/` is `/data`), so one directory has one spelling."""
+    problem = kube.path_problem(path) or ("must not contain white space" if any(c.isspace() for c in path) else None)
+    if problem is not None:
+        raise ValueError(f"{problem}, e.g. /data")
+    return "/" + "/".join(part for part in path.split("/") if part not in ("", "."))
 
 
-AbsolutePath = Annotated[str, StringConstraints(pattern=r"^/[^\s]*$"), AfterValidator(_no_backsteps)]
+AbsolutePath = Annotated[str, AfterValidator(_absolute)]
 
 
 class StorageBackend(Protocol):

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import posixpath
+from collections.abc import Mapping, Sequence
 
 from trainer_infra.core import kube
 from trainer_infra.core.errors import ConfigIssue
@@ -91,6 +92,39 @@ def check_storage(storage: StorageConfig | None, teams: Sequence[TeamConfig]) ->
                 message = f"expected at least {least // GI}Gi"
                 issues.append(ConfigIssue(f"teams[{i}].storage.size", message, team.storage.size, why))
     return issues
+
+
+#: Directories the images themselves need: the claim mounted at, inside or above one hides what is there.
+SYSTEM_DIRS = (
+    "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/opt", "/proc", "/root", "/run", "/sbin", "/sys",
+    "/usr", "/var",
+)  # fmt: skip
+
+
+def _nested(a: str, b: str) -> bool:
+    """One path is the other or lies inside it."""
+    return a == b or a.startswith(b.rstrip("/") + "/") or b.startswith(a.rstrip("/") + "/")
+
+
+def check_mount_path(storage: StorageConfig | None, taken: Mapping[str, str]) -> list[ConfigIssue]:
+    """`storage.mountPath` (absolute, without `..`: the model) is where every runtime container sees the
+    claim, so it may not hide a directory of the image nor meet a mount the platform adds (`taken`: path → what
+    mounts there)."""
+    if storage is None:
+        return []
+    path = posixpath.normpath(storage.mount_path)
+    hint = "a directory of its own, e.g. /workspace (the default) or /data"
+    if path in ("/", "//"):
+        return [ConfigIssue("storage.mountPath", "the claim would hide the container's whole filesystem", path, hint)]
+    for system in SYSTEM_DIRS:
+        if _nested(path, system):
+            message = f"the claim would hide or sit inside {system}, which the images need"
+            return [ConfigIssue("storage.mountPath", message, storage.mount_path, hint)]
+    for other, what in taken.items():
+        if _nested(path, other):
+            message = f"meets {other}, where the platform mounts {what}"
+            return [ConfigIssue("storage.mountPath", message, storage.mount_path, hint)]
+    return []
 
 
 def check_job_service_accounts(teams: Sequence[TeamConfig]) -> list[ConfigIssue]:

@@ -30,7 +30,10 @@ class Storage(StrictModel):
         default="workspace", description="Name of the team claim in every team namespace (runtimes mount it by name)."
     )
     mount_path: AbsolutePath = Field(
-        default="/workspace", description="Where initializers and trainers see the team claim."
+        default="/workspace",
+        description="Where initializers and trainers see their job's directory of the team claim. Every runtime "
+        "follows it; runtimes with the upstream initializers (torchtune) are served only with /workspace, the "
+        "path those images write to.",
     )
 
     @model_validator(mode="after")

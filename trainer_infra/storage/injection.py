@@ -1,5 +1,12 @@
 """Runtime injection: every initializer and trainer job sees its TrainJob's own directory of the team claim
-at `storage.mountPath` (/workspace), i.e. `<claim>/jobs/<trainjob>/`.
+at `storage.mountPath` (default /workspace), i.e. `<claim>/jobs/<trainjob>/`.
+
+The mount path is one fact. Catalog files write the claim as `/workspace` (RUNTIME_WORKSPACE): their mounts of
+the claim volume there, and the paths under it in those containers' command, args and env, follow
+`storage.mountPath`. What the upstream initializer images write is fixed in the images (kubeflow/trainer
+pkg/initializers/utils/utils.py: /workspace/dataset and /workspace/model, no setting), and the kubeflow SDK's
+BuiltinTrainer passes /workspace/dataset paths to torchtune: runtimes running those images are served only with
+the default mount path (`fixed_workspace`).
 
 Runtimes are cluster-scoped but a claim is namespaced: every team namespace has a claim with the same name,
 so one runtime resolves to the TrainJob's own team volume. The pod volume keeps the upstream name
@@ -23,13 +30,18 @@ from __future__ import annotations
 
 import copy
 import posixpath
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from trainer_infra.manifests.runtime import is_step_job, is_training, pod_spec, replicated_jobs
+from trainer_infra.manifests.runtime import get_in, is_step_job, is_training, pod_spec, replicated_jobs
 from trainer_infra.storage.config import StorageConfig
 
 VOLUME = "initializer"
+RUNTIME_WORKSPACE = "/workspace"  # where catalog files (and upstream's) mount the claim volume
+# The upstream initializer images, which download to RUNTIME_WORKSPACE/{dataset,model} whatever the mount.
+FIXED_WORKSPACE_IMAGES = re.compile(r"(^|/)kubeflow/trainer/(dataset|model)-initializer([:@]|$)")
+_UNDER_WORKSPACE = re.compile(r"(?<![\w./-])/workspace(?=/|$|[\s:;,])")
 JOB_NAME_ENV = "TRAIN_JOB_NAME"
 JOB_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 JOBS_DIR = "jobs"
@@ -57,6 +69,35 @@ def _mounts(container: dict[str, Any], mount_path: str) -> list[dict[str, Any]]:
     return [*kept, {"name": VOLUME, "mountPath": mount_path, "subPathExpr": SUB_PATH}]
 
 
+def _relocated(container: dict[str, Any], mount_path: str) -> None:
+    """The file's mounts of the claim volume at or under RUNTIME_WORKSPACE, and the paths under it in command,
+    args and env values, moved to `mount_path` (in place)."""
+    mounts = [m for m in container.get("volumeMounts") or [] if m.get("name") == VOLUME]
+    if mount_path == RUNTIME_WORKSPACE or not any(_inside(m["mountPath"], RUNTIME_WORKSPACE) for m in mounts):
+        return
+    for m in mounts:
+        if _inside(m["mountPath"], RUNTIME_WORKSPACE):
+            m["mountPath"] = mount_path + posixpath.normpath(m["mountPath"])[len(RUNTIME_WORKSPACE) :]
+    for key in ("command", "args"):
+        if isinstance(container.get(key), list):
+            container[key] = [_UNDER_WORKSPACE.sub(mount_path, a) if isinstance(a, str) else a for a in container[key]]
+    for env in container.get("env") or []:
+        if isinstance(env.get("value"), str):
+            env["value"] = _UNDER_WORKSPACE.sub(mount_path, env["value"])
+
+
+def fixed_workspace(runtime: Mapping[str, Any]) -> list[str]:
+    """job/container of every container that mounts the claim volume and runs an upstream initializer image:
+    they write to RUNTIME_WORKSPACE whatever the mount path."""
+    return [
+        f"{job.get('name')}/{c.get('name')}"
+        for job in replicated_jobs(runtime)
+        for c in (get_in(job, "template", "spec", "template", "spec") or {}).get("containers") or []
+        if FIXED_WORKSPACE_IMAGES.search(str(c.get("image", "")))
+        and any(m.get("name") == VOLUME for m in c.get("volumeMounts") or [])
+    ]
+
+
 def _with_env(container: dict[str, Any], env: dict[str, Any]) -> None:
     """Add an env var unless the container defines that name already (the check below compares them)."""
     existing = container.setdefault("env", [])
@@ -81,6 +122,7 @@ def shared_workspace(storage: StorageConfig | None, runtime: dict[str, Any]) -> 
         else:
             volumes[at] = dict(volume)
         for container in spec.get("containers", []):
+            _relocated(container, storage.mount_path)
             container["volumeMounts"] = _mounts(container, storage.mount_path)
             _with_env(container, job_name_env())
             if is_training(job) or job.get("name") == "launcher":

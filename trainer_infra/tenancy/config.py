@@ -79,6 +79,17 @@ class TeamStorageConfig(StrictModel):
     size: PositiveQuantity = Field(default="100Gi", description="Requested size of the team claim; grow it in place.")
 
 
+class PlainValue(StrictModel):
+    """A value of a team Secret that is not secret (`WANDB_MODE: {plaintext: offline}`): kept as written in
+    the stack file, on purpose, so `validate` does not ask to encrypt it. It still reaches pods only
+    through the Secret, and renders as `<secret>` like every Secret value."""
+
+    plaintext: str = Field(description="The value, stored as plain text in the stack file.")
+
+    def get_secret_value(self) -> str:
+        return self.plaintext
+
+
 class TeamSecretsConfig(StrictModel):
     """Secrets from Pulumi secret config (`pulumi config set --secret --path
     'trainer-platform:teams[0].secrets.hfToken' hf_...`): rendered as Secrets, never in plaintext."""
@@ -86,9 +97,10 @@ class TeamSecretsConfig(StrictModel):
     hf_token: SecretStr | None = Field(
         default=None, description="Hugging Face token: Secret `hf-token` (key HF_TOKEN), read by the initializers."
     )
-    extra: dict[DnsLabel, Annotated[dict[SecretKey, SecretStr], Field(min_length=1)]] = Field(
+    extra: dict[DnsLabel, Annotated[dict[SecretKey, SecretStr | PlainValue], Field(min_length=1)]] = Field(
         default_factory=dict,
-        description="More Opaque Secrets: secret name -> key -> value (`hf-token` is hfToken's).",
+        description="More Opaque Secrets: secret name -> key -> value (`hf-token` is hfToken's); a value that "
+        "is not secret is written `{plaintext: <value>}`.",
     )
 
 

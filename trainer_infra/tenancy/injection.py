@@ -9,7 +9,7 @@ import copy
 from typing import Any
 
 from trainer_infra.manifests.runtime import INITIALIZERS, pod_spec, replicated_jobs
-from trainer_infra.tenancy.policies import HF_TOKEN_KEY, HF_TOKEN_SECRET
+from trainer_infra.tenancy.secrets import HF_TOKEN_KEY, HF_TOKEN_SECRET
 
 
 def hf_token_env(some_team_has_token: bool, runtime: dict[str, Any]) -> dict[str, Any]:

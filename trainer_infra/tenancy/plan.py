@@ -10,10 +10,11 @@ from trainer_infra.tenancy.admission.model import AdmissionSettings
 from trainer_infra.tenancy.admission.policy import admission_objects, namespace_annotations
 from trainer_infra.tenancy.deputies import CacheDeputy
 from trainer_infra.tenancy.deputy_admission import deputy_policies
+from trainer_infra.tenancy.limits import limit_objects
 from trainer_infra.tenancy.namespaces import team_namespace
 from trainer_infra.tenancy.network import NetworkSettings, network_policies
-from trainer_infra.tenancy.policies import quota_objects, secret_objects
 from trainer_infra.tenancy.rbac import shared_roles, team_bindings
+from trainer_infra.tenancy.secrets import secret_objects
 from trainer_infra.tenancy.teams import TeamConfig
 
 
@@ -40,7 +41,7 @@ def tenancy_plan(
         namespaces.append(namespace.key)
         objects.append(namespace)
         objects += team_bindings(team, trainer_namespace, cluster_queues.get(team.name))
-        objects += quota_objects(team)
+        objects += limit_objects(team)
         objects += secret_objects(team)
         if network is not None:
             objects += [ManagedObject(p) for p in network_policies(team.resolved_namespace, team.name, network)]

@@ -8,8 +8,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from trainer_infra.core.objects import ManagedObject
-from trainer_infra.policies.model import CHART_TYPE, Subject, Violation
-from trainer_infra.policies.rules import check
+from trainer_infra.policy_rules.model import CHART_TYPE, Subject, Violation
+from trainer_infra.policy_rules.rules import check
 from trainer_infra.render.output import Rendered
 
 EXIT_POLICY = 3  # validate/render exit code when a mandatory rule is violated

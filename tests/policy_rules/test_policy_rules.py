@@ -17,9 +17,11 @@ from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
 from tests.helpers import MINIMAL, ROOT, render
 from trainer_infra.manifests import meta
-from trainer_infra.policies import RULES, SECRET_MARK, Subject, check
-from trainer_infra.policies.rules import CATALOG_VERSION_LABEL, FRAMEWORK_LABEL, TEAM_LABEL
-from trainer_infra.render.policy import check_rendered
+from trainer_infra.manifests.meta import TEAM_LABEL
+from trainer_infra.manifests.runtime import FRAMEWORK_LABEL
+from trainer_infra.policy_rules import RULES, SECRET_MARK, Subject, check
+from trainer_infra.policy_rules.rules import CATALOG_VERSION_LABEL
+from trainer_infra.render.enforce import check_rendered
 from trainer_infra.stack.load import SECRET_PLACEHOLDER
 
 CHART = "kubernetes:helm.sh/v4:Chart"
@@ -64,7 +66,7 @@ CLUSTER_QUEUE = {
     "metadata": meta.metadata("team-a"),
     "spec": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "team-a"}}, "resourceGroups": []},
 }
-PVC = {
+PVC: dict[str, Any] = {
     "apiVersion": "v1",
     "kind": "PersistentVolumeClaim",
     "metadata": meta.metadata("workspace", "team-a"),

@@ -17,7 +17,7 @@ from trainer_infra.manifests.runtime import (
     tolerates,
     unpinned,
 )
-from trainer_infra.policies.model import SECRET_MARK, Finding, Rule, Subject, Violation
+from trainer_infra.policy_rules.model import SECRET_MARK, Finding, Rule, Subject, Violation
 
 CATALOG_VERSION_LABEL = "trainer-platform.io/catalog-version"
 MANAGED_BY = ("app.kubernetes.io/managed-by", "trainer-platform")

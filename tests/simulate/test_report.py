@@ -1,0 +1,48 @@
+"""The report a replay writes: the numbers of summary.json, one CSV row per job, the usage series, the plots."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from tests.simulate.test_metrics import JOBS
+from trainer_infra.simulate.metrics import JobOutcome
+from trainer_infra.simulate.report import Run, summary, table, write
+
+
+def run(**changes: object) -> Run:
+    never = JobOutcome("huge", "a", "cq-a", 512, 10, 0, never_admissible="more than any pool")
+    base = Run([*JOBS, never], capacity=8, weights={"a": 1, "b": 2}, compression=60, until=25, wall_seconds=0.5)
+    base.limits = {"cq-a": (4, 8), "cq-b": (4, 8)}
+    base.samples = [(10.0, "cq-b", 8), (11.0, "cq-a", 12)]
+    for key, value in changes.items():
+        setattr(base, key, value)
+    return base
+
+
+def test_summary_holds_the_metrics_and_names_what_could_never_run() -> None:
+    s = summary(run())
+    assert s["utilisation"] == 0.7 and s["makespan"] == 25
+    assert s["status"] == {"finished": 3, "never-admissible": 1}
+    assert s["never_admissible"] == [{"job": "huge", "why": "more than any pool"}]
+    assert s["waits"]["a"]["p95"] == 15
+    assert s["cluster_queue_over_limit"] == ["cq-a held 12 > 8 at t=11s"]
+    assert s["complete"] is True
+    stopped = summary(run(stopped_early="the 600 s bound was reached with 2 jobs pending"))
+    assert stopped["complete"] is False and "600 s bound" in stopped["stopped_early"]
+
+
+def test_the_report_files(tmp_path: Path) -> None:
+    assert write(run(), tmp_path) == []
+    assert json.loads((tmp_path / "summary.json").read_text())["jobs"] == 4
+    rows = list(csv.DictReader((tmp_path / "jobs.csv").open()))
+    assert [(r["job"], r["admitted"], r["status"]) for r in rows][:2] == [
+        ("A", "0.0", "finished"),
+        ("B", "10.0", "finished"),
+    ]
+    usage = list(csv.reader((tmp_path / "usage.csv").open()))
+    assert usage[0] == ["minute", "cq-a", "cq-b"] and usage[1:] == [["0", "1.00", "1.33"]]  # (40 + 20) / 60, 80 / 60
+    for plot in ("utilisation.png", "shares.png", "waits.png"):
+        assert (tmp_path / plot).read_bytes()[:4] == b"\x89PNG"
+    assert "util" in table([("derived", summary(run()))]).splitlines()[0]

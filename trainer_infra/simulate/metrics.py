@@ -1,0 +1,248 @@
+"""The replay's metrics, as pure functions of what happened to each job (docs/simulate.md defines them).
+
+Every time here is in trace seconds since the trace started (wall seconds × the compression factor), so a
+result reads in the units of the trace. Nothing here talks to a cluster: the replay records, this computes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+#: The reasons Kueue gives an eviction that frees quota for another workload.
+PREEMPTION_REASONS = ("Preempted", "InClusterQueue", "InCohortReclamation", "InCohortFairSharing")
+
+
+@dataclass(frozen=True)
+class Admission:
+    """One stretch during which a job held quota: from `Admitted` to its end (None: still held at run end)."""
+
+    start: float
+    end: float | None = None
+    #: "finished", "evicted" or "" while still held
+    ended_by: str = ""
+    reason: str = ""
+
+    def length(self, until: float) -> float:
+        return max(0.0, (until if self.end is None else self.end) - self.start)
+
+    def overlap(self, lo: float, hi: float, until: float) -> float:
+        end = until if self.end is None else self.end
+        return max(0.0, min(end, hi) - max(self.start, lo))
+
+    @property
+    def preempted(self) -> bool:
+        return self.ended_by == "evicted" and any(r in self.reason for r in PREEMPTION_REASONS)
+
+
+@dataclass
+class JobOutcome:
+    """What happened to one trace job in a replay."""
+
+    name: str
+    team: str
+    cluster_queue: str
+    accelerators: int
+    duration: float
+    submit: float
+    created: float | None = None
+    admissions: list[Admission] = field(default_factory=list)
+    started: float | None = None
+    finished: float | None = None
+    flavor: str = ""
+    never_admissible: str = ""
+
+    @property
+    def first_admitted(self) -> float | None:
+        return self.admissions[0].start if self.admissions else None
+
+    @property
+    def wait(self) -> float | None:
+        """`Admitted` − creation of the first admission."""
+        if self.created is None or self.first_admitted is None:
+            return None
+        return self.first_admitted - self.created
+
+    def pending_spans(self, until: float) -> list[tuple[float, float]]:
+        """When the job waited for quota: creation → first admission, and each eviction → next admission."""
+        if self.created is None:
+            return []
+        spans, since = [], self.created
+        for adm in self.admissions:
+            if adm.start > since:
+                spans.append((since, adm.start))
+            if adm.end is None or adm.ended_by == "finished":
+                return spans
+            since = adm.end
+        if since < until:
+            spans.append((since, until))
+        return spans
+
+    @property
+    def status(self) -> str:
+        if self.never_admissible:
+            return "never-admissible"
+        if self.finished is not None:
+            return "finished"
+        if self.admissions and self.admissions[-1].end is None:
+            return "running"
+        return "pending" if self.created is not None else "not-submitted"
+
+
+def accelerator_seconds(jobs: Iterable[JobOutcome], until: float) -> float:
+    """Σ accelerators × time held, over every admission (also those later evicted)."""
+    return sum(j.accelerators * a.length(until) for j in jobs for a in j.admissions)
+
+
+def makespan(jobs: Sequence[JobOutcome], until: float) -> float:
+    """From the first job's creation to the last one's end (`until` if one still runs or waits)."""
+    created = [j.created for j in jobs if j.created is not None]
+    if not created:
+        return 0.0
+    ends = [until if j.finished is None else j.finished for j in jobs if j.created is not None]
+    return max(ends) - min(created)
+
+
+def utilisation(jobs: Sequence[JobOutcome], capacity: int, until: float) -> float:
+    """Admitted accelerator-seconds / (capacity × makespan)."""
+    span = makespan(jobs, until)
+    if capacity <= 0 or span <= 0:
+        return 0.0
+    return accelerator_seconds(jobs, until) / (capacity * span)
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    """Nearest-rank percentile (the smallest value with at least p% of values at or below it)."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    rank = max(1, math.ceil(p / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+@dataclass(frozen=True)
+class WaitStats:
+    """Waits of a team's admitted jobs (trace seconds); `not_admitted` jobs are counted apart."""
+
+    admitted: int
+    not_admitted: int
+    p50: float
+    p95: float
+    max: float
+
+
+def waits_by_team(jobs: Iterable[JobOutcome]) -> dict[str, WaitStats]:
+    by_team: dict[str, list[JobOutcome]] = {}
+    for job in jobs:
+        if not job.never_admissible:
+            by_team.setdefault(job.team, []).append(job)
+    out = {}
+    for team, team_jobs in sorted(by_team.items()):
+        waits = [w for w in (j.wait for j in team_jobs) if w is not None]
+        out[team] = WaitStats(
+            len(waits),
+            len(team_jobs) - len(waits),
+            percentile(waits, 50),
+            percentile(waits, 95),
+            max(waits) if waits else math.nan,
+        )
+    return out
+
+
+def jain(values: Sequence[float]) -> float:
+    """Jain's index: (Σx)² / (n Σx²); 1 when all equal, 1/n when one gets everything."""
+    if not values:
+        return 1.0
+    square = sum(v * v for v in values)
+    return 1.0 if square == 0 else sum(values) ** 2 / (len(values) * square)
+
+
+def weighted_shares(
+    jobs: Sequence[JobOutcome], weights: Mapping[str, float], window: float, until: float
+) -> dict[str, float]:
+    """Per team: accelerator-seconds received in the windows where it had pending work, divided by its weight
+    and by the length of those windows (a rate per unit of weight). Teams never pending are left out."""
+    if window <= 0:
+        raise ValueError("window must be positive")
+    start = min((j.created for j in jobs if j.created is not None), default=0.0)
+    count = max(1, math.ceil((until - start) / window))
+    backlogged: dict[str, set[int]] = {}  # team → windows with pending work
+    for job in jobs:
+        for a, b in job.pending_spans(until):
+            first, last = int((a - start) // window), math.ceil((b - start) / window)
+            backlogged.setdefault(job.team, set()).update(range(max(0, first), min(count, last)))
+    received: dict[str, float] = {}
+    for job in jobs:
+        mine = backlogged.get(job.team, set())
+        for adm in job.admissions:
+            end = until if adm.end is None else adm.end
+            for k in range(int((adm.start - start) // window), math.ceil((end - start) / window)):
+                if k in mine:
+                    got = job.accelerators * adm.overlap(start + k * window, start + (k + 1) * window, until)
+                    received[job.team] = received.get(job.team, 0.0) + got
+    windows = {team: len(ks) for team, ks in backlogged.items() if ks}
+    return {t: received.get(t, 0.0) / (weights.get(t, 1.0) * windows[t] * window) for t in sorted(windows)}
+
+
+def weighted_fairness(jobs: Sequence[JobOutcome], weights: Mapping[str, float], window: float, until: float) -> float:
+    """Jain's index over `weighted_shares` (1.0: every backlogged team got capacity in proportion to its weight)."""
+    return jain(list(weighted_shares(jobs, weights, window, until).values()))
+
+
+@dataclass(frozen=True)
+class Preemptions:
+    count: int
+    #: accelerator-seconds of preempted admissions (the work a restart from scratch throws away)
+    lost_accelerator_seconds: float
+    #: evictions for other reasons (e.g. PodsReadyTimeout)
+    other_evictions: int
+
+
+def preemptions(jobs: Iterable[JobOutcome]) -> Preemptions:
+    count, lost, other = 0, 0.0, 0
+    for job in jobs:
+        for adm in job.admissions:
+            if adm.preempted:
+                count += 1
+                lost += job.accelerators * adm.length(adm.start if adm.end is None else adm.end)
+            elif adm.ended_by == "evicted":
+                other += 1
+    return Preemptions(count, lost, other)
+
+
+def admission_rate_at_depth(jobs: Sequence[JobOutcome], depth: int, until: float) -> tuple[float, float] | None:
+    """(admissions per trace second, trace seconds spent) while at least `depth` jobs waited for quota;
+    None if the queue never got that deep."""
+    events: list[tuple[float, int, int]] = []  # (time, order, change in pending)
+    admissions: list[float] = []
+    for job in jobs:
+        for lo, hi in job.pending_spans(until):
+            events.append((lo, 1, +1))
+            events.append((hi, 0, -1))
+        admissions.extend(a.start for a in job.admissions)
+    events.sort()
+    pending, since, spent, inside = 0, 0.0, 0.0, []
+    for t, _, change in events:
+        if pending >= depth:
+            spent += t - since
+            inside.append((since, t))
+        pending += change
+        since = t
+    if spent <= 0:
+        return None
+    admitted = sum(1 for a in admissions for lo, hi in inside if lo < a <= hi)
+    return admitted / spent, spent
+
+
+def usage_series(jobs: Iterable[JobOutcome], step: float, until: float) -> dict[str, list[float]]:
+    """ClusterQueue → mean accelerators held in each `step` of trace time from 0 to `until`."""
+    count = max(1, math.ceil(until / step))
+    series: dict[str, list[float]] = {}
+    for job in jobs:
+        row = series.setdefault(job.cluster_queue, [0.0] * count)
+        for adm in job.admissions:
+            end = until if adm.end is None else adm.end
+            for k in range(int(adm.start // step), min(count, math.ceil(end / step))):
+                row[k] += job.accelerators * adm.overlap(k * step, (k + 1) * step, until) / step
+    return dict(sorted(series.items()))
