@@ -4,6 +4,7 @@ bounded at its own admission (CEL evaluated here, the e2e suite runs the same po
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -380,3 +381,54 @@ def test_more_variants_are_refused(manifests: list[Obj], honest: tuple[Obj, Obj,
         namespace_labels={"pod-security.kubernetes.io/enforce": "restricted"},
     )
     assert restricted and 'PodSecurity "restricted:latest"' in restricted[0], restricted
+
+
+def test_the_cache_initializer_pod_as_the_controllers_create_it_is_admitted_and_nothing_else(
+    manifests: list[Obj], honest: tuple[Obj, Obj, Obj]
+) -> None:
+    """The dataset-initializer pod of the cache runtime (what Trainer, JobSet and the Job controller make of it,
+    with the API server's token volume) passes the Pod policy; the same account with another image does not;
+    the cache cluster's pods run as their own account with the cache image only."""
+    (rt,) = [r for r in of_kind(manifests, "ClusterTrainingRuntime") if r["metadata"]["name"].endswith("-with-cache")]
+    spec = copy.deepcopy(rt["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"])
+    spec["containers"][0]["env"].append({"name": "STORAGE_URI", "value": "cache://sales/orders"})
+    spec["volumes"].append(
+        {
+            "name": "kube-api-access-x",
+            "projected": {
+                "sources": [
+                    {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}},
+                    {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                    {
+                        "downwardAPI": {
+                            "items": [{"path": "namespace", "fieldRef": {"fieldPath": "metadata.namespace"}}]
+                        }
+                    },
+                ]
+            },
+        }
+    )
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u", "controller": True}
+    pod = {"metadata": {"name": "p", "namespace": "vision", "ownerReferences": [owner]}, "spec": spec}
+    assert _member(manifests, pod, "Pod") == []
+    changes: list[Callable[[Any], None]] = [
+        lambda s: s["containers"][0].update({"image": "docker.io/evil/miner:1"}),
+        lambda s: s["containers"][0]["env"].append({"name": "PYTHONPATH", "value": "/x"}),
+        lambda s: s["containers"][0]["env"].append({"name": "CLUSTER_SIZE", "value": "64"}),
+        lambda s: s["containers"].append({"name": "sidecar", "image": "docker.io/evil/miner:1"}),
+        lambda s: s["volumes"].append(
+            {"name": "d", "downwardAPI": {"items": [{"path": "a", "fieldRef": {"fieldPath": "metadata.annotations"}}]}}
+        ),
+    ]
+    for change in changes:
+        evil = copy.deepcopy(pod)
+        change(evil["spec"])
+        assert any("pinned image" in m for m in _member(manifests, evil, "Pod")), evil
+    # a cache cluster pod: its LeaderWorkerSet's template, as the StatefulSet controller creates it
+    lws = honest[1]
+    worker = copy.deepcopy(lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"])
+    labels = {"leaderworkerset.sigs.k8s.io/name": lws["metadata"]["name"], "kueue.x-k8s.io/queue-name": DEPUTY_QUEUE}
+    cache_pod = {"metadata": {"name": "c", "namespace": "vision", "labels": labels}, "spec": worker}
+    assert _member(manifests, cache_pod, "Pod") == []
+    cache_pod["spec"]["containers"][0]["image"] = "docker.io/evil/miner:1"
+    assert _member(manifests, cache_pod, "Pod")
