@@ -16,7 +16,7 @@ from trainer_infra.core.errors import ConfigError, ConfigIssue
 from trainer_infra.core.objects import Plan
 from trainer_infra.diff import report
 from trainer_infra.diff.compare import diff_renders
-from trainer_infra.diff.git import DiffError, render_both, repo_root
+from trainer_infra.diff.git import DiffError, render_both, rendered_at, repo_root
 from trainer_infra.migrate import command as migrate_command
 from trainer_infra.migrate.target import Target, stack_target
 from trainer_infra.program import deploy
@@ -26,6 +26,7 @@ from trainer_infra.render.enforce import enforce
 from trainer_infra.render.fleet import render_fleet
 from trainer_infra.render.output import Rendered, assemble, summary, write
 from trainer_infra.simulate import command as simulate_command
+from trainer_infra.simulate.facts import stack_facts
 from trainer_infra.stack.build import build_plan
 from trainer_infra.stack.config import StackConfig
 from trainer_infra.stack.docs import reference_markdown
@@ -33,6 +34,7 @@ from trainer_infra.stack.fleet import ValidatedFleet, build_fleet, is_fleet, val
 from trainer_infra.stack.load import read_file, stack_file
 from trainer_infra.stack.validate import Validated, validate
 from trainer_infra.tenancy import guard
+from trainer_infra.versions.upgrade import check_upgrade, release_versions, versions_of_render
 
 
 def default_stacks_dir() -> Path:
@@ -101,9 +103,23 @@ def cmd_validate(args: argparse.Namespace) -> int:
     fleet = _fleet_command(args, None)
     if fleet is not None:
         return fleet
+    if getattr(args, "base", None):
+        path, _ = _source(args)
+        try:
+            with rendered_at(repo_root(Path.cwd()), path, args.base) as previous:
+                label = f"the deployed {args.base}"
+                again = {**vars(args), "base": None, "previous": previous, "previous_label": label}
+                return _validate_single(argparse.Namespace(**again))
+        except DiffError as exc:
+            print(f"trainer-infra validate: {exc}", file=sys.stderr)
+            return 2
+    return _validate_single(args)
+
+
+def _validate_single(args: argparse.Namespace) -> int:
     validated, stack = _load(args)
     plan = build_plan(validated)
-    _check_data_loss(args, validated, plan)
+    _check_previous(args, validated, plan)
     cfg = validated.config
     code = enforce(render_plan(plan, stack), cfg.allow_data_loss)
     if code:
@@ -118,9 +134,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_data_loss(args: argparse.Namespace, validated: Validated, plan: Plan) -> None:
+def _check_previous(args: argparse.Namespace, validated: Validated, plan: Plan) -> None:
     """Explain what holds user data and is unprotected now; with --previous, refuse (exit 2) a change
-    that would delete or replace protected data (trainer_infra/tenancy/guard.py)."""
+    that would delete or replace protected data (trainer_infra/tenancy/guard.py) or upgrade a component
+    along a path upstream says is unsafe (trainer_infra/versions/upgrade.py)."""
     teams = validated.config.teams
     for note in guard.unprotected_now(plan, teams):
         print(f"WARNING: {note}", file=sys.stderr)
@@ -129,15 +146,23 @@ def _check_data_loss(args: argparse.Namespace, validated: Validated, plan: Plan)
     previous_path = Path(args.previous)
     if previous_path.is_dir():
         previous = guard.from_render_dir(previous_path)
+        deployed = versions_of_render(previous_path)
     else:
         raw, issues = read_file(previous_path)
-        previous = guard.from_plan(build_plan(validate(raw, str(previous_path), issues)))
+        previous_plan = build_plan(validate(raw, str(previous_path), issues))
+        previous = guard.from_plan(previous_plan)
+        deployed = release_versions(previous_plan.releases)
     losses = guard.data_loss(previous, plan, teams)
     for loss in (x for x in losses if not x.refused):
         print(f"WARNING: {loss.render()}", file=sys.stderr)
     refused = [ConfigIssue(x.path, x.message, None, x.hint) for x in losses if x.refused]
+    target = release_versions(plan.releases)
+    upgrade = check_upgrade(deployed, target, allow_unsupported=validated.config.allow_unsupported_versions)
+    for warning in upgrade.warnings:
+        print(f"WARNING: {warning}", file=sys.stderr)
+    refused += upgrade.refused
     if refused:
-        raise ConfigError(refused, f"the change from {previous_path}")
+        raise ConfigError(refused, f"the change from {getattr(args, 'previous_label', None) or previous_path}")
 
 
 def cmd_render(args: argparse.Namespace) -> int:
@@ -200,6 +225,12 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     return migrate_command.run(args, target, migrate_command.cluster_api)
 
 
+def cmd_simulate(args: argparse.Namespace) -> int:
+    validated, stack = _load(args)
+    rendered = render_plan(build_plan(validated), stack)
+    return simulate_command.cmd_simulate(args, stack_facts(rendered.manifests), rendered.releases, stack)
+
+
 def _add_source(p: argparse.ArgumentParser) -> None:
     group = p.add_mutually_exclusive_group(required=True)
     group.add_argument("--stack", help="stack name: reads stacks/Pulumi.<NAME>.yaml")
@@ -214,8 +245,14 @@ def parser() -> argparse.ArgumentParser:
     _add_source(v)
     v.add_argument(
         "--previous",
-        help="the previous deployment (a render directory or stack file): refuse changes that would "
-        "delete or replace protected team data",
+        help="the deployed configuration (a render directory of the deployed commit, exact; or its stack file, "
+        "whose unpinned versions take this checkout's defaults): refuse changes that would delete or replace "
+        "protected team data, and unsafe upgrade paths (a downgrade, an unknown or skipped release)",
+    )
+    v.add_argument(
+        "--base",
+        help="a git ref of what is deployed (the PR base: merges to main deploy): its render, made with that "
+        "commit's code, is the --previous",
     )
     v.set_defaults(fn=cmd_validate)
     r = sub.add_parser("render", help="run the program under mocks and write every object it would create")
@@ -254,6 +291,14 @@ def parser() -> argparse.ArgumentParser:
     tg = trace_sub.add_parser("generate", help="a seeded synthetic trace (heavy-tailed, bursty, unequal teams)")
     simulate_command.add_trace_arguments(tg)
     tg.set_defaults(fn=simulate_command.cmd_trace_generate)
+    sim = sub.add_parser(
+        "simulate",
+        help="replay a workload trace on a throwaway control plane with the real Kueue (docs/simulate.md); "
+        "exit 0 complete, 1 stopped early, 2 bad input",
+    )
+    _add_source(sim)
+    simulate_command.add_simulate_arguments(sim)
+    sim.set_defaults(fn=cmd_simulate)
     return p
 
 

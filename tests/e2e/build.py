@@ -11,6 +11,7 @@ Builds run one after another: linking kube-apiserver alone needs several GB.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import re
@@ -23,13 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.e2e.versions import REPO_ROOT, VersionSet, cache_root
+from trainer_infra.sandbox.versions import BuildError, binary_dir, module_dir, monitoring_crd_files
+
+__all__ = ["BuildError", "Builder", "module_dir", "monitoring_crd_files"]
 
 CONTROLPLANE_SRC = REPO_ROOT / "tests" / "e2e" / "controlplane"
 KUBE_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
-
-
-class BuildError(RuntimeError):
-    """A binary failed to build; the message names it, its version and the log tail."""
+#: The pod sandbox image the real node runs, as kubeadm 1.34 pins it (cmd/kubeadm/app/constants.PauseVersion).
+#: Not in ``VersionSet``: its key names the cache folder of every other binary.
+PAUSE_VERSION = "3.10.1"
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,7 @@ class Target:
     version: str
     build: Callable[[Builder, Target], None]
     tool: bool = False  # used by tests (promtool), not run by the sandbox
+    node: bool = False  # the real node's (kubelet, pause): built only when asked (``--node``, ``E2E_NODE=1``)
 
 
 def _tail(path: Path, lines: int = 30) -> str:
@@ -57,7 +61,7 @@ class Builder:
     def __init__(self, versions: VersionSet, root: Path | None = None) -> None:
         self.versions = versions
         self.set_dir = (root or cache_root()) / versions.key
-        self.bin_dir = self.set_dir / "bin"
+        self.bin_dir = self.set_dir / "bin" if root else binary_dir(versions)
         self.src_dir = self.set_dir / "src"
         self.log_dir = self.set_dir / "logs"
         self.times_file = self.set_dir / "build-times.json"
@@ -129,6 +133,8 @@ class Builder:
             shutil.copytree(CONTROLPLANE_SRC / "kube", work)
             (work / "go.sum").unlink(missing_ok=True)
             gomod.write_text(kube_go_mod(target.version, self.staging_modules(target)))
+        # a command added since this copy was made (the kubelet) joins the same module, go.sum and caches
+        shutil.copytree(CONTROLPLANE_SRC / "kube" / target.name, work / target.name, dirs_exist_ok=True)
         out = self.set_dir / "tmp" / target.name
         out.parent.mkdir(parents=True, exist_ok=True)
         ldflags = "-s -w " + " ".join(f"-X {k}={v}" for k, v in kube_version_ldflags(target.version).items())
@@ -138,6 +144,14 @@ class Builder:
             work,
             self.go_env(),
         )
+        self._install(out, target)
+
+    def build_pause(self, target: Target) -> None:
+        """The pod sandbox process of the real node (see controlplane/pause): standard library only."""
+        work = self._wrapper_dir("pause")
+        out = self.set_dir / "tmp" / target.name
+        out.parent.mkdir(parents=True, exist_ok=True)
+        self._run(["go", "build", "-ldflags=-s -w", "-o", str(out), "."], target, work, self.go_env())
         self._install(out, target)
 
     def build_promql_names(self, target: Target) -> None:
@@ -246,6 +260,8 @@ class Builder:
                 tool=True,
             ),
             Target("promql-names", "prometheus", v.prometheus, Builder.build_promql_names, tool=True),
+            Target("kubelet", "kubernetes", v.kubernetes, Builder.build_kube, node=True),
+            Target("pause", "pause", PAUSE_VERSION, Builder.build_pause, node=True),
         ]
 
     def reuse(self, target: Target) -> Path | None:
@@ -266,12 +282,21 @@ class Builder:
             return binary
         return None
 
-    def build(self, only: set[str] | None = None, force: bool = False) -> dict[str, float]:
-        """Build what is missing; return seconds spent per built target."""
+    def build(self, only: set[str] | None = None, force: bool = False, node: bool = False) -> dict[str, float]:
+        """Build what is missing (the real node's binaries only with ``node`` or by name); return seconds spent
+        per built target."""
         self.set_dir.mkdir(parents=True, exist_ok=True)
+        # two builds of one set share src/ and tmp/: a second one waits, then finds the binaries built
+        with (self.set_dir / ".build.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            return self._build(only, force, node)
+
+    def _build(self, only: set[str] | None, force: bool, node: bool) -> dict[str, float]:
         times: dict[str, float] = {}
         for target in self.targets():
             if only and target.name not in only:
+                continue
+            if target.node and not node and not only:
                 continue
             if not force and self.is_built(target):
                 continue
@@ -295,36 +320,6 @@ class Builder:
         if not path.exists():
             raise BuildError(f"{name} is not built for {self.versions.key}: run python -m tests.e2e.build")
         return path
-
-
-def module_dir(module: str, version: str) -> Path:
-    """Source directory of ``module@v<version>`` in the Go module cache (downloaded if needed)."""
-    env = {**os.environ, "GOTOOLCHAIN": "local"}
-    env.pop("GOFLAGS", None)
-    proc = subprocess.run(
-        ["go", "mod", "download", "-json", f"{module}@v{version}"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=Path.home(),
-    )
-    if proc.returncode != 0:
-        raise BuildError(f"cannot download {module} v{version}: {proc.stdout[-2000:]}{proc.stderr[-2000:]}")
-    return Path(json.loads(proc.stdout)["Dir"])
-
-
-#: The Prometheus Operator kinds the platform's observability block creates.
-MONITORING_CRDS = ("servicemonitors", "podmonitors", "prometheusrules")
-
-
-def monitoring_crd_files(version: str) -> list[Path]:
-    """monitoring.coreos.com CRDs of a pinned prometheus-operator release, from its Go module."""
-    folder = (
-        module_dir("github.com/prometheus-operator/prometheus-operator", version)
-        / "example"
-        / "prometheus-operator-crd"
-    )
-    return [folder / f"monitoring.coreos.com_{plural}.yaml" for plural in MONITORING_CRDS]
 
 
 _STAGING_RE = re.compile(r"^\s*(k8s\.io/[\w.-]+)\s+=>\s+\./staging/src/", re.MULTILINE)
@@ -394,6 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--force", action="store_true", help="rebuild even if binaries exist")
     parser.add_argument("--only", action="append", help="build only this binary (repeatable)")
+    parser.add_argument("--node", action="store_true", help="also build the real node's kubelet and pause")
     parser.add_argument("--print-dir", action="store_true", help="print the bin directory and exit")
     parser.add_argument("--write-kube-gomod", action="store_true", help="regenerate the committed kube go.mod")
     args = parser.parse_args(argv)
@@ -410,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     start = time.monotonic()
     try:
-        times = builder.build(set(args.only) if args.only else None, force=args.force)
+        times = builder.build(set(args.only) if args.only else None, force=args.force, node=args.node)
     except BuildError as exc:
         print(f"[build] ERROR: {exc}", file=sys.stderr)
         return 1

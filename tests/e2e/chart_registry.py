@@ -1,4 +1,4 @@
-"""A read-only OCI registry on loopback that serves chart archives: the e2e's stand-in for a chart mirror.
+"""A read-only OCI registry on loopback that serves chart archives and images: the e2e's stand-in for a mirror.
 
 The product's air-gap path is ``charts.repositoryMirror: oci://mirror/charts``: every chart is pulled from
 ``oci://mirror/charts/<original registry>/<path>/<chart>:<version>``. The e2e serves the ``../shared/charts``
@@ -6,8 +6,9 @@ archives at exactly those references, over HTTPS with the sandbox CA (the provid
 ``SSL_CERT_FILE``, as a mirror with a private CA is trusted in production), so the stack's mirror setting is
 what the engine uses. Only the pull side of the OCI distribution spec is implemented (``/v2/``, manifests,
 blobs, tag lists): Helm pushes layouts like this one (config ``application/vnd.cncf.helm.config.v1+json``,
-one ``…chart.content.v1.tar+gzip`` layer). Every request is recorded so tests can prove the charts came
-from here and nowhere else.
+one ``…chart.content.v1.tar+gzip`` layer). Images (``oci_images.py``) are published under exact repository
+names, the path ``images.registryMirror`` gives them (``publish``); the real node's containerd pulls them.
+Every request is recorded so tests can prove the charts and images came from here and nowhere else.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from tests.e2e.oci_images import Image
 
 MANIFEST_TYPE = "application/vnd.oci.image.manifest.v1+json"
 CONFIG_TYPE = "application/vnd.cncf.helm.config.v1+json"
@@ -80,6 +83,12 @@ class Repository:
         self.tags[tag] = _digest(manifest)
         return tag
 
+    def add_image(self, tag: str, image: Image) -> None:
+        """Serve ``image`` under ``tag`` (and by its digest)."""
+        self.blobs.update(image.blobs())
+        self.manifests[image.digest] = image.manifest
+        self.tags[tag] = image.digest
+
 
 def repositories_for(archives: list[Path]) -> dict[str, Repository]:
     """Chart archives by chart name (``Chart.yaml``'s ``name``), each version under its tag."""
@@ -103,6 +112,8 @@ class ChartRegistry:
     ) -> None:
         self.repositories = repositories_for(archives)
         self.prefix = prefix.strip("/")
+        #: image repositories by their exact name (``k8s/docker.io/library/busybox``)
+        self.images: dict[str, Repository] = {}
         self.requests: list[tuple[str, str, int]] = []
         registry = self
 
@@ -150,6 +161,11 @@ class ChartRegistry:
         """The ``charts.repositoryMirror`` value for this registry."""
         return f"oci://{self.host}/{self.prefix}"
 
+    def publish(self, repository: str, tag: str, image: Image) -> str:
+        """Serve ``image`` as ``<host>/<repository>:<tag>``; return that reference."""
+        self.images.setdefault(repository.strip("/"), Repository()).add_image(tag, image)
+        return f"{self.host}/{repository.strip('/')}:{tag}"
+
     def pulled(self) -> list[str]:
         """References (``oci://host/path/chart:version``) whose chart archive was downloaded, in order."""
         refs = []
@@ -157,6 +173,8 @@ class ChartRegistry:
             if method != "GET" or status != 200 or "/blobs/" not in path:
                 continue
             name, _, digest = path.removeprefix("/v2/").partition("/blobs/")
+            if name in self.images:
+                continue
             repo = self.repositories.get(name.rsplit("/", 1)[-1])
             if repo is None or repo.blobs.get(digest, b"")[:2] != b"\x1f\x8b":
                 continue
@@ -170,10 +188,12 @@ class ChartRegistry:
             return 200, b"{}", "application/json", None
         for kind in ("manifests", "blobs", "tags"):
             marker = f"/{kind}/"
-            if marker not in path or not path.startswith(f"/v2/{self.prefix}/"):
+            if marker not in path:
                 continue
             name, _, ref = path.removeprefix("/v2/").rpartition(marker)
-            repo = self.repositories.get(name.rsplit("/", 1)[-1])
+            repo = self.images.get(name)
+            if repo is None and path.startswith(f"/v2/{self.prefix}/"):
+                repo = self.repositories.get(name.rsplit("/", 1)[-1])
             if repo is None:
                 break
             if kind == "tags" and ref == "list":
@@ -186,7 +206,7 @@ class ChartRegistry:
             if kind == "blobs" and ref in repo.blobs:
                 return 200, repo.blobs[ref], "application/octet-stream", ref
             break
-        error = {"errors": [{"code": "NAME_UNKNOWN", "message": f"{path} is not served by the e2e chart mirror"}]}
+        error = {"errors": [{"code": "NAME_UNKNOWN", "message": f"{path} is not served by the e2e mirror"}]}
         return 404, json.dumps(error).encode(), "application/json", None
 
     def respond(self, handler: BaseHTTPRequestHandler, body: bool) -> None:

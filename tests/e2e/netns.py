@@ -29,9 +29,13 @@ def private() -> bool:
     return devices() == ["lo"]
 
 
-def wrap(cmd: list[str]) -> list[str]:
-    """``cmd`` run in a new network namespace whose only device is its loopback, up (dies with the child)."""
-    return ["unshare", "--net", "--", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", *cmd]
+def wrap(cmd: list[str], *, mount: bool = False) -> list[str]:
+    """``cmd`` run in a new network namespace whose only device is its loopback, up (dies with the child).
+
+    ``mount``: in a private mount namespace too (the real node's overlay, tmpfs and network-namespace mounts are
+    then never seen by the host, even if a teardown fails)."""
+    spaces = ["--net", "--mount", "--propagation", "private"] if mount else ["--net"]
+    return ["unshare", *spaces, "--", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", *cmd]
 
 
 def make_local(cidr: str) -> None:

@@ -19,41 +19,25 @@ from typing import Any
 
 import yaml
 
-from tests.e2e.kube import ApiError, KubeClient, wait_for
 from tests.e2e.versions import REPO_ROOT, VersionSet
+from trainer_infra.sandbox import apply
+from trainer_infra.sandbox.apply import (
+    KUEUE_BEHAVIOUR_KEYS,
+    KUEUE_METRIC_KEYS,
+    ApplyError,
+    apply_objects,
+    apply_order,
+    bind_claims,
+    wait_nodes_ready,
+)
 
 Obj = dict[str, Any]
 
-#: Apply order inside each scope: what others refer to comes first.
-_KIND_ORDER = [
-    "Namespace",
-    "CustomResourceDefinition",
-    "PriorityClass",
-    "StorageClass",
-    "ClusterRole",
-    "ClusterRoleBinding",
-    "Node",
-    "ResourceFlavor",
-    "Topology",
-    "Cohort",
-    "WorkloadPriorityClass",
-    "AdmissionCheck",
-    "ClusterQueue",
-    "ClusterTrainingRuntime",
-    "ServiceAccount",
-    "Role",
-    "RoleBinding",
-    "ConfigMap",
-    "Secret",
-    "PersistentVolume",
-    "PersistentVolumeClaim",
-    "ResourceQuota",
-    "LimitRange",
-    "LocalQueue",
-    "TrainingRuntime",
-]
 #: Helm chart name fragment → VersionSet field, to compare chart versions with the sandbox.
 _CHART_COMPONENTS = {"kueue": "kueue", "jobset": "jobset", "trainer": "trainer"}
+
+
+__all__ = ["KUEUE_BEHAVIOUR_KEYS", "KUEUE_METRIC_KEYS", "ApplyError", "apply_objects", "apply_order", "bind_claims"]
 
 
 class RenderError(RuntimeError):
@@ -100,40 +84,9 @@ def load_render(directory: Path) -> RenderOutput:
     return RenderOutput(directory, objects, releases)
 
 
-#: Keys of the render's Kueue manager config that change scheduling; process settings (ports, leader
-#: election, certificates) stay the sandbox's own.
-KUEUE_BEHAVIOUR_KEYS = (
-    "fairSharing",
-    "admissionFairSharing",
-    "waitForPodsReady",
-    "resources",
-    "integrations",
-    "multiKueue",
-)
-#: Keys of the manager config's `metrics` block that change which metrics Kueue exports.
-KUEUE_METRIC_KEYS = ("enableClusterQueueResources", "localQueueMetrics", "customLabels")
-
-
 def kueue_settings(render: RenderOutput) -> Obj:
-    """The render's Kueue behaviour (manager config keys above + feature gates) for the sandbox's Kueue.
-
-    Without this the sandbox would schedule with Kueue's defaults, e.g. without the fair sharing
-    the stack turns on, and preemption would differ from the cluster's.
-    """
-    release = next((r for r in render.helm_releases if "kueue" in str(r.get("chart", "")).lower()), None)
-    if release is None:
-        return {}
-    values = release.get("values") or {}
-    manager = yaml.safe_load(values.get("managerConfig", {}).get("controllerManagerConfigYaml") or "{}") or {}
-    settings: Obj = {k: manager[k] for k in KUEUE_BEHAVIOUR_KEYS if k in manager}
-    # what the render's metrics report (not where they are served: the sandbox picks the port)
-    metric_settings = {k: v for k, v in (manager.get("metrics") or {}).items() if k in KUEUE_METRIC_KEYS}
-    if metric_settings:
-        settings["metrics"] = metric_settings
-    gates = values.get("controllerManager", {}).get("featureGates") or []
-    if gates:
-        settings["featureGates"] = {g["name"]: bool(g["enabled"]) for g in gates}
-    return settings
+    """The render's Kueue behaviour for the sandbox's Kueue (trainer_infra/sandbox/apply.py)."""
+    return apply.kueue_settings(render.helm_releases)
 
 
 def check_versions(render: RenderOutput, versions: VersionSet) -> None:
@@ -151,88 +104,13 @@ def check_versions(render: RenderOutput, versions: VersionSet) -> None:
         )
 
 
-def apply_order(client: KubeClient, objects: list[Obj]) -> list[Obj]:
-    """Namespaces, then other cluster-scoped objects, then namespaced ones; kind order inside."""
-
-    def key(obj: Obj) -> tuple[int, int, str]:
-        kind = obj["kind"]
-        if kind == "Namespace":
-            scope = 0
-        else:
-            try:
-                scope = 2 if client.resource(obj["apiVersion"], kind).namespaced else 1
-            except ApiError:
-                scope = 3  # unknown kind: applied last, where its error will be reported
-        rank = _KIND_ORDER.index(kind) if kind in _KIND_ORDER else len(_KIND_ORDER)
-        return scope, rank, str(obj["metadata"].get("name", ""))
-
-    return sorted(objects, key=key)
-
-
-def apply_objects(client: KubeClient, objects: list[Obj], *, field_manager: str = "trainer-platform") -> list[Obj]:
-    """Server-side apply each object (strict); raise one error listing every failure."""
-    applied: list[Obj] = []
-    failures: list[str] = []
-    for obj in apply_order(client, objects):
-        ident = f"{obj['kind']} {obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}".replace(" /", " ")
-        try:
-            applied.append(client.apply(obj, field_manager=field_manager))
-        except ApiError as exc:
-            failures.append(f"{ident}: {exc}")
-    if failures:
-        raise RenderError("server-side apply (strict) failed for:\n  " + "\n  ".join(failures))
-    return applied
-
-
-def bind_claims(client: KubeClient, claims: list[Obj]) -> None:
-    """Give every PersistentVolumeClaim a pre-bound PersistentVolume: the sandbox has no provisioner.
-
-    Nothing ever mounts them (kwok runs no containers); without them pods using the claims
-    would stay unschedulable. The PV copies the claim's class, access modes and size.
-    """
-    for pvc in claims:
-        meta, spec = pvc["metadata"], pvc.get("spec", {})
-        size = spec.get("resources", {}).get("requests", {}).get("storage", "1Gi")
-        pv: Obj = {
-            "apiVersion": "v1",
-            "kind": "PersistentVolume",
-            "metadata": {
-                "name": f"e2e-{meta['namespace']}-{meta['name']}",
-                "labels": {"e2e.trainer-platform/fake": "pv"},
-            },
-            "spec": {
-                "capacity": {"storage": size},
-                "accessModes": spec.get("accessModes", ["ReadWriteOnce"]),
-                "persistentVolumeReclaimPolicy": "Retain",
-                "hostPath": {"path": f"/nonexistent/e2e/{meta['namespace']}/{meta['name']}"},
-                "claimRef": {"namespace": meta["namespace"], "name": meta["name"]},
-            },
-        }
-        if spec.get("storageClassName"):
-            pv["spec"]["storageClassName"] = spec["storageClassName"]
-        client.apply(pv, field_manager="trainer-platform-e2e")
-
-
 def apply_render(sandbox: Any, directory: Path) -> RenderOutput:
     """Apply a render directory to a running sandbox and wait for kwok nodes to be Ready."""
     render = load_render(directory)
     check_versions(render, sandbox.versions)
     apply_objects(sandbox.client, render.objects)
     bind_claims(sandbox.client, render.of_kind("PersistentVolumeClaim"))
-    nodes = [n["metadata"]["name"] for n in render.of_kind("Node")]
-    if nodes:
-
-        def ready() -> bool:
-            for name in nodes:
-                node = sandbox.client.get("v1", "Node", name)
-                conds = node.get("status", {}).get("conditions", [])
-                if not any(c["type"] == "Ready" and c["status"] == "True" for c in conds):
-                    return False
-            return True
-
-        wait_for(
-            f"kwok to mark the stack's nodes {nodes} Ready (are they annotated kwok.x-k8s.io/node=fake?)", ready, 90
-        )
+    wait_nodes_ready(sandbox.client, [n["metadata"]["name"] for n in render.of_kind("Node")])
     return render
 
 
@@ -256,29 +134,6 @@ def render_stack(stack: str, out: Path, extra: Obj | None = None) -> RenderOutpu
     return load_render(out)
 
 
-#: Chart name → suffix of its controller's ServiceAccount name (each chart's `_helpers.tpl`).
-_CONTROLLER_SERVICE_ACCOUNT = {
-    "jobset": "controller",
-    "kueue": "controller-manager",
-    "kubeflow-trainer": "controller-manager",
-}
-
-
 def controller_users(render: RenderOutput) -> dict[str, str]:
-    """component → ``system:serviceaccount:<ns>:<sa>`` its controller runs as, from the render's releases.
-
-    The charts name it ``<fullname>-<suffix>``; ``fullname`` is ``fullnameOverride``, else the release name
-    when it contains the chart name (``nameOverride`` if set), else ``<release>-<chart name>``.
-    """
-    users: dict[str, str] = {}
-    for release in render.helm_releases:
-        chart = str(release.get("chart", "")).rstrip("/").rsplit("/", 1)[-1]
-        suffix = _CONTROLLER_SERVICE_ACCOUNT.get(chart)
-        if suffix is None:
-            continue
-        values = release.get("values") or {}
-        name, rel = str(values.get("nameOverride") or chart), str(release["name"])
-        fullname = str(values.get("fullnameOverride") or (rel if name in rel else f"{rel}-{name}"))[:63].rstrip("-")
-        component = next(c for fragment, c in _CHART_COMPONENTS.items() if fragment in chart)
-        users[component] = f"system:serviceaccount:{release['namespace']}:{fullname}-{suffix}"
-    return users
+    """component → the username its controller runs as (trainer_infra/sandbox/apply.py)."""
+    return apply.controller_users(render.helm_releases)

@@ -8,11 +8,13 @@ import json
 import os
 import subprocess
 import tarfile
+import tomllib
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 from tests.e2e import leftovers
 from tests.e2e.build import BuildError
@@ -80,6 +82,21 @@ def test_e2e_venv_pins_the_sdks_and_keeps_the_other_runtime_dependencies(tmp_pat
     )
     reqs = project_requirements(pyproject, ToolchainVersions().python_sdks)
     assert reqs == ["pulumi==3.259.0", "pulumi-kubernetes==4.32.0", "pydantic>=2"]
+
+
+def test_the_declared_sdk_ranges_include_the_versions_the_e2e_proves() -> None:
+    """What `pip install trainer-platform` may pick includes what the real install path ran (issue: the e2e
+    proved pulumi-kubernetes 4.32.0 while the project asked for >= 4.34)."""
+    declared = {
+        Requirement(d).name: Requirement(d).specifier
+        for d in tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    }
+    for pin in ToolchainVersions().python_sdks:
+        name, version = pin.split("==")
+        assert declared[name].contains(version), f"pyproject.toml asks {name}{declared[name]}; the e2e proves {pin}"
+    lines = (REPO_ROOT / "policy/requirements.txt").read_text().splitlines()
+    policy = [Requirement(r) for r in lines if r.strip() and not r.startswith(("#", "-"))]
+    assert all(r.specifier.contains(ToolchainVersions().pulumi) for r in policy if r.name == "pulumi")
 
 
 def test_a_missing_archive_names_the_step_and_the_file_before_anything_compiles(

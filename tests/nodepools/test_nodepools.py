@@ -256,6 +256,22 @@ def test_oversubscription_is_allowed_only_when_asked() -> None:
     assert issues(stack([kwok_pool()], teams, queues={"cohort": {"oversubscribe": True}})) == []
 
 
+def test_limits_of_the_only_team_in_the_cohort_are_a_warning() -> None:
+    """Borrowing and lending happen between the cohort's queues: the only team has nobody to borrow from or
+    lend to, so its limits change nothing. Valid (a second team may come), but named with path and hint."""
+    limits = {"gpus": 8, "borrowingLimit": {"gpus": 4, "cpu": "8"}, "lendingLimit": {"gpus": 2}}
+    alone = [{"name": "t", "quota": {"h100": limits}}]
+    warned = [w for w in validate(stack([kwok_pool()], alone)).warnings if "has no effect" in w]
+    assert [w.split(":", 1)[0] for w in warned] == [
+        "teams[0].quota.h100.borrowingLimit",
+        "teams[0].quota.h100.lendingLimit",
+    ]
+    assert "(found: gpus: 4, cpu: 8)" in warned[0] and "hint: remove borrowingLimit" in warned[0]
+    assert "no other queue to lend to" in warned[1]
+    two = [*alone, {"name": "u", "quota": {"h100": {"gpus": 8}}}]
+    assert not [w for w in validate(stack([kwok_pool()], two)).warnings if "has no effect" in w]
+
+
 def test_unknown_pool_hint_and_validate_reports_totals(capsys: pytest.CaptureFixture[str]) -> None:
     found = issues(stack([kwok_pool()], [{"name": "t", "quota": {"h10": {"gpus": 1}}}]))
     assert found[0].hint == "did you mean 'h100'?"

@@ -9,9 +9,11 @@ import pytest
 from pydantic import ValidationError
 
 from tests.observability.fixtures import FACTS, SETTINGS
+from trainer_infra.observability.alerts.model import duration_seconds
+from trainer_infra.observability.alerts.registry import ALERTS
 from trainer_infra.observability.dashboards import SCHEMA_VERSION, dashboards
 from trainer_infra.observability.objects import observability_objects
-from trainer_infra.observability.settings import ObservabilitySettings, duration_seconds
+from trainer_infra.observability.settings import ObservabilitySettings
 
 
 def test_off_means_no_objects() -> None:
@@ -124,6 +126,8 @@ def test_durations() -> None:
 
 
 def test_every_alert_has_a_runbook_section() -> None:
+    for entry in ALERTS:  # each registered alert is rendered below, so its runbook section is checked
+        assert entry.render(FACTS, SETTINGS.alerts), entry.name
     doc = (Path(__file__).resolve().parents[2] / "docs" / "observability.md").read_text()
     headings = {line[4:].strip() for line in doc.splitlines() if line.startswith("### ")}
     rules = [

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from tests.simulate.test_metrics import JOBS
 from trainer_infra.simulate.metrics import JobOutcome
-from trainer_infra.simulate.report import Run, summary, table, write
+from trainer_infra.simulate.report import summary, table, write
+from trainer_infra.simulate.run import Run
 
 
 def run(**changes: object) -> Run:

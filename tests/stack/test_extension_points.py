@@ -1,8 +1,8 @@
 """The declared ways to add things work as documented (docs/extending.md): a node-pool backend (with a cloud
-node group, a resource of another provider), a storage backend, a chart component and an admission rule are
-each one new module plus one registry entry (plus, for a component, one row in the compatibility matrix). The
-test makes exactly those edits in a copy of the package, then type-checks it and renders a stack that uses
-them all."""
+node group, a resource of another provider), a storage backend, a chart component, an admission rule and an
+alert are each one new module plus one registry entry (plus, for a component, one row in the compatibility
+matrix). The test makes exactly those edits in a copy of the package, then type-checks it and renders a stack
+that uses them all."""
 
 from __future__ import annotations
 
@@ -140,6 +140,29 @@ def _not_mallory(kind: AdmittedKind, settings: AdmissionSettings) -> str:
 RULE = AdmissionRule("notMallory", ("Pod", "JobSet"), "calls a pod mallory", _not_mallory, per_pod=True)
 '''
 
+FAKE_ALERT = '''"""An alert that exists only in a test."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainer_infra.observability.alerts.model import Alert, AlertBase, alert
+from trainer_infra.observability.facts import PlatformFacts
+
+
+class FakeAlertSettings(AlertBase):
+    """Too many fakes."""
+
+    threshold: int = 5
+
+
+def _fakes(facts: PlatformFacts, fake: FakeAlertSettings) -> list[dict[str, Any]]:
+    return [alert("TrainerPlatformFakes", f"fakes > {fake.threshold}", fake.severity, "fakes", "too many", None)]
+
+
+ALERT = Alert("fakes", "fakes", FakeAlertSettings, _fakes)
+'''
+
 MATRIX_ROW = """  fakechart:
     chart: oci://example.com/charts/fakechart
     default: 1.0.0
@@ -183,10 +206,12 @@ def test_a_backend_a_storage_backend_and_a_component_are_one_module_and_one_entr
     (pkg / "storage" / "fakefs.py").write_text(FAKE_STORAGE)
     (pkg / "components" / "fakechart.py").write_text(FAKE_COMPONENT)
     (pkg / "tenancy" / "admission" / "fake.py").write_text(FAKE_ADMISSION_RULE)
+    (pkg / "observability" / "alerts" / "fake.py").write_text(FAKE_ALERT)
     _register(pkg / "nodepools" / "registry.py", "fake", "BACKEND")
     _register(pkg / "storage" / "registry.py", "fakefs", "BACKEND")
     _register(pkg / "components" / "registry.py", "fakechart", "COMPONENT")
     _register(pkg / "tenancy" / "admission" / "registry.py", "fake", "RULE")
+    _register(pkg / "observability" / "alerts" / "registry.py", "fake", "ALERT")
     matrix = pkg / "versions" / "matrix.yaml"
     matrix.write_text(matrix.read_text().replace("components:\n", "components:\n" + MATRIX_ROW, 1))
 
@@ -205,6 +230,7 @@ def test_a_backend_a_storage_backend_and_a_component_are_one_module_and_one_entr
     assert sorted(changed) == [
         "components/registry.py",
         "nodepools/registry.py",
+        "observability/alerts/registry.py",
         "storage/registry.py",
         "tenancy/admission/registry.py",
         "versions/matrix.yaml",
@@ -229,6 +255,7 @@ def test_a_backend_a_storage_backend_and_a_component_are_one_module_and_one_entr
             "trainer-platform:storage": {"fakefs": {"tier": "gold"}},
             "trainer-platform:teams": [{"name": "alpha", "quota": {"sim": {"cpu": "8"}}}],
             "trainer-platform:components": {"fakechart": {"replicas": 2}},
+            "trainer-platform:observability": {"enabled": True, "alerts": {"fakes": {"threshold": 7}}},
         }
     }
     config = tmp_path / "Pulumi.fake.yaml"
@@ -269,10 +296,16 @@ def test_a_backend_a_storage_backend_and_a_component_are_one_module_and_one_entr
 
     assert pod_refusals("mallory") == ["Pod p refused: calls a pod mallory"]
     assert pod_refusals("alice") == []
+    # The alert's settings block is in the config and its rule in its own group.
+    (rules,) = [m for m in manifests if m["kind"] == "PrometheusRule"]
+    (group,) = [g for g in rules["spec"]["groups"] if g["name"] == "trainer-platform.fakes"]
+    assert [(r["alert"], r["expr"]) for r in group["rules"]] == [("TrainerPlatformFakes", "fakes > 7")]
 
     # Its checks and its settings model are part of validation like everyone else's.
     stack["config"]["trainer-platform:nodePools"][0]["fake"] = {"nodes": 9, "colour": "red"}
+    stack["config"]["trainer-platform:observability"]["alerts"]["fakes"] = {"threshold": "many"}
     config.write_text(yaml.safe_dump(stack))
     refused = _run(["-m", "trainer_infra", "validate", "--config-file", str(config)], tmp_path)
     assert refused.returncode == 2, refused.stderr
     assert "nodePools[0].fake.colour: unknown key 'colour'" in refused.stderr
+    assert "observability.alerts.fakes.threshold" in refused.stderr

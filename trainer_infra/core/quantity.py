@@ -23,6 +23,12 @@ def format_quantity(value: Decimal, binary: bool = False) -> str:
     return str(value.normalize())
 
 
+def format_amount(resource: str, value: Decimal) -> str:
+    """An amount of one resource as manifests and messages write it: memory in binary units, the rest
+    as plain numbers or millicores. The one place that knows which resource counts bytes."""
+    return format_quantity(value, binary=resource == "memory")
+
+
 _SUFFIX = {
     **{s: Decimal(1024) ** (i + 1) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
     **{s: Decimal(1000) ** (i + 1) for i, s in enumerate(("k", "M", "G", "T", "P", "E"))},

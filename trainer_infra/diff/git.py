@@ -105,3 +105,19 @@ def render_both(root: Path, config: Path, base_ref: str) -> Renders:
         head = _finish(head_proc, Path(tmp) / "head", "the working tree")
         base_render = _finish(base_proc, Path(tmp) / "base", f"{base_ref} ({commit[:12]})") if base_proc else EMPTY
     return Renders(base_render, head, commit, base_proc is not None)
+
+
+@contextlib.contextmanager
+def rendered_at(root: Path, config: Path, base_ref: str) -> Iterator[Path | None]:
+    """The render directory of `config` (a stack file in the repository) at `base_ref`, rendered with that
+    commit's code; None when the stack file does not exist there (a new stack)."""
+    commit = resolve(root, base_ref)
+    config = config.resolve()
+    with tempfile.TemporaryDirectory(prefix="trainer-infra-render-") as tmp, checkout(root, commit) as base:
+        base_config = base / config.relative_to(root.resolve())
+        if not base_config.exists():
+            yield None
+            return
+        out = Path(tmp) / "base"
+        _finish(_start(base, base_config, out), out, f"{base_ref} ({commit[:12]})")
+        yield out

@@ -2,8 +2,8 @@
 
 Manager: one `AdmissionCheck` (controller `kueue.x-k8s.io/multikueue`) naming one `MultiKueueConfig` that
 lists a `MultiKueueCluster` per worker, each reading its kubeconfig from a Secret in Kueue's namespace;
-every team ClusterQueue carries the check (v1beta2 `admissionChecksStrategy`) and the workers' summed quota
-on one plain ResourceFlavor per pool name (the manager runs no pods, so the flavors select no nodes).
+every team ClusterQueue carries the check (v1beta2 `admissionChecksStrategy`) and the workers' quota on one
+plain ResourceFlavor per worker pool (the manager runs no pods, so the flavors select no nodes).
 
 Worker: the identity the manager acts as, with only what MultiKueue does there (Kueue's
 create-multikueue-kubeconfig.sh lists it): read Workloads and the dispatched job kinds cluster-wide (its
@@ -20,11 +20,9 @@ cluster from the MultiKueueConfig, or delete its MultiKueueCluster, unless the s
 from __future__ import annotations
 
 from collections.abc import Sequence
-from decimal import Decimal
 from typing import Any
 
 from trainer_infra.core.objects import ManagedObject, WorkerKubeconfig
-from trainer_infra.core.quantity import format_quantity
 from trainer_infra.manifests import meta
 from trainer_infra.nodepools.labels import POOL_LABEL
 
@@ -271,32 +269,6 @@ def manager_flavors(api: str, flavors: Sequence[tuple[str, str]]) -> list[Manage
         )
         for worker, pool in flavors
     ]
-
-
-def _q(res: str, value: Decimal) -> str:
-    return format_quantity(value, binary=res == "memory")
-
-
-def manager_resource_groups(
-    flavors: Sequence[str],
-    covered: Sequence[str],
-    nominal: dict[str, dict[str, Decimal]],
-    limits: dict[str, dict[str, dict[str, Decimal]]],
-) -> list[dict[str, Any]]:
-    """One resource group over the per-worker flavors. `nominal[flavor][resource]` is the team's quota on
-    that worker pool (capped); `limits[flavor]["borrowingLimit"|"lendingLimit"][resource]` likewise."""
-    entries = []
-    for name in flavors:
-        resources = []
-        for res in covered:
-            entry: dict[str, Any] = {"name": res, "nominalQuota": _q(res, nominal.get(name, {}).get(res, Decimal(0)))}
-            for key in ("borrowingLimit", "lendingLimit"):
-                value = limits.get(name, {}).get(key, {}).get(res)
-                if value is not None:
-                    entry[key] = _q(res, value)
-            resources.append(entry)
-        entries.append({"name": name, "resources": resources})
-    return [{"coveredResources": list(covered), "flavors": entries}] if entries else []
 
 
 def with_admission_check(cluster_queue: dict[str, Any], resource_groups: list[dict[str, Any]]) -> dict[str, Any]:

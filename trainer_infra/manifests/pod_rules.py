@@ -1,5 +1,7 @@
-"""What a pod spec of a team may not contain, as data: one vocabulary for the admission policies (CEL), the
-catalog loader and the CrossGuard rule (Python), so the three never disagree.
+"""What a pod spec of a team may carry: one vocabulary, read by the admission policies (the CEL of each rule),
+the catalog loader and the CrossGuard rule (`pod_spec_problems`, the Python of the same rules) and `migrate`
+(which words the node-reaching rules as Pod Security does). Each `PodRule` holds both forms side by side;
+tests/tenancy/test_pod_rules_agree.py proves they refuse the same pods. A new rule is one entry in `RULES`.
 
 A team member is hostile input: an inline `nfs`/`csi`/`hostPath` volume reaches storage outside the team's
 claim (every team claim is a subdirectory of one export), host namespaces and privileged containers reach
@@ -8,7 +10,8 @@ the node, a priority class like `system-node-critical` outranks the platform's c
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 #: Volume kinds a team's pods may use: its claims and what lives inside the pod or the namespace.
@@ -48,16 +51,76 @@ CLAIM_BINDING_FIELDS = ("volumeName", "selector", "dataSource", "dataSourceRef")
 DEFAULT_SERVICE_ACCOUNT = "default"
 
 
-def _containers(spec: Mapping[str, Any]) -> Iterable[tuple[str, Mapping[str, Any]]]:
-    for field in ("initContainers", "containers", "ephemeralContainers"):
-        for c in spec.get(field) or []:
-            yield f"{field}[{c.get('name', '?')}]", c
+CONTAINER_FIELDS = ("initContainers", "containers", "ephemeralContainers")
 
 
-def pod_spec_problems(spec: Mapping[str, Any], priority_classes: Iterable[str] = ()) -> list[str]:
-    """Plain-words problems of one pod spec (empty: acceptable in a team namespace)."""
-    problems: list[str] = []
-    for v in spec.get("volumes") or []:
+def containers(spec: Mapping[str, Any], fields: tuple[str, ...] = CONTAINER_FIELDS) -> Iterator[tuple[str, int, Any]]:
+    """Every container of a pod spec as (list field, index, container); hostile input, so lists and items of
+    another type are skipped."""
+    for field in fields:
+        items = spec.get(field)
+        for i, c in enumerate(items if isinstance(items, list) else []):
+            if isinstance(c, dict):
+                yield field, i, c
+
+
+def _dict(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _volumes(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    items = spec.get("volumes")
+    return [v for v in items if isinstance(v, dict)] if isinstance(items, list) else []
+
+
+@dataclass(frozen=True)
+class PodSchema:
+    """The pod-spec fields an object's schema has (a CEL `has()` on a field it lacks does not compile)."""
+
+    containers: tuple[str, ...] = CONTAINER_FIELDS
+    service_account_fields: tuple[str, ...] = ("serviceAccountName", "serviceAccount")
+
+
+@dataclass(frozen=True)
+class Lists:
+    """The allow-lists a rule checks against: CEL expressions (admission) or names (offline); None: not
+    known here, the rule is not checked (a catalog runtime has no team yet)."""
+
+    claims: Any = None
+    service_accounts: Any = None
+    priority_classes: Any = None
+
+
+@dataclass(frozen=True)
+class PodRule:
+    """One rule on a pod spec: `cel(schema, lists)` is true for an acceptable pod spec `s`;
+    `problems(spec, lists)` are the plain-words problems of a spec (empty: acceptable). `kinds`: the admitted
+    kinds whose policy holds it; `message`: what a data scientist is told at admission."""
+
+    name: str
+    kinds: tuple[str, ...]
+    message: str
+    cel: Callable[[PodSchema, Lists], str]
+    problems: Callable[[Mapping[str, Any], Lists], list[str]]
+
+
+def _flag(expr: str) -> str:
+    """CEL: `expr` is set and true (absent booleans are false)."""
+    parent, _, field = expr.rpartition(".")
+    return f"(has({parent}.{field}) && {parent}.{field})"
+
+
+# -- volumes ----------------------------------------------------------------------------------------
+
+
+def _volumes_cel(schema: PodSchema, lists: Lists) -> str:
+    unsafe = " || ".join(f"has(v.{k})" for k in UNSAFE_VOLUME_KINDS)
+    return f"!has(s.volumes) || s.volumes.all(v, !({unsafe}))"
+
+
+def _volumes_problems(spec: Mapping[str, Any], lists: Lists) -> list[str]:
+    problems = []
+    for v in _volumes(spec):
         unsafe = [k for k in v if k in UNSAFE_VOLUME_KINDS]
         if unsafe:
             problems.append(
@@ -65,24 +128,227 @@ def pod_spec_problems(spec: Mapping[str, Any], priority_classes: Iterable[str] =
                 f"{', '.join(SAFE_VOLUME_KINDS[1:])} volumes are allowed (other kinds reach storage or the node "
                 "outside the team's space)"
             )
-    for field in HOST_NAMESPACES:
-        if spec.get(field) is True:
-            problems.append(f"{field}: true shares the node's namespace with the pod")
-    pc = spec.get("priorityClassName")
-    allowed = sorted(set(priority_classes))
-    if pc and pc not in allowed:
-        problems.append(f"priorityClassName {pc!r} is not one of the platform's priority classes {allowed}")
-    if spec.get("nodeName"):
-        problems.append("nodeName binds pods to a node past the scheduler and the queue's placement")
-    for where, c in _containers(spec):
-        sc = c.get("securityContext") or {}
+    return problems
+
+
+VOLUMES = PodRule(
+    "volumes",
+    ("Pod", "JobSet", "TrainingRuntime", "TrainJob"),
+    "mounts a volume of a kind team namespaces may not use (nfs, csi, hostPath, iscsi, ...). Mount your "
+    f"team's claims ({{claims}}) or {', '.join(SAFE_VOLUME_KINDS[1:])} volumes: other kinds reach storage or "
+    "the node outside your team's space",
+    _volumes_cel,
+    _volumes_problems,
+)
+
+# -- claims -----------------------------------------------------------------------------------------
+
+
+def _claims_cel(schema: PodSchema, lists: Lists) -> str:
+    return (
+        "!has(s.volumes) || s.volumes.all(v, !has(v.persistentVolumeClaim) || "
+        f"v.persistentVolumeClaim.claimName in {lists.claims})"
+    )
+
+
+def _claims_problems(spec: Mapping[str, Any], lists: Lists) -> list[str]:
+    if lists.claims is None:
+        return []
+    problems = []
+    for v in _volumes(spec):
+        claim = _dict(v.get("persistentVolumeClaim")).get("claimName")
+        if claim is not None and claim not in lists.claims:
+            problems.append(f"volume {v.get('name', '?')!r} mounts claim {claim!r}: not one of {list(lists.claims)}")
+    return problems
+
+
+CLAIMS = PodRule(
+    "claims",
+    ("TrainingRuntime", "TrainJob"),
+    "mounts a claim that is not your team's: only {claims} may be mounted",
+    _claims_cel,
+    _claims_problems,
+)
+
+# -- host namespaces --------------------------------------------------------------------------------
+
+
+def _host_cel(schema: PodSchema, lists: Lists) -> str:
+    return " && ".join(f"!{_flag('s.' + f)}" for f in HOST_NAMESPACES)
+
+
+def _host_problems(spec: Mapping[str, Any], lists: Lists) -> list[str]:
+    return [f"{f}: true shares the node's namespace with the pod" for f in HOST_NAMESPACES if spec.get(f) is True]
+
+
+HOST = PodRule(
+    "host",
+    ("Pod", "JobSet", "TrainingRuntime"),
+    "uses hostNetwork, hostPID or hostIPC: pods may not share the node's namespaces",
+    _host_cel,
+    _host_problems,
+)
+
+# -- privileged containers, added capabilities, Windows host processes ------------------------------
+
+
+def _privileged_cel(schema: PodSchema, lists: Lists) -> str:
+    sc = "c.securityContext"
+    bad = (
+        f"{_flag(sc + '.privileged')} || "
+        f"(has({sc}.capabilities) && has({sc}.capabilities.add) && size({sc}.capabilities.add) > 0) || "
+        f"(has({sc}.windowsOptions) && {_flag(sc + '.windowsOptions.hostProcess')})"
+    )
+    per_field = [f"(!has(s.{f}) || s.{f}.all(c, !has({sc}) || !({bad})))" for f in schema.containers]
+    windows = "s.securityContext.windowsOptions"
+    pod_level = f"!(has(s.securityContext) && has({windows}) && {_flag(windows + '.hostProcess')})"
+    return " && ".join([*per_field, pod_level])
+
+
+def _privileged_problems(spec: Mapping[str, Any], lists: Lists) -> list[str]:
+    problems = []
+    if _dict(_dict(spec.get("securityContext")).get("windowsOptions")).get("hostProcess") is True:
+        problems.append("securityContext: hostProcess pods run on the node")
+    for field, _, c in containers(spec):
+        where = f"{field}[{c.get('name', '?')}]"
+        sc = _dict(c.get("securityContext"))
         if sc.get("privileged") is True:
             problems.append(f"{where}: privileged containers control the node")
-        added = (sc.get("capabilities") or {}).get("add") or []
+        added = _dict(sc.get("capabilities")).get("add") or []
         if added:
-            problems.append(f"{where}: adds capabilities {sorted(added)}")
-        if (sc.get("windowsOptions") or {}).get("hostProcess") is True:
+            problems.append(f"{where}: adds capabilities {sorted(map(str, added))}")
+        if _dict(sc.get("windowsOptions")).get("hostProcess") is True:
             problems.append(f"{where}: hostProcess containers run on the node")
-        if any(p.get("hostPort") for p in c.get("ports") or []):
-            problems.append(f"{where}: hostPort opens a port on the node")
     return problems
+
+
+PRIVILEGED = PodRule(
+    "privileged",
+    ("Pod", "JobSet", "TrainingRuntime", "TrainJob"),
+    "asks for a privileged container, added Linux capabilities or a Windows host process: "
+    "these control the node, not just your job",
+    _privileged_cel,
+    _privileged_problems,
+)
+
+# -- host ports -------------------------------------------------------------------------------------
+
+#: ephemeral containers may not declare ports
+_PORT_FIELDS = ("initContainers", "containers")
+
+
+def _host_ports_cel(schema: PodSchema, lists: Lists) -> str:
+    return " && ".join(
+        f"(!has(s.{f}) || s.{f}.all(c, !has(c.ports) || c.ports.all(p, !has(p.hostPort) || p.hostPort == 0)))"
+        for f in _PORT_FIELDS
+    )
+
+
+def _host_ports_problems(spec: Mapping[str, Any], lists: Lists) -> list[str]:
+    return [
+        f"{field}[{c.get('name', '?')}]: hostPort opens a port on the node"
+        for field, _, c in containers(spec, _PORT_FIELDS)
+        if any(_dict(p).get("hostPort") for p in c.get("ports") or [])
+    ]
+
+
+HOST_PORTS = PodRule(
+    "hostPort",
+    ("Pod", "JobSet", "TrainingRuntime"),
+    "opens a hostPort: a port on the node is not your job's to take",
+    _host_ports_cel,
+    _host_ports_problems,
+)
+
+# -- nodeName ---------------------------------------------------------------------------------------
+
+
+def _node_name_cel(schema: PodSchema, lists: Lists) -> str:
+    return "!has(s.nodeName) || s.nodeName == ''"
+
+
+def _node_name_problems(spec: Mapping[str, Any], lists: Lists) -> list[str]:
+    return (
+        ["nodeName binds pods to a node past the scheduler and the queue's placement"] if spec.get("nodeName") else []
+    )
+
+
+NODE_NAME = PodRule(
+    "nodeName",
+    ("Pod", "JobSet", "TrainingRuntime"),
+    "sets nodeName: pods are placed by the scheduler and your queue, not by name",
+    _node_name_cel,
+    _node_name_problems,
+)
+
+# -- priority classes -------------------------------------------------------------------------------
+
+
+def _priority_cel(schema: PodSchema, lists: Lists) -> str:
+    allowed = lists.priority_classes
+    return f"!has(s.priorityClassName) || s.priorityClassName == '' || s.priorityClassName in {allowed}"
+
+
+def _priority_problems(spec: Mapping[str, Any], lists: Lists) -> list[str]:
+    pc = spec.get("priorityClassName")
+    allowed = sorted(set(lists.priority_classes or ()))
+    if lists.priority_classes is None or not pc or pc in allowed:
+        return []
+    return [f"priorityClassName {pc!r} is not one of the platform's priority classes {allowed}"]
+
+
+PRIORITY_CLASS = PodRule(
+    "priorityClassName",
+    ("Pod", "JobSet", "TrainingRuntime"),
+    "sets a priorityClassName that is not one of the platform's: system and other priority classes "
+    "would let your pods outrank the platform's controllers and other teams",
+    _priority_cel,
+    _priority_problems,
+)
+
+# -- service accounts -------------------------------------------------------------------------------
+
+
+def _service_account_cel(schema: PodSchema, lists: Lists) -> str:
+    allowed = lists.service_accounts
+    return " && ".join(f"(!has(s.{f}) || s.{f} == '' || s.{f} in {allowed})" for f in schema.service_account_fields)
+
+
+def _service_account_problems(spec: Mapping[str, Any], lists: Lists) -> list[str]:
+    if lists.service_accounts is None:
+        return []
+    return [
+        f"{f} {spec[f]!r} is not one of the team's service accounts {sorted(lists.service_accounts)}"
+        for f in PodSchema().service_account_fields
+        if spec.get(f) and spec[f] not in lists.service_accounts
+    ]
+
+
+SERVICE_ACCOUNT = PodRule(
+    "serviceAccount",
+    ("Pod", "JobSet", "TrainingRuntime", "TrainJob"),
+    "runs pods as a service account that is not allowed for your jobs (allowed: {serviceAccounts}): "
+    "other service accounts carry rights you do not have",
+    _service_account_cel,
+    _service_account_problems,
+)
+
+#: Every pod rule, in the order admission checks and the offline policy reports them.
+RULES: tuple[PodRule, ...] = (VOLUMES, CLAIMS, HOST, PRIVILEGED, HOST_PORTS, NODE_NAME, PRIORITY_CLASS, SERVICE_ACCOUNT)
+
+
+def pod_spec_problems(
+    spec: Mapping[str, Any],
+    priority_classes: Iterable[str] = (),
+    *,
+    claims: Iterable[str] | None = None,
+    service_accounts: Iterable[str] | None = None,
+) -> list[str]:
+    """Plain-words problems of one pod spec (empty: acceptable in a team namespace). The team's `claims` and
+    `service_accounts` are checked when given (a catalog runtime has no team yet)."""
+    known = Lists(
+        claims=None if claims is None else tuple(claims),
+        service_accounts=None if service_accounts is None else tuple(service_accounts),
+        priority_classes=tuple(priority_classes),
+    )
+    return [p for rule in RULES for p in rule.problems(spec, known)]

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from trainer_infra.manifests.pod_rules import HOST_NAMESPACES, containers
+
 #: check_capabilities_baseline.go: what baseline lets a container add.
 BASELINE_CAPABILITIES = frozenset(
     {
@@ -67,9 +69,8 @@ HANDLERS = ("livenessProbe", "readinessProbe", "startupProbe")  # check_hostProb
 
 
 def _containers(spec: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    for field in ("initContainers", "containers", "ephemeralContainers"):
-        for c in spec.get(field) or []:
-            yield f"container {c.get('name', '?')!r}", c
+    for _, _, c in containers(spec):
+        yield f"container {c.get('name', '?')!r}", c
 
 
 def _host_field(c: Mapping[str, Any]) -> bool:
@@ -81,7 +82,7 @@ def _host_field(c: Mapping[str, Any]) -> bool:
 def _baseline(spec: Mapping[str, Any]) -> list[str]:
     problems: list[str] = []
     pod_sc = spec.get("securityContext") or {}
-    for field in ("hostNetwork", "hostPID", "hostIPC"):
+    for field in HOST_NAMESPACES:
         if spec.get(field) is True:
             problems.append(f"host namespaces: {field}=true")
     if (pod_sc.get("windowsOptions") or {}).get("hostProcess") is True:

@@ -60,25 +60,18 @@ KINDS: tuple[Kind, ...] = (
         ("pytorchjob-port", 23456),
         "OnFailure",
     ),
-    Kind(
-        "MPIJob",
-        f"{GROUP}/v1",
-        "mpiReplicaSpecs",
-        (("Launcher", Role.TRAINER), ("Worker", Role.NODES)),
-        None,
-        "mpi",
-        None,
-        "Never",
-    ),
-    Kind(
-        "MPIJob",
-        f"{GROUP}/v2beta1",
-        "mpiReplicaSpecs",
-        (("Launcher", Role.TRAINER), ("Worker", Role.NODES)),
-        None,
-        "mpi",
-        None,
-        "Never",
+    *(
+        Kind(
+            "MPIJob",
+            f"{GROUP}/{version}",
+            "mpiReplicaSpecs",
+            (("Launcher", Role.TRAINER), ("Worker", Role.NODES)),
+            None,
+            "mpi",
+            None,
+            "Never",
+        )
+        for version in ("v1", "v2beta1")  # the training-operator's MPIJob and the mpi-operator's: one shape
     ),
     Kind(
         "TFJob",

@@ -4,10 +4,11 @@ The Pod Security `baseline` checks use the API server's own wording (k8s.io/pod-
 `policy/check_*.go`), so a refused migration reads exactly like the refusal the member would see at
 admission: `violates PodSecurity "baseline:v1.34": hostPath volumes (volume "data")`. They apply whatever
 the namespace's level, because the platform refuses these fields in team namespaces outright. The platform's
-own rules (issue #12's admission policies) add to them: only the in-pod volume kinds and the team's claims
-(inline nfs/csi/… reach any team's data; a claim cannot follow a job into a new namespace), no added
-capabilities or privilege escalation, only the team's service accounts.
-One function per rule; RULES lists them in the order they are reported.
+own rules (`manifests/pod_rules.py`, the vocabulary the admission policies are built from) add to them: only
+the in-pod volume kinds and the team's claims (inline nfs/csi/… reach any team's data; a claim cannot follow a
+job into a new namespace), no added capabilities or privilege escalation, only the team's service accounts.
+One function per rule; RULES lists them in the order they are reported. A vocabulary rule this module does
+not word itself (WORDED) is reported in the vocabulary's words, so a new pod rule reaches `migrate` too.
 """
 
 from __future__ import annotations
@@ -16,12 +17,20 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from trainer_infra.manifests.pod_rules import (
+    DEFAULT_SERVICE_ACCOUNT,
+    HOST_NAMESPACES,
+    SAFE_VOLUME_KINDS,
+    Lists,
+    containers,
+)
+from trainer_infra.manifests.pod_rules import RULES as POD_RULES
 from trainer_infra.manifests.pod_security import BASELINE_CAPABILITIES
 
-# Volume sources a team pod may use: the team's claims and the in-pod kinds (issue #12's admission policy).
-SAFE_VOLUMES = frozenset(
-    {"name", "configMap", "secret", "emptyDir", "projected", "downwardAPI", "persistentVolumeClaim"}
-)
+#: the vocabulary's rules that the functions below word (as Pod Security and the admission messages do)
+WORDED = frozenset({"volumes", "claims", "host", "privileged", "hostPort", "serviceAccount"})
+#: a TrainJob's pods: runtimePatches carry no ephemeral containers
+_CONTAINERS = ("initContainers", "containers")
 
 
 @dataclass(frozen=True)
@@ -54,23 +63,25 @@ def _list(value: Any) -> list[Any]:
 
 
 def _containers(pod: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    for key in ("initContainers", "containers"):
-        for i, c in enumerate(_list(pod.get(key))):
-            if isinstance(c, dict):
-                yield f"{key}[{i}]", c
+    for key, i, c in containers(pod, _CONTAINERS):
+        yield f"{key}[{i}]", c
 
 
 def _host_namespaces(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
-    for key in ("hostNetwork", "hostPID", "hostIPC"):
+    for key in HOST_NAMESPACES:
         if pod.get(key) is True:
             yield Refusal(key, "host namespaces", f"{key}=true", True)
+
+
+def _security(path: str, c: dict[str, Any], field: str, reason: str, says: str, pod_security: bool) -> Refusal:
+    """A refusal of one container's `securityContext.<field>`; `says` follows the container's quoted name."""
+    return Refusal(f"{path}.securityContext.{field}", reason, f'container "{c.get("name")}"{says}', pod_security)
 
 
 def _privileged(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
     for path, c in _containers(pod):
         if _dict(c.get("securityContext")).get("privileged") is True:
-            detail = f"container {c.get('name')!r} must not set securityContext.privileged=true".replace("'", '"')
-            yield Refusal(f"{path}.securityContext.privileged", "privileged", detail, True)
+            yield _security(path, c, "privileged", "privileged", " must not set securityContext.privileged=true", True)
 
 
 def _capabilities(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
@@ -79,34 +90,25 @@ def _capabilities(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
         bad = sorted(str(a) for a in added if str(a) not in BASELINE_CAPABILITIES)
         if bad:
             caps = ", ".join(f'"{a}"' for a in bad)
-            detail = f'container "{c.get("name")}" must not include {caps} in securityContext.capabilities.add'
-            yield Refusal(f"{path}.securityContext.capabilities.add", "non-default capabilities", detail, True)
+            says = f" must not include {caps} in securityContext.capabilities.add"
+            yield _security(path, c, "capabilities.add", "non-default capabilities", says, True)
         elif added:  # the platform refuses any added capability, baseline ones too
-            yield Refusal(
-                f"{path}.securityContext.capabilities.add",
-                "added capabilities",
-                f'container "{c.get("name")}": capabilities.add is refused in team namespaces',
-                False,
-            )
+            says = ": capabilities.add is refused in team namespaces"
+            yield _security(path, c, "capabilities.add", "added capabilities", says, False)
 
 
 def _escalation(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
+    if _dict(_dict(pod.get("securityContext")).get("windowsOptions")).get("hostProcess") is True:
+        detail = "pod must not set securityContext.windowsOptions.hostProcess=true"
+        yield Refusal("securityContext.windowsOptions.hostProcess", "hostProcess", detail, True)
     for path, c in _containers(pod):
         sc = _dict(c.get("securityContext"))
         if sc.get("allowPrivilegeEscalation") is True:
-            yield Refusal(
-                f"{path}.securityContext.allowPrivilegeEscalation",
-                "privilege escalation",
-                f'container "{c.get("name")}": allowPrivilegeEscalation=true is refused in team namespaces',
-                False,
-            )
+            says = ": allowPrivilegeEscalation=true is refused in team namespaces"
+            yield _security(path, c, "allowPrivilegeEscalation", "privilege escalation", says, False)
         if _dict(sc.get("windowsOptions")).get("hostProcess") is True:
-            yield Refusal(
-                f"{path}.securityContext.windowsOptions.hostProcess",
-                "hostProcess",
-                f'container "{c.get("name")}" must not set securityContext.windowsOptions.hostProcess=true',
-                True,
-            )
+            says = " must not set securityContext.windowsOptions.hostProcess=true"
+            yield _security(path, c, "windowsOptions.hostProcess", "hostProcess", says, True)
 
 
 def _host_ports(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
@@ -127,7 +129,7 @@ def _inline_volumes(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
     for v, vol in enumerate(_list(pod.get("volumes"))):
         if not isinstance(vol, dict):
             continue
-        for kind in sorted(set(vol) - SAFE_VOLUMES - {"hostPath"}):
+        for kind in sorted(set(vol) - set(SAFE_VOLUME_KINDS) - {"name", "hostPath"}):
             yield Refusal(
                 f"volumes[{v}].{kind}",
                 "inline volume",
@@ -165,7 +167,7 @@ def _foreign_claims(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
 
 def _service_account(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
     name = pod.get("serviceAccountName")
-    if name and name != "default" and name not in ctx.service_accounts:
+    if name and name != DEFAULT_SERVICE_ACCOUNT and name not in ctx.service_accounts:
         yield Refusal(
             "serviceAccountName",
             "service account",
@@ -173,6 +175,15 @@ def _service_account(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
             f"(default{''.join(', ' + s for s in ctx.service_accounts)})",
             False,
         )
+
+
+def _other_pod_rules(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
+    """The vocabulary's rules not worded above (the target's priority classes are not known here)."""
+    lists = Lists(claims=ctx.claims, service_accounts=(DEFAULT_SERVICE_ACCOUNT, *ctx.service_accounts))
+    for rule in POD_RULES:
+        if rule.name not in WORDED:
+            for problem in rule.problems(pod, lists):
+                yield Refusal(rule.name, rule.name, problem, False)
 
 
 RULES: tuple[Rule, ...] = (
@@ -185,6 +196,7 @@ RULES: tuple[Rule, ...] = (
     _inline_volumes,
     _foreign_claims,
     _service_account,
+    _other_pod_rules,
 )
 
 

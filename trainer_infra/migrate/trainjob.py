@@ -8,6 +8,7 @@ from typing import Any
 from packaging.version import Version
 
 from trainer_infra.core.errors import did_you_mean
+from trainer_infra.core.kueue import QUEUE_LABEL
 from trainer_infra.manifests.runtime import ancestor, get_in, quoted_resources, replicated_jobs
 from trainer_infra.migrate.kinds import Kind, Role
 from trainer_infra.migrate.mapping import Disposition, is_empty
@@ -16,7 +17,6 @@ from trainer_infra.migrate.result import Conversion, Path
 from trainer_infra.migrate.select import Choice
 from trainer_infra.migrate.target import Team
 
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 SOURCE_ANNOTATION = "trainer-platform.io/migrated-from"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"

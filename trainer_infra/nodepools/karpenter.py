@@ -16,7 +16,7 @@ from pydantic import Field
 from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.objects import ManagedObject
-from trainer_infra.core.quantity import format_quantity
+from trainer_infra.core.quantity import format_amount
 from trainer_infra.core.types import DnsSubdomain
 from trainer_infra.manifests import meta
 from trainer_infra.nodepools.backend import BackendDefaults
@@ -73,7 +73,7 @@ def karpenter_objects(pool: ResolvedPool) -> list[ManagedObject]:
         {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(kp.instance_types)},
         {"key": "karpenter.sh/capacity-type", "operator": "In", "values": [pool.config.capacity_type]},
     ]
-    limits = {k: format_quantity(v, binary=k == "memory") for k, v in sorted(pool.capacity.items())}
+    limits = {k: format_amount(k, v) for k, v in sorted(pool.capacity.items())}
     objects.append(
         ManagedObject(
             {

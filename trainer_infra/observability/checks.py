@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from trainer_infra.core.errors import ConfigIssue, did_you_mean
+from trainer_infra.observability.alerts.queues import WORKLOADS_PENDING
 from trainer_infra.observability.settings import ObservabilitySettings
 
 
 def check_observability(settings: ObservabilitySettings, teams: Sequence[str]) -> list[ConfigIssue]:
     """A per-team threshold must name a team of the stack (a typo would silently use the default)."""
     issues = []
-    for name in settings.alerts.workloads_pending.teams:
+    for name in WORKLOADS_PENDING.settings(settings.alerts).teams:
         if name not in teams:
             issues.append(
                 ConfigIssue(

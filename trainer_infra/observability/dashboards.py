@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from trainer_infra.observability.facts import PlatformFacts
-from trainer_infra.observability.rules import TEAM_INFO, _regex
+from trainer_infra.observability.promql import TEAM_INFO, regex
 
 SCHEMA_VERSION = 39
 GRAFANA_VERSION = "11.0"
@@ -88,8 +88,8 @@ def _dashboard(uid: str, title: str, panels: list[dict[str, Any]], variables: li
 
 
 def overview(facts: PlatformFacts) -> dict[str, Any]:
-    jobs = f'job=~"{_regex([e.service for e in facts.endpoints])}"'
-    cqs = f'cluster_queue=~"{_regex([t.cluster_queue for t in facts.teams])}"' if facts.teams else ""
+    jobs = f'job=~"{regex([e.service for e in facts.endpoints])}"'
+    cqs = f'cluster_queue=~"{regex([t.cluster_queue for t in facts.teams])}"' if facts.teams else ""
     panels = [
         _panel("Controller targets up", [(f"sum by (job) (up{{{jobs}}})", "{{job}}")], "stat"),
         _panel(

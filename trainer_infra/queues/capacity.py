@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from trainer_infra.core.quantity import format_quantity
+from trainer_infra.core.quantity import format_amount
 from trainer_infra.queues.config import QueuesConfig
 from trainer_infra.queues.resolve import ResolvedQueues
 from trainer_infra.tenancy.teams import TeamConfig
@@ -19,31 +19,30 @@ class PoolTotals:
     nodes: int
     capacity: dict[str, Decimal]
     quota: dict[str, Decimal]  # sum of nominal quotas over teams
-    by_team: dict[str, dict[str, Decimal]]
+    by_team: dict[str, dict[str, Decimal]]  # team name → its nominal quota on the pool
 
     def over(self) -> list[str]:
         return [res for res, total in self.quota.items() if total > self.capacity.get(res, Decimal(0))]
 
 
-def pool_totals(teams: Sequence[TeamConfig], resolved: ResolvedQueues) -> list[PoolTotals]:
+def pool_totals(resolved: ResolvedQueues) -> list[PoolTotals]:
     out = []
     for pool in resolved.pools:
         capacity = pool.capacity
-        by_team = {t.name: resolved.quota(i, pool.name) for i, t in enumerate(teams) if pool.name in t.quota}
+        by_team = {team: limits[pool.name].nominal for team, limits in resolved.teams.items()}
         quota = {res: sum((q[res] for q in by_team.values()), Decimal(0)) for res in capacity}
         out.append(PoolTotals(pool.name, pool.index, pool.node_count, capacity, quota, by_team))
     return out
 
 
-def _fmt(res: str, value: Decimal) -> str:
-    return format_quantity(value, binary=res == "memory")
-
-
 def capacity_lines(teams: Sequence[TeamConfig], queues: QueuesConfig, resolved: ResolvedQueues) -> list[str]:
     """One line per pool for `trainer-infra validate`: capacity and the teams' total nominal quota."""
     lines = []
-    for t in pool_totals(teams, resolved):
-        parts = [f"{res} {_fmt(res, t.quota[res])}/{_fmt(res, cap)}" for res, cap in sorted(t.capacity.items())]
+    for t in pool_totals(resolved):
+        parts = [
+            f"{res} {format_amount(res, t.quota[res])}/{format_amount(res, cap)}"
+            for res, cap in sorted(t.capacity.items())
+        ]
         lines.append(f"pool {t.pool}: {t.nodes} nodes; team quota/capacity: " + ", ".join(parts))
     if teams:
         lines.append(

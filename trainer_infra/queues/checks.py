@@ -8,12 +8,12 @@ from collections.abc import Sequence
 from decimal import Decimal
 
 from trainer_infra.core.errors import ConfigIssue, did_you_mean
-from trainer_infra.core.quantity import format_quantity
+from trainer_infra.core.quantity import format_amount
 from trainer_infra.nodepools.labels import level_name
 from trainer_infra.queues.capacity import pool_totals
 from trainer_infra.queues.config import UNLABELLED_PRIORITY, QueuesConfig
 from trainer_infra.queues.placement import resolve_level
-from trainer_infra.queues.resolve import ResolvedQueues, limit_for
+from trainer_infra.queues.resolve import ResolvedQueues
 from trainer_infra.tenancy.teams import TeamConfig
 
 
@@ -40,38 +40,67 @@ def _quotas(teams: Sequence[TeamConfig], resolved: ResolvedQueues) -> list[Confi
                 issues.append(ConfigIssue(f"{qat}.gpus", "pool has no accelerator", str(quota.gpus)))
             if pool.config.node.accelerator is None and quota.cpu is None and quota.memory is None:
                 issues.append(ConfigIssue(qat, "a pool without accelerators needs cpu and/or memory quota"))
-            if quota.lending_limit is not None:
-                for res, amount in resolved.quota(i, pool_name).items():
-                    lend = limit_for(quota.lending_limit, res, pool.accelerator_resource)
-                    if lend is not None and lend > amount:
-                        field = "gpus" if res == pool.accelerator_resource else res
-                        issues.append(
-                            ConfigIssue(
-                                f"{qat}.lendingLimit.{field}",
-                                f"lendingLimit must not exceed the nominal quota ({format_quantity(amount)})",
-                                format_quantity(lend),
-                            )
+            limits = resolved.limits(team.name, pool_name)
+            for res, lend in limits.lending.items():
+                if lend > limits.nominal[res]:
+                    nominal = format_amount(res, limits.nominal[res])
+                    issues.append(
+                        ConfigIssue(
+                            f"{qat}.lendingLimit.{_field(res, pool.accelerator_resource)}",
+                            f"lendingLimit must not exceed the nominal quota ({nominal})",
+                            format_amount(res, lend),
                         )
+                    )
+    return issues
+
+
+def _field(res: str, accelerator: str | None) -> str:
+    """The `teams[].quota.<pool>` field that sets a resource: the accelerator is `gpus`."""
+    return "gpus" if res == accelerator else res
+
+
+def limits_without_effect(teams: Sequence[TeamConfig], q: QueuesConfig) -> list[ConfigIssue]:
+    """Borrowing and lending happen between the ClusterQueues of one cohort, and every team's queue joins
+    `queues.cohort`: a team alone in it has nobody to borrow from or lend to, so its limits change nothing."""
+    if len(teams) != 1:
+        return []
+    team = teams[0]
+    issues = []
+    for pool, quota in team.quota.items():
+        for key, limits, whom in (
+            ("borrowingLimit", quota.borrowing_limit, "to borrow from"),
+            ("lendingLimit", quota.lending_limit, "to lend to"),
+        ):
+            if limits is not None:
+                found = ", ".join(f"{k}: {v}" for k, v in limits.model_dump(exclude_none=True).items()) or "{}"
+                issues.append(
+                    ConfigIssue(
+                        f"teams[0].quota.{pool}.{key}",
+                        f"has no effect: {team.name} is the only team in cohort {q.cohort.name}, so there is no "
+                        f"other queue {whom}",
+                        found,
+                        f"remove {key}, or add the teams that share the pools",
+                    )
+                )
     return issues
 
 
 def _capacity(teams: Sequence[TeamConfig], resolved: ResolvedQueues) -> list[ConfigIssue]:
     """Unless the cohort may oversubscribe: the teams' nominal quotas on a pool fit its capacity."""
     issues = []
-    for t in pool_totals(teams, resolved):
+    for t in pool_totals(resolved):
         over = t.over()
         pool = resolved.pools[t.index]
         if pool.accelerator_resource in over:  # derived cpu/memory follow the GPUs: one message is enough
             explicit = {r for team in teams for r in ("cpu", "memory") if getattr(team.quota.get(pool.name), r, None)}
             over = [r for r in over if r == pool.accelerator_resource or r in explicit]
         for res in over:
-            binary = res == "memory"
-            by_team = ", ".join(f"{n}={format_quantity(q[res], binary)}" for n, q in t.by_team.items() if q[res])
+            by_team = ", ".join(f"{n}={format_amount(res, q[res])}" for n, q in t.by_team.items() if q[res])
             issues.append(
                 ConfigIssue(
                     f"nodePools[{t.index}]",
-                    f"team quotas for {res} add up to {format_quantity(t.quota[res], binary)}, more than the "
-                    f"pool's capacity {format_quantity(t.capacity.get(res, Decimal(0)), binary)}",
+                    f"team quotas for {res} add up to {format_amount(res, t.quota[res])}, more than the "
+                    f"pool's capacity {format_amount(res, t.capacity.get(res, Decimal(0)))}",
                     by_team,
                     "lower teams[].quota, grow the pool, or set queues.cohort.oversubscribe: true",
                 )

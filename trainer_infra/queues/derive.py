@@ -8,7 +8,8 @@ config always gives the same dicts.
   flavor: pool name + hash), so a change is a new object plus the deletion of the old one once nothing
   refers to it, never an update the API server would refuse; both are also marked replace-on-change;
 - one `Cohort`; per team a `ClusterQueue` in it (all pools as flavors of one resource group, the
-  team's nominal quota or 0, borrowing/lending limits) and a `LocalQueue` in the team namespace;
+  team's resolved limits: nominal quota or 0, borrowing/lending limits) and a `LocalQueue` in the team
+  namespace;
 - the `WorkloadPriorityClass`es.
 """
 
@@ -19,20 +20,16 @@ from decimal import Decimal
 from typing import Any
 
 from trainer_infra.core.objects import ManagedObject
-from trainer_infra.core.quantity import format_quantity
+from trainer_infra.core.quantity import format_amount
 from trainer_infra.manifests import meta
 from trainer_infra.nodepools.labels import POOL_LABEL
 from trainer_infra.queues.config import QueuesConfig
-from trainer_infra.queues.resolve import ResolvedQueues, limit_for
+from trainer_infra.queues.resolve import QueueLimits, ResolvedQueues
 from trainer_infra.tenancy.teams import TeamConfig
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 FLAVOR_IMMUTABLE = ("spec.topologyName", "spec.nodeLabels", "spec.tolerations")
 TOPOLOGY_IMMUTABLE = ("spec.levels",)
-
-
-def _q(res: str, value: Decimal) -> str:
-    return format_quantity(value, binary=res == "memory")
 
 
 def resource_flavor(api: str, pool: str, flavor_name: str, spec: dict[str, Any]) -> ManagedObject:
@@ -42,21 +39,27 @@ def resource_flavor(api: str, pool: str, flavor_name: str, spec: dict[str, Any])
     return ManagedObject(manifest, delete_before_replace=True, replace_on_changes=FLAVOR_IMMUTABLE)
 
 
-def cluster_queue(api: str, q: QueuesConfig, index: int, team: TeamConfig, resolved: ResolvedQueues) -> dict[str, Any]:
-    flavors = []
-    for pool in resolved.pools:
-        quota = team.quota.get(pool.name)
-        amounts = resolved.quota(index, pool.name)
+def resource_groups(covered: Sequence[str], flavors: Sequence[tuple[str, QueueLimits]]) -> list[dict[str, Any]]:
+    """A ClusterQueue's `resourceGroups`: one group over `flavors` (flavor name, the team's limits there),
+    every covered resource in each, with quota 0 where the flavor's pool has none of it."""
+    entries = []
+    for name, limits in flavors:
         resources = []
-        for res in resolved.covered:
-            entry: dict[str, Any] = {"name": res, "nominalQuota": _q(res, amounts.get(res, Decimal(0)))}
-            if res in amounts and quota is not None:
-                for key, limits in (("borrowingLimit", quota.borrowing_limit), ("lendingLimit", quota.lending_limit)):
-                    value = limit_for(limits, res, pool.accelerator_resource)
-                    if value is not None:
-                        entry[key] = _q(res, value)
+        for res in covered:
+            entry: dict[str, Any] = {
+                "name": res,
+                "nominalQuota": format_amount(res, limits.nominal.get(res, Decimal(0))),
+            }
+            for key, table in (("borrowingLimit", limits.borrowing), ("lendingLimit", limits.lending)):
+                if res in table:
+                    entry[key] = format_amount(res, table[res])
             resources.append(entry)
-        flavors.append({"name": resolved.flavors[pool.name].name, "resources": resources})
+        entries.append({"name": name, "resources": resources})
+    return [{"coveredResources": list(covered), "flavors": entries}] if entries else []
+
+
+def cluster_queue(api: str, q: QueuesConfig, team: TeamConfig, resolved: ResolvedQueues) -> dict[str, Any]:
+    flavors = [(resolved.flavors[p.name].name, resolved.limits(team.name, p.name)) for p in resolved.pools]
     spec: dict[str, Any] = {
         "cohortName": q.cohort.name,
         "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: team.resolved_namespace}},
@@ -66,7 +69,7 @@ def cluster_queue(api: str, q: QueuesConfig, index: int, team: TeamConfig, resol
             "reclaimWithinCohort": q.preemption.reclaim_within_cohort,
             "borrowWithinCohort": {"policy": q.preemption.borrow_within_cohort},
         },
-        "resourceGroups": [{"coveredResources": resolved.covered, "flavors": flavors}] if flavors else [],
+        "resourceGroups": resource_groups(resolved.covered, flavors),
     }
     if team.fair_sharing_weight is not None:
         spec["fairSharing"] = {"weight": team.fair_sharing_weight}
@@ -121,8 +124,8 @@ def queue_objects(
     objects.append(
         ManagedObject({"apiVersion": api, "kind": "Cohort", "metadata": meta.metadata(q.cohort.name), "spec": {}})
     )
-    for i, team in enumerate(teams):
-        objects.append(ManagedObject(cluster_queue(api, q, i, team, resolved)))
+    for team in teams:
+        objects.append(ManagedObject(cluster_queue(api, q, team, resolved)))
         objects.append(ManagedObject(local_queue(api, team)))
         if deputy_queue is not None and deputy_queue != team.local_queue:
             objects.append(ManagedObject(local_queue(api, team, deputy_queue)))

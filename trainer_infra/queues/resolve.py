@@ -1,5 +1,7 @@
-"""Pools + teams → the queueing facts, once: Topology names, flavor names and specs, every team's nominal
-quota on every pool, the covered resources, and the tolerations every runtime needs for the pools."""
+"""Pools + teams → the queueing facts, once: Topology names, flavor names and specs, every team's limits
+(nominal quota, borrowing and lending limits) on every pool by team name, the covered resources, and the
+tolerations every runtime needs for the pools. The ClusterQueues, the capacity check and the fleet manager
+read these; none of them reads `teams[].quota` again."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import hashlib
 import json
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_FLOOR, Decimal
 from typing import Any
@@ -26,23 +28,42 @@ class Flavor:
 
 
 @dataclass(frozen=True)
+class QueueLimits:
+    """A team's limits on one pool (one flavor of its ClusterQueue), per resource: the nominal quota of
+    every resource the pool offers (cpu, memory, its accelerator); a borrowing or lending limit only where
+    the config sets one."""
+
+    nominal: dict[str, Decimal]
+    borrowing: dict[str, Decimal]
+    lending: dict[str, Decimal]
+
+    def map(self, fn: Callable[[str, Decimal], Decimal]) -> QueueLimits:
+        """Every amount as `fn(resource, amount)`: the fleet manager zeroes a draining worker's, caps the rest."""
+
+        def each(table: dict[str, Decimal]) -> dict[str, Decimal]:
+            return {res: fn(res, amount) for res, amount in table.items()}
+
+        return QueueLimits(each(self.nominal), each(self.borrowing), each(self.lending))
+
+
+@dataclass(frozen=True)
 class ResolvedQueues:
     pools: tuple[ResolvedPool, ...]
     topologies: dict[tuple[str, ...], str]  # levels → Topology name; empty with TAS off
     flavors: dict[str, Flavor]  # pool name → its ResourceFlavor
-    nominal: dict[tuple[int, str], dict[str, Decimal]]  # (team index, pool name) → quota per resource
+    teams: dict[str, dict[str, QueueLimits]]  # team name → pool name → the team's limits there
     covered: list[str]
     tolerations: list[dict[str, str]]  # every pool taint's toleration, once each, sorted
 
-    def quota(self, team: int, pool: str) -> dict[str, Decimal]:
-        return self.nominal[(team, pool)]
+    def limits(self, team: str, pool: str) -> QueueLimits:
+        return self.teams[team][pool]
 
 
-def covered_resources(pools: Sequence[ResolvedPool]) -> list[str]:
-    """cpu, memory, then every accelerator resource: one resource group, since Kueue lets a resource
-    appear in only one group; a pool without some accelerator gets quota 0 for it."""
-    accelerators = sorted({p.accelerator_resource for p in pools if p.accelerator_resource})
-    return ["cpu", "memory", *accelerators]
+def covered_resources(resources: Iterable[str]) -> list[str]:
+    """cpu, memory, then every accelerator resource among `resources`: one resource group, since Kueue lets
+    a resource appear in only one group; a pool without some accelerator gets quota 0 for it. `resources`
+    may be other covered lists (the fleet manager covers what its workers cover)."""
+    return ["cpu", "memory", *sorted(set(resources) - {"cpu", "memory"})]
 
 
 def topology_names(pools: Sequence[ResolvedPool]) -> dict[tuple[str, ...], str]:
@@ -59,7 +80,7 @@ def topology_names(pools: Sequence[ResolvedPool]) -> dict[tuple[str, ...], str]:
     return out
 
 
-def nominal(quota: PoolQuota | None, pool: ResolvedPool) -> dict[str, Decimal]:
+def _nominal(quota: PoolQuota | None, pool: ResolvedPool) -> dict[str, Decimal]:
     """The team's nominal quota on a pool per resource; cpu/memory default to the node's share per GPU."""
     quota = quota or PoolQuota()
     acc = pool.config.node.accelerator
@@ -77,13 +98,26 @@ def nominal(quota: PoolQuota | None, pool: ResolvedPool) -> dict[str, Decimal]:
     return out
 
 
-def limit_for(limits: ResourceLimits | None, res: str, accelerator: str | None) -> Decimal | None:
-    if limits is None:
-        return None
+def _limit(limits: ResourceLimits, res: str, accelerator: str | None) -> Decimal | None:
     if res == accelerator:
         return None if limits.gpus is None else Decimal(limits.gpus)
     value = getattr(limits, res, None) if res in ("cpu", "memory") else None
     return None if value is None else quantity(value)
+
+
+def queue_limits(quota: PoolQuota | None, pool: ResolvedPool) -> QueueLimits:
+    """A team's nominal quota on a pool and the borrowing/lending limits it sets there."""
+    amounts = _nominal(quota, pool)
+
+    def limited(limits: ResourceLimits | None) -> dict[str, Decimal]:
+        if limits is None:
+            return {}
+        found = ((res, _limit(limits, res, pool.accelerator_resource)) for res in amounts)
+        return {res: value for res, value in found if value is not None}
+
+    if quota is None:
+        return QueueLimits(amounts, {}, {})
+    return QueueLimits(amounts, limited(quota.borrowing_limit), limited(quota.lending_limit))
 
 
 def flavor(pool: ResolvedPool, topology: str | None) -> Flavor:
@@ -110,11 +144,9 @@ def resolve_queues(pools: tuple[ResolvedPool, ...], teams: Sequence[TeamConfig],
         pools=pools,
         topologies=topologies,
         flavors={p.name: flavor(p, topologies.get(p.topology)) for p in pools},
-        nominal={
-            (i, pool.name): nominal(team.quota.get(pool.name), pool)
-            for i, team in enumerate(teams)
-            for pool in by_name.values()
+        teams={
+            team.name: {p.name: queue_limits(team.quota.get(p.name), p) for p in by_name.values()} for team in teams
         },
-        covered=covered_resources(pools),
+        covered=covered_resources(p.accelerator_resource for p in pools if p.accelerator_resource),
         tolerations=[seen[k] for k in sorted(seen)],
     )

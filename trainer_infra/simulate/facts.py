@@ -20,6 +20,8 @@ from trainer_infra.simulate.trace import TraceError, TraceRow
 Obj = dict[str, Any]
 POOL_LABEL = "trainer-platform.io/node-pool"
 REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
+#: Replicated jobs whose pods run the training (initializers finish on their own in the control plane).
+TRAINING_JOBS = ("launcher", "node")
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,20 @@ class StackFacts:
     #: runtime → required topology level of its trainer pods (None: none)
     runtimes: dict[str, str | None]
     default_runtime: str
+    #: runtime → its replicated jobs whose pods run the training (they get the row's duration)
+    replicated_jobs: dict[str, tuple[str, ...]] = field(default_factory=dict)
     objects: list[Obj] = field(default_factory=list)
+
+    @property
+    def limits(self) -> dict[str, tuple[int, int]]:
+        """ClusterQueue → (nominal, the most it may hold: nominal + borrowing limit, or + what its cohort lends)."""
+        return {
+            cq: (sum(q.nominal for q in flavors.values()), self.most_usable(cq)) for cq, flavors in self.quotas.items()
+        }
+
+    def weights(self) -> dict[str, float]:
+        """Team → its ClusterQueue's fair-sharing weight."""
+        return {t.name: t.weight for t in self.teams.values()}
 
     @property
     def capacity(self) -> int:
@@ -199,8 +214,11 @@ def stack_facts(objects: list[Obj], resource: str = "nvidia.com/gpu") -> StackFa
         for f in _of_kind(objects, "ResourceFlavor")
     }
     runtimes: dict[str, str | None] = {}
+    replicated: dict[str, tuple[str, ...]] = {}
     for rt in _of_kind(objects, "ClusterTrainingRuntime"):
         jobs = rt["spec"]["template"]["spec"].get("replicatedJobs", [])
+        names = tuple(j["name"] for j in jobs if j["name"] in TRAINING_JOBS)
+        replicated[rt["metadata"]["name"]] = names or tuple(j["name"] for j in jobs[-1:])
         node = next((j for j in jobs if j["name"] == "node"), jobs[0] if jobs else {})
         pod_meta = node.get("template", {}).get("spec", {}).get("template", {}).get("metadata", {})
         runtimes[rt["metadata"]["name"]] = pod_meta.get("annotations", {}).get(REQUIRED_TOPOLOGY)
@@ -215,5 +233,6 @@ def stack_facts(objects: list[Obj], resource: str = "nvidia.com/gpu") -> StackFa
         {p["metadata"]["name"]: int(p["value"]) for p in _of_kind(objects, "WorkloadPriorityClass")},
         runtimes,
         default,
+        replicated,
         objects,
     )

@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt
 from trainer_infra.simulate import metrics
 
 if TYPE_CHECKING:
-    from trainer_infra.simulate.report import Run
+    from trainer_infra.simulate.run import Run
 
 
 def write_plots(run: Run, series: dict[str, list[float]], out: Path) -> None:

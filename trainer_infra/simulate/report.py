@@ -8,40 +8,19 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from trainer_infra.simulate import metrics
 from trainer_infra.simulate.metrics import JobOutcome
+from trainer_infra.simulate.run import Run
 
 #: Width of a fairness window and of a usage-series step, in trace seconds.
 WINDOW = 60.0
 #: Queue depth at which admission throughput is measured (kueue#14477 reports it at ~500).
 DEPTH = 1000
-
-
-@dataclass
-class Run:
-    """Everything a replay measured, in trace seconds (wall seconds × compression)."""
-
-    jobs: list[JobOutcome]
-    capacity: int
-    weights: Mapping[str, float]
-    compression: float
-    #: trace time at which the replay stopped
-    until: float
-    wall_seconds: float
-    #: why the replay stopped before every job finished ("" when it did not)
-    stopped_early: str = ""
-    #: ClusterQueue → (nominal, nominal + borrowing limit or None) of the accelerator resource
-    limits: Mapping[str, tuple[int, int | None]] = field(default_factory=dict)
-    #: (trace time, ClusterQueue, accelerators reserved) read from ClusterQueue status while replaying
-    samples: list[tuple[float, str, int]] = field(default_factory=list)
-    #: where the wall time went (phase → seconds)
-    phases: Mapping[str, float] = field(default_factory=dict)
-    label: str = ""
 
 
 def _round(value: float | None, digits: int = 3) -> float | None:
@@ -71,6 +50,7 @@ def summary(run: Run) -> dict[str, Any]:
         "compression": run.compression,
         "wall_seconds": round(run.wall_seconds, 1),
         "wall_phases": {k: round(v, 1) for k, v in run.phases.items()},
+        "submit_lag_max": round(run.submit_lag, 1),
         "trace_seconds": round(run.until, 1),
         "makespan": _round(metrics.makespan(replayed, run.until), 1),
         "utilisation": _round(metrics.utilisation(replayed, run.capacity, run.until)),
@@ -88,6 +68,25 @@ def summary(run: Run) -> dict[str, Any]:
         if rate is None
         else {"depth": DEPTH, "per_wall_second": round(rate[0] * run.compression, 3), "wall_seconds": rate[1]},
         "cluster_queue_over_limit": over,
+        "cluster_queue_samples": len(run.samples),
+        **conservation(replayed, run.compression),
+    }
+
+
+def conservation(jobs: Sequence[JobOutcome], compression: float) -> dict[str, Any]:
+    """What the trace asked for against what the finished jobs held in their last admission, and the control
+    plane's share of the difference (admission → pods running → Succeeded → Workload finished), in wall seconds."""
+    finished = [j for j in jobs if j.finished is not None and j.admissions]
+    held = [j.admissions[-1].length(j.finished or 0.0) for j in finished]
+    overhead = [(h - j.duration) / compression for h, j in zip(held, finished, strict=True)]
+    return {
+        "trace_accelerator_seconds": round(sum(j.accelerators * j.duration for j in jobs), 1),
+        "finished_accelerator_seconds": round(sum(j.accelerators * h for h, j in zip(held, finished, strict=True)), 1),
+        "overhead_wall_seconds": {
+            "mean": _round(sum(overhead) / len(overhead)) if overhead else None,
+            "min": _round(min(overhead, default=math.nan)),
+            "max": _round(max(overhead, default=math.nan)),
+        },
     }
 
 
@@ -95,7 +94,7 @@ def over_limit(run: Run) -> list[str]:
     """Samples where a ClusterQueue held more than nominal + borrowing limit (what Kueue must never allow)."""
     out = []
     for t, cq, held in run.samples:
-        _, ceiling = run.limits.get(cq, (0, None))
+        ceiling = run.limits[cq][1] if cq in run.limits else None
         if ceiling is not None and held > ceiling:
             out.append(f"{cq} held {held} > {ceiling} at t={t:.0f}s")
     return out[:20]

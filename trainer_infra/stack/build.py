@@ -103,14 +103,14 @@ def plan_catalog(v: Validated) -> PlanPart:
 
 def observed_facts(v: Validated) -> PlatformFacts:
     """What the alerts and dashboards are about: each controller's metrics endpoint, each team's
-    ClusterQueue (named after the team) and namespace, each node pool."""
+    ClusterQueue and namespace, each node pool."""
     endpoints = [
         endpoint
         for component in COMPONENTS
         if (release := v.releases.by_name.get(component.name)) is not None
         and (endpoint := component.metrics_endpoint(release)) is not None
     ]
-    teams = tuple(ObservedTeam(t.name, t.resolved_namespace, t.name) for t in v.config.teams)
+    teams = tuple(ObservedTeam(t.name, t.resolved_namespace, cluster_queue_name(t)) for t in v.config.teams)
     return PlatformFacts(tuple(endpoints), teams, tuple(p.name for p in v.pools), POOL_LABEL)
 
 

@@ -64,9 +64,10 @@ refused at the key that sets it.
 The file is strict UTF-8 (a BOM is fine) and one YAML document. A duplicate key is an error (YAML would keep
 the last one silently); dates and `yes`/`no` stay strings, as the Pulumi CLI reads them; `!!binary`, `!!set`,
 `!!omap`, `!!pairs`, `!!timestamp` and `.inf`/`.nan` are refused. A setting that has no effect in the stack
-(placement or an override for a runtime it does not serve, `dataCache.cacheImage` with the cache off) is a
-warning naming it; a secret written in plain text (`kubernetes.kubeconfig`, `teams[].secrets.*`) renders
-with a warning giving the command that stores it encrypted:
+(placement or an override for a runtime it does not serve, `dataCache.cacheImage` with the cache off, a
+`borrowingLimit` or `lendingLimit` of the only team in the cohort) is a warning naming it; a secret written
+in plain text (`kubernetes.kubeconfig`, `teams[].secrets.*`) renders with a warning giving the command that
+stores it encrypted:
 `pulumi config set --secret --path 'trainer-platform:teams[0].secrets.hfToken' <value>`. Under `pulumi up`
 the engine hands every value over decrypted and says only which top-level keys hold a secret, so the program
 warns only where nothing under that key is encrypted; `validate` reads the file and names each one.

@@ -12,7 +12,7 @@ the identity the manager uses there. Nothing here talks to a cluster.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
@@ -30,12 +30,12 @@ from trainer_infra.fleet.multikueue import (
     manager_flavor_name,
     manager_flavors,
     manager_objects,
-    manager_resource_groups,
     token_secret_name,
     with_admission_check,
     worker_auth_objects,
 )
-from trainer_infra.queues.resolve import limit_for
+from trainer_infra.queues.derive import cluster_queue_name, resource_groups
+from trainer_infra.queues.resolve import QueueLimits, covered_resources
 from trainer_infra.stack.build import build_plan, unique_sorted
 from trainer_infra.stack.config import KubernetesConfig, StackConfig
 from trainer_infra.stack.secrets import stored_encrypted
@@ -153,53 +153,30 @@ def check_runtimes_identical(vf: ValidatedFleet, plans: Mapping[str, Plan]) -> l
     return issues
 
 
-@dataclass
-class _TeamQuota:
-    """One team's quota on the manager per flavor (one flavor per worker pool)."""
-
-    nominal: dict[str, dict[str, Decimal]] = field(default_factory=dict)  # flavor → resource → amount
-    limits: dict[str, dict[str, dict[str, Decimal]]] = field(default_factory=dict)  # flavor → limit → resource
-
-    def cap(self, cap: dict[str, Decimal]) -> None:
-        tables = [*self.nominal.values(), *(t for by_key in self.limits.values() for t in by_key.values())]
-        for table in tables:
-            for res, limit in cap.items():
-                if res in table:
-                    table[res] = min(table[res], limit)
-
-
-def _per_worker(vf: ValidatedFleet) -> tuple[list[tuple[str, str]], list[str], list[_TeamQuota]]:
-    """(worker, pool) flavors (workers preferred first), covered resources, and per team: its quota on each
-    worker pool as the worker itself grants it, capped by `fleet.managerQuota.cap`. Kueue assigns a pod set
-    one flavor, so on the manager a job must fit one worker's share, as it must to run; the manager's total
-    is still the sum over the workers. A draining worker's flavors stay (admitted workloads name them) with
-    no quota, so nothing new is counted against it."""
-    flavors: list[tuple[str, str]] = []
-    accelerators: set[str] = set()
-    for w, v in vf.workers:
-        flavors += [(w.name, p.name) for p in v.pools]
-        accelerators |= {p.accelerator_resource for p in v.pools if p.accelerator_resource}
-    covered = ["cpu", "memory", *sorted(accelerators)]
+def _per_worker(
+    vf: ValidatedFleet,
+) -> tuple[list[tuple[str, str]], list[str], dict[str, list[tuple[str, QueueLimits]]]]:
+    """(worker, pool) flavors (workers preferred first), covered resources, and per team name: its limits on
+    each worker pool as the worker itself resolved them, capped by `fleet.managerQuota.cap`. Kueue assigns a
+    pod set one flavor, so on the manager a job must fit one worker's share, as it must to run; the manager's
+    total is still the sum over the workers. A draining worker's flavors stay (admitted workloads name them)
+    with no quota, so nothing new is counted against it."""
+    flavors = [(w.name, p.name) for w, v in vf.workers for p in v.queues.pools]
+    covered = covered_resources(res for _, v in vf.workers for res in v.queues.covered)
     cap = {res: quantity(value) for res, value in vf.fleet.manager_quota.cap.items()}
-    quotas = []
-    for ti, team in enumerate(vf.config.teams):
-        q = _TeamQuota()
+
+    def capped(res: str, amount: Decimal) -> Decimal:
+        return min(amount, cap[res]) if res in cap else amount
+
+    quotas: dict[str, list[tuple[str, QueueLimits]]] = {}
+    for team in vf.config.teams:
+        per_flavor = quotas.setdefault(team.name, [])
         for w, v in vf.workers:
-            for pool in v.pools:
-                name = manager_flavor_name(w.name, pool.name)
-                amounts = v.queues.nominal.get((ti, pool.name), {})
-                q.nominal[name] = {res: Decimal(0) if w.draining else value for res, value in amounts.items()}
-                quota = team.quota.get(pool.name)
-                if quota is None:
-                    continue
-                for key, lim in (("borrowingLimit", quota.borrowing_limit), ("lendingLimit", quota.lending_limit)):
-                    for res in covered:
-                        amount = limit_for(lim, res, pool.accelerator_resource)
-                        if amount is not None:
-                            value = Decimal(0) if w.draining else amount
-                            q.limits.setdefault(name, {}).setdefault(key, {})[res] = value
-        q.cap(cap)
-        quotas.append(q)
+            for pool in v.queues.pools:
+                limits = v.queues.limits(team.name, pool.name)
+                if w.draining:
+                    limits = limits.map(lambda _res, _amount: Decimal(0))
+                per_flavor.append((manager_flavor_name(w.name, pool.name), limits.map(capped)))
     return flavors, covered, quotas
 
 
@@ -208,14 +185,12 @@ def _manager_plan(vf: ValidatedFleet, plan: Plan) -> Plan:
     kueue = v.releases.by_name["kueue"]
     api = kueue.api_versions["kueue.x-k8s.io"]
     flavors, covered, quotas = _per_worker(vf)
-    names = [manager_flavor_name(w, p) for w, p in flavors]
-    queues = {team.name: ti for ti, team in enumerate(vf.config.teams)}
+    teams = {cluster_queue_name(team): team.name for team in vf.config.teams}
     objects: list[ManagedObject] = []
     for obj in plan.objects:
         m = obj.manifest
-        if m["kind"] == "ClusterQueue" and m["metadata"]["name"] in queues:
-            team = quotas[queues[m["metadata"]["name"]]]
-            groups = manager_resource_groups(names, covered, team.nominal, team.limits)
+        if m["kind"] == "ClusterQueue" and m["metadata"]["name"] in teams:
+            groups = resource_groups(covered, quotas[teams[m["metadata"]["name"]]])
             obj = replace(obj, manifest=with_admission_check(m, groups))
         objects.append(obj)
     workers = []

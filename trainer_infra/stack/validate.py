@@ -36,7 +36,7 @@ from trainer_infra.nodepools.model import ResolvedPool
 from trainer_infra.nodepools.registry import BACKENDS as POOL_BACKENDS
 from trainer_infra.nodepools.resolve import resolve_pools
 from trainer_infra.observability.checks import check_observability
-from trainer_infra.queues.checks import check_queues
+from trainer_infra.queues.checks import check_queues, limits_without_effect
 from trainer_infra.queues.placement import Placement
 from trainer_infra.queues.resolve import ResolvedQueues, resolve_queues
 from trainer_infra.stack.config import StackConfig
@@ -113,6 +113,7 @@ def no_effect_warnings(cfg: StackConfig) -> list[str]:
         m = team.members
         if m.manage_runtimes and not (m.users or m.groups or m.service_accounts):
             out.append(f"teams[{i}].members.manageRuntimes: has no effect: the team has no members to grant it to")
+    out += [issue.render() for issue in limits_without_effect(cfg.teams, cfg.queues)]
     return out
 
 

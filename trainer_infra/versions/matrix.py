@@ -64,9 +64,38 @@ class KnownBad(StrictModel):
     sources: list[str] = Field(min_length=1)
 
 
+class UpgradePath(StrictModel):
+    """An upgrade upstream says must not be taken directly (matrix.yaml, `upgradePaths`)."""
+
+    id: str
+    component: str
+    from_: str = Field(alias="from", description="PEP 440 specifier of the deployed version.")
+    to: str = Field(description="PEP 440 specifier of the stack's version.")
+    through: str | None = Field(default=None, description="The release to upgrade to first.")
+    migrate_stored_versions: dict[str, str] = Field(
+        default_factory=dict, description="API group → version whose stored objects are migrated first."
+    )
+    reason: str
+    sources: list[str] = Field(min_length=1)
+
+    def applies(self, deployed: str, target: str) -> bool:
+        return Version(deployed) in SpecifierSet(self.from_) and Version(target) in SpecifierSet(self.to)
+
+
 class Matrix(StrictModel):
     components: dict[str, ComponentMatrix]
     known_bad: list[KnownBad]
+    upgrade_paths: list[UpgradePath] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _paths_name_components(self) -> Matrix:
+        for path in self.upgrade_paths:
+            comp = self.components.get(path.component)
+            if comp is None:
+                raise ValueError(f"upgradePaths {path.id}: no component {path.component}")
+            for spec in (path.from_, path.to):
+                SpecifierSet(spec)  # a malformed specifier fails at load, not at the first upgrade
+        return self
 
     @property
     def defaults(self) -> dict[str, str]:

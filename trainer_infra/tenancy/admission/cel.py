@@ -14,12 +14,6 @@ def lit(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def flag(expr: str) -> str:
-    """`expr` is set and true (absent booleans are false)."""
-    parent, _, field = expr.rpartition(".")
-    return f"(has({parent}.{field}) && {parent}.{field})"
-
-
 def guarded(*paths: str) -> str:
     """Every path is set (CEL `has()` of each, in order, so a deeper one is only read under its parent)."""
     return " && ".join(f"has({p})" for p in paths)

@@ -52,7 +52,7 @@ def device_env_ok(name: str) -> str:
 
 def _device_env(kind: AdmittedKind, settings: AdmissionSettings) -> str:
     parts = []
-    for f in kind.containers:
+    for f in kind.pod.containers:
         checks = [
             f"(!has(c.env) || c.env.all(e, {device_env_ok('e.name')}))",
             f"(!has(c.volumeMounts) || c.volumeMounts.all(m, !m.mountPath.contains('{DEVICE_LIST_DIR}')))",
@@ -89,7 +89,7 @@ def _trainer_env(kind: AdmittedKind, settings: AdmissionSettings) -> str:
 def _no_resource_claims(kind: AdmittedKind, settings: AdmissionSettings) -> str:
     containers = " && ".join(
         f"(!has(s.{f}) || s.{f}.all(c, !has(c.resources) || !has(c.resources.claims)))"
-        for f in kind.containers
+        for f in kind.pod.containers
         if f != "ephemeralContainers"  # they have no resources
     )
     return f"!has(s.resourceClaims) && {containers}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from trainer_infra.core.registry import Registry
+from trainer_infra.manifests.pod_rules import PodSchema
 from trainer_infra.tenancy.admission.cel import guarded
 from trainer_infra.tenancy.admission.model import AdmittedKind
 
@@ -51,8 +52,7 @@ TRAINJOB = AdmittedKind(
         )
         + f").map(p, p.trainingRuntimeSpec.template.spec.replicatedJobs{_FROM_JOBS}) : []"
     ),
-    containers=("initContainers", "containers"),
-    service_account_fields=("serviceAccountName",),
+    pod=PodSchema(containers=("initContainers", "containers"), service_account_fields=("serviceAccountName",)),
 )
 
 KINDS: Registry[AdmittedKind] = Registry(POD, JOBSET, TRAINING_RUNTIME, TRAINJOB)

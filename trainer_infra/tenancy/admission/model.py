@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from trainer_infra.manifests.pod_rules import PodSchema
 
 if TYPE_CHECKING:
     from trainer_infra.tenancy.deputies import CacheDeputy
@@ -42,8 +44,7 @@ class AdmissionSettings:
 
 @dataclass(frozen=True)
 class AdmittedKind:
-    """A kind whose objects reach pods, and where its schema keeps them. A CEL `has()` on a field its schema
-    lacks does not compile, so the pod-spec fields a rule may read are listed per kind."""
+    """A kind whose objects reach pods, where its schema keeps them, and which pod-spec fields it has."""
 
     name: str
     group: str
@@ -54,8 +55,7 @@ class AdmittedKind:
     specs: str
     #: CEL: its JobSet `volumeClaimPolicies` (`variables.claimTemplates`), None: it has none
     claim_templates: str | None = None
-    containers: tuple[str, ...] = ("initContainers", "containers", "ephemeralContainers")
-    service_account_fields: tuple[str, ...] = ("serviceAccountName", "serviceAccount")
+    pod: PodSchema = field(default_factory=PodSchema)
 
 
 #: `(kind, settings) -> CEL boolean (true: admitted)`, or None when the rule has nothing to say in this stack

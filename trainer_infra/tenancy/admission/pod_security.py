@@ -24,7 +24,7 @@ _SUFFIX = (
 def _contexts(kind: AdmittedKind, check: str, pod: bool = True) -> str:
     """CEL: `check(sc)` holds for the pod's and every container's securityContext (where set)."""
     parts = [f"(!has(s.securityContext) || ({check.replace('sc.', 's.securityContext.')}))"] if pod else []
-    for f in kind.containers:
+    for f in kind.pod.containers:
         if f == "ephemeralContainers":
             continue
         parts.append(

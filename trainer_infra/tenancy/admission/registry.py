@@ -9,14 +9,7 @@ from trainer_infra.tenancy.admission.model import AdmissionRule
 
 RULES: Registry[AdmissionRule] = Registry(
     requests.KNOWN_TEAM,
-    pods.VOLUMES,
-    pods.CLAIMS,
-    pods.HOST,
-    pods.PRIVILEGED,
-    pods.HOST_PORTS,
-    pods.NODE_NAME,
-    pods.PRIORITY_CLASS,
-    pods.SERVICE_ACCOUNT,
+    *pods.RULES,  # one per rule of manifests/pod_rules.py
     deputies.DEVICE_ENV,
     deputies.RESOURCE_CLAIMS,
     deputies.DEPUTY_PODS,

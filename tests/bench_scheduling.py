@@ -1,0 +1,116 @@
+"""`make bench-scheduling`: what the stack's derived queues are worth, against two baselines, on the real Kueue.
+
+One seeded trace (2,000 jobs by default, four teams of unequal weight and demand) replayed three times, each on
+a fresh control plane (trainer-infra simulate):
+- derived: the stack's own ClusterQueues (cohort, lending limits, fair-sharing weights, priorities, TAS);
+- flat: one BestEffortFIFO ClusterQueue with the whole capacity, every team's LocalQueue pointing to it
+  (the utilisation a single shared queue reaches, with no isolation at all);
+- partitions: each team's nominal quota, no cohort (no borrowing, no lending, no reclaim).
+Prints the table, writes each run's report and plots under `--out` (default build/bench-scheduling/).
+No assertion: the numbers go into docs/simulate.md and the issue.
+
+The stack is `local` with its teams replaced by four (quotas sum to the 256 GPUs): nlp (weight 3, 96 GPUs),
+vision (weight 2, 80, lends at most 40), speech (weight 1, 48), robotics (weight 1, 32); demand nlp 4 : vision 2
+: speech 1 : robotics 0.5, so robotics, the smallest team, meets the others' backlog.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from trainer_infra.program import deploy
+from trainer_infra.render.capture import capture
+from trainer_infra.render.output import assemble
+from trainer_infra.simulate.baselines import flat_fifo, static_partitions
+from trainer_infra.simulate.facts import stack_facts
+from trainer_infra.simulate.generate import TraceShape, generate
+from trainer_infra.simulate.generate import summary as trace_summary
+from trainer_infra.simulate.report import summary, table, write
+from trainer_infra.simulate.session import simulate
+from trainer_infra.simulate.trace import dump_trace
+from trainer_infra.stack.build import build_plan
+from trainer_infra.stack.load import raw_from_stack_document
+from trainer_infra.stack.validate import validate
+
+ROOT = Path(__file__).resolve().parents[1]
+TEAMS: list[dict[str, Any]] = [
+    {"name": "nlp", "fairSharingWeight": 3, "quota": {"h100": {"gpus": 96}}},
+    {"name": "vision", "fairSharingWeight": 2, "quota": {"h100": {"gpus": 80, "lendingLimit": {"gpus": 40}}}},
+    {"name": "speech", "quota": {"h100": {"gpus": 48}}},
+    {"name": "robotics", "quota": {"h100": {"gpus": 32}}},
+]
+DEMAND = {"nlp": 4.0, "vision": 2.0, "speech": 1.0, "robotics": 0.5}
+
+
+def bench_stack() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(objects, helm releases) of the local stack with the bench's four teams."""
+    path = ROOT / "stacks" / "Pulumi.local.yaml"
+    raw = raw_from_stack_document(yaml.safe_load(path.read_text()), str(path))
+    raw = copy.deepcopy(raw)
+    raw["teams"] = TEAMS
+    plan = build_plan(validate(raw, "bench-scheduling"))
+    rendered = assemble(capture(lambda: deploy(plan), "bench"))
+    return rendered.manifests, rendered.releases
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--jobs", type=int, default=2000)
+    p.add_argument("--seed", type=int, default=29)
+    p.add_argument("--load", type=float, default=1.1, help="offered load of the trace (default: %(default)s)")
+    p.add_argument("--median-duration", type=float, default=1800.0)
+    p.add_argument("--max-duration", type=float, default=6 * 3600.0)
+    p.add_argument("--compression", type=float, default=900.0, help="trace seconds per wall second")
+    p.add_argument("--max-wall", type=float, default=900.0, help="bound of each replay, wall seconds")
+    p.add_argument("--configs", nargs="+", default=["derived", "flat", "partitions"])
+    p.add_argument("--out", type=Path, default=ROOT / "build" / "bench-scheduling")
+    args = p.parse_args(argv)
+
+    objects, releases = bench_stack()
+    configs = {"derived": objects, "flat": flat_fifo(objects), "partitions": static_partitions(objects)}
+    facts = stack_facts(objects)
+    shape = TraceShape(
+        args.jobs,
+        DEMAND,
+        load=args.load,
+        capacity=facts.capacity,
+        median_duration=args.median_duration,
+        max_duration=args.max_duration,
+        priorities={"low": 1, "normal": 4, "high": 0.3},
+    )
+    rows = generate(shape, args.seed)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "trace.csv").write_text(dump_trace(rows))
+    print(f"trace: {trace_summary(rows)}; capacity {facts.capacity}; compression {args.compression:g}×", flush=True)
+    results: list[tuple[str, dict[str, Any]]] = []
+    for name in args.configs:
+        started = time.monotonic()
+        print(f"== {name}", flush=True)
+        run = simulate(
+            stack_facts(configs[name]),
+            releases,
+            rows,
+            compression=args.compression,
+            bound=args.max_wall,
+            label=name,
+            progress=lambda line: print(f"   {line}", flush=True),
+        )
+        run.weights = facts.weights()  # fairness is judged against the stack's weights in every configuration
+        write(run, args.out / name)
+        results.append((name, summary(run)))
+        print(f"   {name}: {time.monotonic() - started:.0f} s wall", flush=True)
+    print(table(results))
+    (args.out / "table.json").write_text(json.dumps(dict(results), indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

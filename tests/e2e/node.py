@@ -1,0 +1,658 @@
+"""A real node beside the kwok nodes: containerd + runc + CNI (Debian's packages) and the kubelet.
+
+The kubelet is built from the same ``k8s.io/kubernetes`` module as the API server (``build.py --node``);
+containerd 1.6, runc 1.1 and the CNI plugins 1.1 are Debian bookworm's (``make e2e-node-deps`` installs them).
+Everything runs inside the session's own network and mount namespaces (``netns.wrap(..., mount=True)``): the
+pods' bridge, veths, iptables chains and overlay mounts exist only there. Each directory the node uses lies in
+its work directory (containerd root/state/socket, kubelet root, pod logs, CNI config and IPAM state), its
+cgroups under one cgroup root of its own, and ``stop`` removes all of it: pods, tasks, shims, mounts, the
+bridge, the rules, the cgroups, the node address, and the kernel settings the kubelet changes.
+
+Facts this relies on (checked against the pinned sources): kubelet 1.34 still runs on cgroup v1 with
+``failCgroupV1: false`` (its default; 1.35 flips it); with containerd 1.6 (no ``RuntimeConfig`` CRI call) the
+kubelet takes ``cgroupDriver`` from its config; containerd 1.6 reads registry hosts from ``config_path``
+(``hosts.toml`` per host), which is how ``images.registryMirror``'s host reaches the local registry.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.e2e import leftovers, netns
+from tests.e2e.build import KUBE_COMMANDS, PAUSE_VERSION, Builder, BuildError
+from tests.e2e.kube import ApiError, wait_for
+from tests.e2e.sandbox import (
+    KUBELET_CLIENT_USER,
+    TIMEOUT,
+    Process,
+    Sandbox,
+    SandboxError,
+    _terminate,
+    spawn,
+    wait_process,
+)
+
+#: Debian packages of the node, and the files of each that the node uses.
+PACKAGES: dict[str, tuple[str, ...]] = {
+    "containerd": ("/usr/bin/containerd", "/usr/bin/containerd-shim-runc-v2", "/usr/bin/ctr"),
+    "runc": ("/usr/sbin/runc",),
+    "containernetworking-plugins": tuple(f"/usr/lib/cni/{p}" for p in ("bridge", "host-local", "loopback", "portmap")),
+    "iptables": ("/usr/sbin/iptables",),
+    "busybox-static": ("/bin/busybox",),
+}
+INSTALL = "apt-get install -y --no-install-recommends " + " ".join(PACKAGES)
+#: cgroup v1 controllers the kubelet and runc need (this machine kind mounts each at /sys/fs/cgroup/<name>)
+CGROUP_CONTROLLERS = ("cpu", "cpuacct", "cpuset", "memory", "pids", "devices", "freezer", "blkio")
+#: the kubelet wants its cgroupRoot in every v1 hierarchy, the named ``systemd`` one included (runc also mirrors
+#: the path into the cgroup v2 ``unified`` hierarchy of this hybrid layout: cleaned up too)
+CGROUP_HIERARCHIES = (*CGROUP_CONTROLLERS, "systemd")
+#: folders containerd 1.6 (shim sockets, FIFOs, pod network namespaces), libcni (its result cache), the kubelet
+#: (container log links) and a controller-manager at its defaults (flex volumes) create at fixed places
+HOST_PATHS = (
+    "/run/containerd",
+    "/var/run/netns",
+    "/var/lib/cni",
+    "/usr/libexec/kubernetes",
+    "/var/log/containers",
+    "/var/log/pods",
+    "/var/lib/kubelet",
+    "/etc/cni",
+    "/opt/cni",
+)
+CGROUP_FS = Path("/sys/fs/cgroup")
+#: kernel settings the kubelet sets at start (pkg/kubelet/cm: setupKernelTunables); restored by ``stop``
+KUBELET_SYSCTLS = (
+    "vm/overcommit_memory",
+    "vm/panic_on_oom",
+    "kernel/panic",
+    "kernel/panic_on_oops",
+    "kernel/keys/root_maxkeys",
+    "kernel/keys/root_maxbytes",
+)
+#: containerd 1.6's CRI keeps pod network namespaces here (not configurable before 1.7); resolved, as the mount
+#: table names it (/var/run is a link to /run)
+NETNS_DIR = Path("/var/run/netns").resolve()
+#: libcni's result cache (containerd 1.6 keeps the default)
+CNI_CACHE = Path("/var/lib/cni/results")
+#: the CNI network's name (its cache files start with it)
+CNI_NETWORK = "trainer-platform-e2e"
+#: the kubelet links each container's log here (hard-coded), to the file in its ``podLogsDir``
+CONTAINER_LOG_LINKS = Path("/var/log/containers")
+#: the shims' sockets (containerd 1.6 hard-codes this directory)
+SHIM_SOCKETS = Path("/run/containerd/s")
+CRI_NAMESPACE = "k8s.io"
+#: the pod sandbox image, as upstream names it (published through the mirror like every other image)
+PAUSE_IMAGE = f"registry.k8s.io/pause:{PAUSE_VERSION}"
+
+
+class NodeError(SandboxError):
+    """The real node cannot start here (a package, kernel feature or privilege is missing) or failed."""
+
+
+def preflight() -> None:
+    """Name every missing prerequisite with the command that fixes it; never fall back to kwok."""
+    problems = []
+    if os.geteuid() != 0:
+        problems.append("it must run as root (containerd, runc, mounts, cgroups)")
+    missing = sorted({pkg for pkg, files in PACKAGES.items() for f in files if not Path(f).exists()})
+    if missing:
+        problems.append(f"Debian packages {missing} are not installed: run `make e2e-node-deps` (= `{INSTALL}`)")
+    absent = [c for c in CGROUP_HIERARCHIES if not (CGROUP_FS / c / "cgroup.procs").exists()]
+    if absent:
+        problems.append(
+            f"cgroup v1 controllers {absent} are not mounted under {CGROUP_FS} (this harness drives the cgroup v1 "
+            "hierarchy this machine kind has; a cgroup v2 host needs cgroupDriver/cgroupRoot handling it lacks)"
+        )
+    if not netns.private():
+        problems.append(
+            f"it must run in a network namespace of its own (found devices {netns.devices()}): "
+            "run it through `make e2e-node` (python -m tests.e2e.run starts the session with `unshare --net --mount`)"
+        )
+    if problems:
+        raise NodeError("the real node cannot start: " + "; ".join(problems))
+
+
+def _run(cmd: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if check and proc.returncode != 0:
+        raise NodeError(f"`{' '.join(cmd)}` failed ({proc.returncode}): {proc.stderr.strip() or proc.stdout.strip()}")
+    return proc
+
+
+def mounts_under(*roots: Path) -> list[str]:
+    """Mount points (this mount namespace) inside any of ``roots``, deepest first (the order to unmount)."""
+    found = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        point = line.split()[4].replace("\\040", " ")
+        if any(point == str(r) or point.startswith(f"{r}/") for r in roots):
+            found.append(point)
+    return sorted(set(found), key=lambda p: (-p.count("/"), p))
+
+
+def iptables_rules() -> list[str]:
+    """Every user chain and rule of this network namespace: ``<tool> <table>: <line of iptables-save>``."""
+    builtin = (":INPUT ", ":OUTPUT ", ":FORWARD ", ":PREROUTING ", ":POSTROUTING ")
+    lines = []
+    for tool in ("iptables", "ip6tables"):
+        table = ""
+        for line in _run([f"{tool}-save"], check=False).stdout.splitlines():
+            if line.startswith("*"):
+                table = line[1:]
+            elif line.startswith("-A") or (line.startswith(":") and not line.startswith(builtin)):
+                lines.append(f"{tool} {table}: {line}")
+    return sorted(lines)
+
+
+@dataclass
+class Snapshot:
+    """What the node's namespaces held before it started: ``stop`` returns to it, ``leftovers`` compare with it."""
+
+    devices: list[str]
+    rules: list[str]
+    netns: list[str]
+    shims: list[str]
+    host_paths: list[str]
+    sysctls: dict[str, str]
+
+
+@dataclass
+class NodeTimes:
+    """Seconds per start step (README's measurements)."""
+
+    containerd: float = 0.0
+    kubelet_ready: float = 0.0
+
+
+class RealNode:
+    """containerd + kubelet registering ``name`` with ``sandbox``'s API server.
+
+    ``registry_hosts`` maps a registry host as image references name it (``images.registryMirror``'s host) to
+    the URL that serves it (the e2e registry); ``registry_ca`` is what containerd trusts for those URLs.
+    """
+
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        workdir: Path,
+        *,
+        registry_hosts: dict[str, str],
+        registry_ca: Path,
+        sandbox_image: str,
+        name: str = "e2e-node-0",
+        node_ip: str = "10.250.1.1",
+        pod_cidr: str = "10.252.0.0/24",
+        labels: dict[str, str] | None = None,
+    ) -> None:
+        self.sandbox = sandbox
+        self.workdir = workdir.resolve()
+        self.registry_hosts = dict(registry_hosts)
+        self.registry_ca = registry_ca
+        self.sandbox_image = sandbox_image
+        self.name = name
+        self.node_ip = node_ip
+        self.pod_cidr = pod_cidr
+        self.labels = {"e2e.trainer-platform/node": "real", **(labels or {})}
+        self.bridge = "e2ecni0"
+        #: one cgroup subtree of its own in every controller: removable whole, never confused with the host's
+        self.cgroup_root = f"/trainer-platform-e2e-{os.getpid()}"
+        self.socket = self.workdir / "containerd" / "containerd.sock"
+        self.processes: list[Process] = []
+        self.times = NodeTimes()
+        self._snapshot: Snapshot | None = None
+        self._atexit = False
+
+    # -- layout ---------------------------------------------------------------
+    def _dir(self, *parts: str) -> Path:
+        path = self.workdir.joinpath(*parts)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def containerd_config(self) -> str:
+        """containerd 1.6 config (version 2): every path in the work directory, cgroupfs, our CNI, our hosts."""
+        cri = 'plugins."io.containerd.grpc.v1.cri"'
+        return "\n".join(
+            [
+                "version = 2",
+                f'root = "{self._dir("containerd", "root")}"',
+                f'state = "{self._dir("containerd", "state")}"',
+                'disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", '
+                '"io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs"]',
+                "[grpc]",
+                f'  address = "{self.socket}"',
+                '[plugins."io.containerd.internal.v1.opt"]',
+                f'  path = "{self._dir("containerd", "opt")}"',
+                f"[{cri}]",
+                f'  sandbox_image = "{self.sandbox_image}"',
+                '  stream_server_address = "127.0.0.1"',
+                '  stream_server_port = "0"',
+                "  enable_cdi = false",
+                # this machine kind withholds CAP_SYS_RESOURCE even from root: an oom_score_adj below ours (the
+                # pod sandbox's -998, a Guaranteed container's -997) makes runc init fail ("can't get final
+                # child's PID from pipe: EOF"); containerd then raises such values to ours instead
+                "  restrict_oom_score_adj = true",
+                f"[{cri}.containerd]",
+                '  snapshotter = "overlayfs"',
+                '  default_runtime_name = "runc"',
+                f"[{cri}.containerd.runtimes.runc]",
+                '  runtime_type = "io.containerd.runc.v2"',
+                f"[{cri}.containerd.runtimes.runc.options]",
+                '  BinaryName = "/usr/sbin/runc"',
+                f'  Root = "{self._dir("runc")}"',
+                "  SystemdCgroup = false",
+                f"[{cri}.cni]",
+                '  bin_dir = "/usr/lib/cni"',
+                f'  conf_dir = "{self._dir("cni", "net.d")}"',
+                f"[{cri}.registry]",
+                f'  config_path = "{self._dir("containerd", "certs.d")}"',
+                "",
+            ]
+        )
+
+    def hosts_toml(self, url: str) -> str:
+        """containerd's registry hosts file: pull and resolve only from ``url``, trusting the e2e CA."""
+        return f'[host."{url}"]\n  capabilities = ["pull", "resolve"]\n  ca = "{self.registry_ca}"\n'
+
+    def cni_config(self) -> dict[str, Any]:
+        """A bridge with host-local addresses from ``pod_cidr``, portmap for hostPorts; IPAM state kept here."""
+        return {
+            "cniVersion": "1.0.0",
+            "name": CNI_NETWORK,
+            "plugins": [
+                {
+                    "type": "bridge",
+                    "bridge": self.bridge,
+                    "isGateway": True,
+                    "ipMasq": False,  # nothing to masquerade to: the namespace has no other network
+                    "hairpinMode": True,
+                    "ipam": {
+                        "type": "host-local",
+                        "ranges": [[{"subnet": self.pod_cidr}]],
+                        "routes": [{"dst": "0.0.0.0/0"}],
+                        "dataDir": str(self._dir("cni", "ipam")),
+                    },
+                },
+                {"type": "portmap", "capabilities": {"portMappings": True}},
+            ],
+        }
+
+    def kubelet_config(self) -> dict[str, Any]:
+        """KubeletConfiguration v1beta1 for 1.34: webhook authn/authz, cgroupfs on v1, our paths only."""
+        pki = self.workdir / "pki"
+        return {
+            "apiVersion": "kubelet.config.k8s.io/v1beta1",
+            "kind": "KubeletConfiguration",
+            "address": "0.0.0.0",
+            "port": 10250,
+            "readOnlyPort": 0,
+            "healthzBindAddress": "127.0.0.1",
+            "healthzPort": 10248,
+            "authentication": {
+                "anonymous": {"enabled": False},
+                "webhook": {"enabled": True},
+                "x509": {"clientCAFile": str(self.sandbox.ca.cert_path)},
+            },
+            "authorization": {"mode": "Webhook"},
+            "tlsCertFile": str(pki / "kubelet-serving.crt"),
+            "tlsPrivateKeyFile": str(pki / "kubelet-serving.key"),
+            "containerRuntimeEndpoint": f"unix://{self.socket}",
+            "cgroupDriver": "cgroupfs",
+            "cgroupRoot": self.cgroup_root,
+            "failCgroupV1": False,
+            "failSwapOn": False,
+            "staticPodPath": "",
+            "clusterDomain": "cluster.local",
+            "resolvConf": str(self.workdir / "resolv.conf"),
+            "podLogsDir": str(self._dir("pod-logs")),
+            "volumePluginDir": str(self._dir("volume-plugins")),
+            "maxPods": 16,
+            "serializeImagePulls": True,
+            "evictionHard": {"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%"},
+            "oomScoreAdj": 0,  # -999 needs CAP_SYS_RESOURCE, which this machine kind withholds (see containerd's)
+            "rotateCertificates": False,
+            "serverTLSBootstrap": False,
+        }
+
+    # -- start ----------------------------------------------------------------
+    def start(self) -> RealNode:
+        """containerd, then the kubelet; returns when the Node is Ready. On failure everything is undone."""
+        preflight()
+        self._snapshot = self.snapshot()
+        atexit.register(self.stop)  # a test run that dies still stops the kubelet and containerd (own sessions)
+        self._atexit = True
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot(
+            devices=netns.devices(),
+            rules=iptables_rules(),
+            netns=sorted(p.name for p in NETNS_DIR.glob("*")) if NETNS_DIR.is_dir() else [],
+            shims=_shim_sockets(),
+            host_paths=_existing(HOST_PATHS),
+            sysctls={k: (Path("/proc/sys") / k).read_text().strip() for k in KUBELET_SYSCTLS},
+        )
+
+    def _start(self) -> None:
+        if self.workdir.exists():
+            shutil.rmtree(self.workdir)
+        self._dir("logs")
+        self._write_files()
+        self._make_cgroups()
+        _run(["ip", "addr", "add", f"{self.node_ip}/32", "dev", "lo"])
+        start = time.monotonic()
+        containerd = self._spawn(
+            "containerd", "/usr/bin/containerd", ["--config", str(self.workdir / "containerd.toml")]
+        )
+        self._wait(containerd, "containerd to serve its CRI socket", lambda: self.ctr("version").returncode == 0)
+        self.times.containerd = round(time.monotonic() - start, 1)
+        self.sandbox.client.apply(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": "e2e:kube-apiserver-kubelet-client"},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": "system:kubelet-api-admin",
+                },
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": KUBELET_CLIENT_USER}],
+            }
+        )
+        start = time.monotonic()
+        kubelet = self._spawn(
+            "kubelet",
+            str(Builder(self.sandbox.versions).binary("kubelet")),
+            [
+                f"--config={self.workdir / 'kubelet.yaml'}",
+                f"--kubeconfig={self.workdir / 'kubelet.kubeconfig'}",
+                f"--root-dir={self._dir('kubelet')}",
+                f"--hostname-override={self.name}",
+                f"--node-ip={self.node_ip}",
+                "--node-labels=" + ",".join(f"{k}={v}" for k, v in sorted(self.labels.items())),
+                "--v=2",
+            ],
+        )
+        self._wait(kubelet, f"Node {self.name} to be Ready", self.ready, timeout=max(TIMEOUT, 120))
+        self.times.kubelet_ready = round(time.monotonic() - start, 1)
+
+    def _write_files(self) -> None:
+        ca = self.sandbox.ca
+        pki = self._dir("pki")
+        ca.issue("kubelet-serving", self.name, hosts=(self.node_ip, self.name), directory=pki)
+        client = ca.issue(
+            "kubelet-client", f"system:node:{self.name}", organizations=("system:nodes",), client=True, directory=pki
+        )
+        self.sandbox.write_kubeconfig(self.workdir / "kubelet.kubeconfig", f"system:node:{self.name}", client)
+        (self.workdir / "containerd.toml").write_text(self.containerd_config())
+        for host, url in self.registry_hosts.items():
+            (self._dir("containerd", "certs.d", host) / "hosts.toml").write_text(self.hosts_toml(url))
+        (self._dir("cni", "net.d") / "10-e2e.conflist").write_text(json.dumps(self.cni_config(), indent=2) + "\n")
+        (self.workdir / "kubelet.yaml").write_text(yaml.safe_dump(self.kubelet_config(), sort_keys=False))
+        (self.workdir / "resolv.conf").write_text("# the e2e node's namespace has no DNS server\n")
+
+    def _make_cgroups(self) -> None:
+        """The kubelet refuses a cgroupRoot that does not exist; cpuset needs its cpus and mems filled in."""
+        for controller in CGROUP_HIERARCHIES:
+            path = CGROUP_FS / controller / self.cgroup_root.lstrip("/")
+            path.mkdir(exist_ok=True)
+            if controller == "cpuset":
+                for knob in ("cpuset.cpus", "cpuset.mems"):
+                    (path / knob).write_text((path.parent / knob).read_text())
+
+    def _spawn(self, name: str, binary: str, args: list[str]) -> Process:
+        if name == "kubelet":
+            version = self.sandbox.versions.kubernetes
+        else:  # `containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+deb12u3`
+            version = _run([binary, "--version"]).stdout.split()[2]
+        proc = spawn(name, version, Path(binary), args, self.workdir / "logs" / f"{name}.log", self.workdir)
+        self.processes.append(proc)
+        return proc
+
+    def _wait(self, proc: Process, what: str, check: Any, timeout: float = TIMEOUT) -> None:
+        wait_process(proc, what, check, timeout, NodeError)
+
+    def ready(self) -> bool:
+        try:
+            node = self.sandbox.client.get("v1", "Node", self.name)
+        except ApiError:
+            return False
+        conds = node.get("status", {}).get("conditions", [])
+        return any(c["type"] == "Ready" and c["status"] == "True" for c in conds)
+
+    def ctr(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """containerd's own CLI against this node's containerd, in the CRI namespace."""
+        return _run(["ctr", "--address", str(self.socket), "--namespace", CRI_NAMESPACE, *args], check=False)
+
+    def tasks(self) -> list[str]:
+        """Container tasks containerd runs (pod sandboxes included)."""
+        proc = self.ctr("tasks", "ls", "-q")
+        return proc.stdout.split() if proc.returncode == 0 else []
+
+    # -- stop -----------------------------------------------------------------
+    def stop(self) -> None:
+        """Pods, tasks, the kubelet, containerd and every trace of them; safe to call twice. Every step runs even
+        when one before it failed; the first failure is raised at the end."""
+        if self._atexit:
+            atexit.unregister(self.stop)
+            self._atexit = False
+        containerd_up = any(p.name == "containerd" and p.alive() for p in self.processes)
+        kubelet_up = any(p.name == "kubelet" and p.alive() for p in self.processes)
+        steps: list[Callable[[], None]] = [
+            self._drain if kubelet_up else _nothing,
+            lambda: self._terminate("kubelet"),
+            self._remove_containers if containerd_up else _nothing,
+            lambda: self._terminate("containerd"),
+            self.processes.clear,
+            self._kill_strays,
+            self._unmount,
+            self._remove_network,
+            self._restore_rules,
+            self._remove_cgroups,
+            self._remove_host_paths,
+            self._restore_sysctls,
+        ]
+        errors: list[BaseException] = []
+        for step in steps:
+            try:
+                step()
+            except Exception as exc:  # the next steps still clean up
+                errors.append(exc)
+        if errors:
+            raise NodeError(f"stopping the real node {self.name} failed: {errors}") from errors[0]
+
+    def _terminate(self, name: str) -> None:
+        for proc in self.processes:
+            if proc.name == name:
+                _terminate(proc)
+
+    def _unmount(self) -> None:
+        for point in mounts_under(self.workdir, *self._new_netns()):
+            _run(["umount", "--lazy", point], check=False)
+        for path in self._new_netns():
+            path.unlink(missing_ok=True)
+        # a sandbox the kubelet did not stop (it was removed above) never had its CNI DEL: drop its cached result
+        for cached in CNI_CACHE.glob(f"{CNI_NETWORK}-*") if CNI_CACHE.is_dir() else []:
+            cached.unlink()
+
+    def _remove_network(self) -> None:
+        if self.bridge in netns.devices():
+            _run(["ip", "link", "delete", self.bridge], check=False)
+        _run(["ip", "addr", "del", f"{self.node_ip}/32", "dev", "lo"], check=False)
+
+    def _remove_host_paths(self) -> None:
+        """Folders containerd, the CNI plugins and the kubelet create at fixed places (empty once all is
+        stopped): removed when they did not exist before this node, and nothing but folders is in them."""
+        for link in self._log_links():
+            link.unlink(missing_ok=True)
+        for path in self._new_host_paths():
+            if not any(p.is_file() or p.is_symlink() for p in path.rglob("*")):
+                shutil.rmtree(path)
+
+    def _new_host_paths(self) -> list[Path]:
+        before = set(self._snapshot.host_paths) if self._snapshot else set(_existing(HOST_PATHS))
+        return [Path(p) for p in _existing(HOST_PATHS) if p not in before]
+
+    def _restore_sysctls(self) -> None:
+        if self._snapshot is not None:
+            for key, value in self._snapshot.sysctls.items():
+                (Path("/proc/sys") / key).write_text(value)
+
+    def _drain(self) -> None:
+        """Delete the node's pods and let the kubelet stop them (their mounts and network go with them)."""
+        client = self.sandbox.client
+        try:
+            pods = client.request("GET", "/api/v1/pods", params={"fieldSelector": f"spec.nodeName={self.name}"})[
+                "items"
+            ]
+            for pod in pods:
+                meta = pod["metadata"]
+                client.request(
+                    "DELETE",
+                    client.path("v1", "Pod", meta["namespace"], meta["name"]),
+                    {"gracePeriodSeconds": 0},
+                )
+            wait_for(
+                f"the kubelet of {self.name} to stop its pods' containers and their networks",
+                lambda: not self.tasks() and not self._new_netns(),
+                60,
+            )
+        except (ApiError, TimeoutError) as exc:
+            print(f"[node] drain of {self.name} incomplete, removing containers directly: {exc}", flush=True)
+
+    def _remove_containers(self) -> None:
+        """Whatever the kubelet left: kill and delete every task, then the containers and the pod sandboxes."""
+        for task in self.tasks():
+            self.ctr("tasks", "kill", "--signal", "SIGKILL", task)
+        wait_for("containerd's tasks to stop", lambda: all(self._task_stopped(t) for t in self.tasks()), 30)
+        for task in self.tasks():
+            self.ctr("tasks", "delete", "--force", task)
+        containers = self.ctr("containers", "ls", "-q").stdout.split()
+        if containers:
+            self.ctr("containers", "delete", *containers)
+
+    def _task_stopped(self, task: str) -> bool:
+        for line in self.ctr("tasks", "ls").stdout.splitlines()[1:]:
+            parts = line.split()
+            if parts and parts[0] == task:
+                return parts[-1] == "STOPPED"
+        return True
+
+    def _kill_strays(self) -> None:
+        """A shim outlives containerd by design; one still naming our work directory is ours to end."""
+        for entry in leftovers.processes_of(self.workdir):
+            pid = int(entry.split(":", 1)[0])
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                continue
+
+    def _log_links(self) -> list[Path]:
+        """The kubelet's links in /var/log/containers to this node's pod logs."""
+        if not CONTAINER_LOG_LINKS.is_dir():
+            return []
+        logs = str(self.workdir / "pod-logs") + "/"
+        return [p for p in sorted(CONTAINER_LOG_LINKS.iterdir()) if p.is_symlink() and os.readlink(p).startswith(logs)]
+
+    def _new_netns(self) -> list[Path]:
+        before = set(self._snapshot.netns) if self._snapshot else set()
+        if not NETNS_DIR.is_dir():
+            return []
+        return [p for p in sorted(NETNS_DIR.glob("cni-*")) if p.name not in before]
+
+    def _restore_rules(self) -> None:
+        """Drop the rules and chains the kubelet and the CNI plugins added (the namespace is ours alone)."""
+        before = set(self._snapshot.rules) if self._snapshot else set()
+        added = [r for r in iptables_rules() if r not in before]
+        rules = [r for r in added if r.split(": ", 1)[1].startswith("-A")]
+        chains = [r for r in added if r.split(": ", 1)[1].startswith(":")]
+        for entry in [*rules, *chains]:  # a chain goes once nothing jumps to it
+            where, line = entry.split(": ", 1)
+            tool, table = where.split()
+            if line.startswith("-A"):
+                _run([tool, "-t", table, "-D", *shlex.split(line)[1:]], check=False)
+            else:
+                _run([tool, "-t", table, "-X", line[1:].split()[0]], check=False)
+
+    def _remove_cgroups(self) -> None:
+        """rmdir the node's cgroup subtree bottom-up in every controller (empty once every task is gone)."""
+        for controller in (*CGROUP_HIERARCHIES, "unified"):
+            root = CGROUP_FS / controller / self.cgroup_root.lstrip("/")
+            if not root.exists():
+                continue
+            for path in [*sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)), root]:
+                try:
+                    path.rmdir()
+                except OSError as exc:  # still has a task: ``leftovers`` reports it
+                    print(f"[node] cannot remove cgroup {path}: {exc}", flush=True)
+
+    # -- what is left ---------------------------------------------------------
+    def leftovers(self) -> dict[str, list[str]]:
+        """Everything of this node still present after ``stop``; empty lists when it cleaned up."""
+        snap = self._snapshot or self.snapshot()
+        cgroups = [
+            str(CGROUP_FS / c / self.cgroup_root.lstrip("/"))
+            for c in (*CGROUP_HIERARCHIES, "unified")
+            if (CGROUP_FS / c / self.cgroup_root.lstrip("/")).exists()
+        ]
+        state = self.workdir / "containerd" / "state" / "io.containerd.runtime.v2.task" / CRI_NAMESPACE
+        sysctls = {k: (Path("/proc/sys") / k).read_text().strip() for k in KUBELET_SYSCTLS}
+        return {
+            "processes": leftovers.processes_of(self.workdir),
+            "mounts": mounts_under(self.workdir, *self._new_netns()),
+            "network devices": sorted(set(netns.devices()) - set(snap.devices)),
+            "iptables rules": sorted(set(iptables_rules()) - set(snap.rules)),
+            "container tasks": sorted(p.name for p in state.glob("*")) if state.is_dir() else [],
+            "shim sockets": sorted(set(_shim_sockets()) - set(snap.shims)),
+            "pod network namespaces": [str(p) for p in self._new_netns()],
+            "container log links": [str(p) for p in self._log_links()],
+            "host folders": [str(p) for p in self._new_host_paths()],
+            "CNI cache": sorted(str(p) for p in CNI_CACHE.glob(f"{CNI_NETWORK}-*")) if CNI_CACHE.is_dir() else [],
+            "cgroups": cgroups,
+            "kernel settings": [f"{k}={v} (was {snap.sysctls[k]})" for k, v in sysctls.items() if v != snap.sysctls[k]],
+        }
+
+
+#: what ``NodeSandbox`` and the real node run
+NODE_SANDBOX_BINARIES = ("etcd", *KUBE_COMMANDS, "kwok", "kubelet", "pause")
+
+
+class NodeSandbox(Sandbox):
+    """The control plane and kwok, without the platform's controllers: what the real node's own tests need."""
+
+    def _start(self) -> None:
+        self._start_control_plane()
+        self._write_state()
+
+    def _check_binaries(self) -> None:
+        missing = [name for name in NODE_SANDBOX_BINARIES if not (self.bin_dir / name).exists()]
+        if missing:
+            raise BuildError(f"binaries {missing} are missing in {self.bin_dir}: run python -m tests.e2e.build --node")
+
+
+def _nothing() -> None:
+    return None
+
+
+def _existing(paths: tuple[str, ...]) -> list[str]:
+    return [p for p in paths if Path(p).exists()]
+
+
+def _shim_sockets() -> list[str]:
+    return sorted(str(p) for p in SHIM_SOCKETS.glob("*")) if SHIM_SOCKETS.is_dir() else []

@@ -1,0 +1,136 @@
+"""OCI images the e2e builds itself, byte for byte reproducible, for the real node to pull from the mirror.
+
+No registry with upstream images is reachable here, so each image is made from a file this machine already has
+(Debian's static busybox, our pause binary): one gzip layer written by ``tarfile`` with fixed owners and times,
+an image config and an OCI manifest. The same inputs give the same manifest digest, so a test can assert that
+what the node ran is exactly what was published.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import subprocess
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+MANIFEST_TYPE = "application/vnd.oci.image.manifest.v1+json"
+IMAGE_CONFIG_TYPE = "application/vnd.oci.image.config.v1+json"
+LAYER_TYPE = "application/vnd.oci.image.layer.v1.tar+gzip"
+
+#: Debian's busybox-static; its version is what the image's tag says.
+BUSYBOX = Path("/bin/busybox")
+#: The unprivileged user of the test image (the runtimes' securityContext runs as uid 1000 too).
+USER_ID = 1000
+
+
+def digest(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class Image:
+    """A single-platform OCI image: manifest, config and layers as the registry serves them."""
+
+    manifest: bytes
+    config: bytes
+    layers: tuple[bytes, ...]
+
+    @property
+    def digest(self) -> str:
+        """The manifest digest: what ``imageID`` of a pod's container status ends with."""
+        return digest(self.manifest)
+
+    def blobs(self) -> dict[str, bytes]:
+        return {digest(b): b for b in (self.config, *self.layers)}
+
+
+class Layer:
+    """A tar layer built in memory: every entry root-owned, mtime 0, in the order added."""
+
+    def __init__(self) -> None:
+        self._entries: list[tuple[tarfile.TarInfo, bytes | None]] = []
+
+    def _add(self, name: str, kind: bytes, mode: int, data: bytes | None = None, link: str = "") -> None:
+        info = tarfile.TarInfo(name)
+        info.type, info.mode, info.uid, info.gid, info.mtime, info.linkname = kind, mode, 0, 0, 0, link
+        info.size = len(data) if data is not None else 0
+        self._entries.append((info, data))
+
+    def directory(self, name: str, mode: int = 0o755) -> None:
+        self._add(name, tarfile.DIRTYPE, mode)
+
+    def file(self, name: str, data: bytes, mode: int = 0o644) -> None:
+        self._add(name, tarfile.REGTYPE, mode, data)
+
+    def symlink(self, name: str, target: str) -> None:
+        self._add(name, tarfile.SYMTYPE, 0o777, link=target)
+
+    def tar(self) -> bytes:
+        """The uncompressed tar (its digest is the config's ``diff_id``)."""
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            for info, data in self._entries:
+                tar.addfile(info, io.BytesIO(data) if data is not None else None)
+        return buffer.getvalue()
+
+
+def image(layer_tar: bytes, config: dict[str, object]) -> Image:
+    """An image of one layer and the given ``config`` section (amd64/linux)."""
+    layer = gzip.compress(layer_tar, mtime=0)
+    config_bytes = json.dumps(
+        {
+            "architecture": "amd64",
+            "os": "linux",
+            "config": config,
+            "rootfs": {"type": "layers", "diff_ids": [digest(layer_tar)]},
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+    ).encode()
+    manifest = json.dumps(
+        {
+            "schemaVersion": 2,
+            "mediaType": MANIFEST_TYPE,
+            "config": {"mediaType": IMAGE_CONFIG_TYPE, "digest": digest(config_bytes), "size": len(config_bytes)},
+            "layers": [{"mediaType": LAYER_TYPE, "digest": digest(layer), "size": len(layer)}],
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+    ).encode()
+    return Image(manifest, config_bytes, (layer,))
+
+
+def busybox_version(busybox: Path = BUSYBOX) -> str:
+    """``1.35.0`` from the banner of Debian's busybox-static (the tag the image is published under)."""
+    banner = subprocess.run([str(busybox)], capture_output=True, text=True, check=False).stdout
+    first = banner.splitlines()[0] if banner else ""
+    if not first.startswith("BusyBox v"):
+        raise RuntimeError(f"{busybox} is not busybox (banner {first!r}): apt-get install busybox-static")
+    return first.removeprefix("BusyBox v").split()[0].split("-")[0]
+
+
+def busybox_image(busybox: Path = BUSYBOX) -> Image:
+    """A shell and the usual tools (every busybox applet), a user ``app`` with uid/gid 1000, a world-writable
+    ``/tmp``: enough for a pod to show who it runs as and what it may write."""
+    applets = subprocess.run([str(busybox), "--list"], capture_output=True, text=True, check=True).stdout.split()
+    layer = Layer()
+    for directory in ("bin", "etc"):
+        layer.directory(directory)
+    layer.file("bin/busybox", busybox.read_bytes(), 0o755)
+    for applet in sorted(set(applets) - {"busybox"}):
+        layer.symlink(f"bin/{applet}", "busybox")
+    layer.file("etc/passwd", f"root:x:0:0:root:/root:/bin/sh\napp:x:{USER_ID}:{USER_ID}:app:/tmp:/bin/sh\n".encode())
+    layer.file("etc/group", f"root:x:0:\napp:x:{USER_ID}:\n".encode())
+    layer.directory("tmp", 0o1777)
+    return image(layer.tar(), {"Cmd": ["/bin/sh"], "Env": ["PATH=/bin"]})
+
+
+def pause_image(pause: Path) -> Image:
+    """The pod sandbox image: our pause binary as ``/pause``, run as 65535 like upstream's."""
+    layer = Layer()
+    layer.file("pause", pause.read_bytes(), 0o755)
+    return image(layer.tar(), {"Entrypoint": ["/pause"], "User": "65535:65535"})

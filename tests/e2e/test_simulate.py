@@ -1,0 +1,98 @@
+"""`trainer-infra simulate` end to end: the example trace replayed on the `local` stack with the real Kueue,
+JobSet and Trainer, through the CLI a platform engineer runs; then an interrupted run that must leave nothing.
+
+Conservation: every job finished or was reported never admissible; the accelerator-seconds the finished jobs
+held equal the trace's plus the control plane's own latency (measured, a few wall seconds per job); no
+ClusterQueue ever held more than its nominal quota + what it may borrow (sampled from its status).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.leftovers import processes_of
+from tests.e2e.versions import REPO_ROOT
+from trainer_infra.simulate.trace import load_trace
+
+pytestmark = pytest.mark.e2e
+TRACE = REPO_ROOT / "docs" / "simulate" / "example-trace.csv"
+COMPRESSION = 60.0
+
+
+def simulate(tmp_path: Path, *extra: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    cmd = [sys.executable, "-m", "trainer_infra", "simulate", "--stack", "local", "--out", str(tmp_path / "out")]
+    # Ctrl-C as at a terminal: a shell's background job (CI, nohup) starts with SIGINT ignored, which Python keeps
+    return subprocess.Popen(
+        [*cmd, *extra],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+
+
+def test_the_example_trace_replays_and_conserves_work(tmp_path: Path) -> None:
+    proc = simulate(tmp_path, "--trace", str(TRACE), "--compression", str(COMPRESSION), "--max-wall", "900")
+    out, err = proc.communicate(timeout=1500)
+    assert proc.returncode == 0, f"simulate exited {proc.returncode}:\n{out}\n{err[-4000:]}"
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    rows = {r["job"]: r for r in csv.DictReader((tmp_path / "out" / "jobs.csv").open())}
+    trace = load_trace(TRACE)
+    assert set(rows) == {r.name for r in trace}
+    assert {r["status"] for r in rows.values()} <= {"finished", "never-admissible"}, summary["status"]
+    assert summary["complete"] is True and summary["status"].get("finished", 0) == len(trace)
+
+    # what the trace asked for, and what the finished jobs held in their last admission
+    asked = sum(r.accelerator_seconds for r in trace)
+    assert summary["trace_accelerator_seconds"] == pytest.approx(asked)
+    held = summary["finished_accelerator_seconds"]
+    overhead = summary["overhead_wall_seconds"]
+    assert overhead["min"] >= -0.5, f"a job finished before its duration: {overhead}"  # kwok's delay is exact
+    # the rest is the controllers' latency between admission and the Workload's end (a few wall seconds × 60)
+    assert asked * 0.995 <= held < asked * 1.15, (held, asked, overhead)
+    # utilisation counts preempted stretches too
+    assert summary["admitted_accelerator_seconds"] >= held
+
+    # Kueue never let a ClusterQueue hold more than nominal + what it may borrow
+    assert summary["cluster_queue_samples"] > 10
+    assert summary["cluster_queue_over_limit"] == []
+    # every admission was into the stack's only flavor, and the waits are Kueue's (not all zero: nlp's 16-node
+    # job and vision's sweep overfill the 256 GPUs at t=0)
+    assert {r["flavor"] for r in rows.values()} == {"h100-03d9b102"}
+    assert max(float(r["admitted"]) - float(r["created"]) for r in rows.values()) > 0
+    for plot in ("utilisation.png", "shares.png", "waits.png"):
+        assert (tmp_path / "out" / plot).stat().st_size > 1000
+    assert not list((tmp_path / "tmp").iterdir()), "simulate left its temporary folder behind"
+
+
+def test_an_interrupted_run_reports_what_it_measured_and_leaves_nothing(tmp_path: Path) -> None:
+    proc = simulate(tmp_path, "--trace", str(TRACE), "--compression", "5", "--max-wall", "600")
+    assert proc.stderr is not None
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if "replaying" in line or not line:
+            break
+    time.sleep(10)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, f"{out}\n{err[-3000:]}"
+    assert "interrupted" in err
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["complete"] is False and "interrupted" in summary["stopped_early"]
+    assert summary["status"].get("finished", 0) < 16
+    assert processes_of(tmp_path) == [], "simulate left processes behind"
+    assert not list((tmp_path / "tmp").iterdir()), "simulate left its temporary folder behind"

@@ -1,0 +1,86 @@
+"""The parts of a replay that need no cluster: the TrainJob a row becomes, the kwok stage that ends its pods
+after the row's duration, the baselines the bench compares with, and the ClusterQueue ceilings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.helpers import render, stack_raw
+from trainer_infra.sandbox.controlplane import DURATION_ANNOTATION, kwok_duration_stage
+from trainer_infra.sandbox.versions import BINARIES, BuildError, VersionSet, check_binaries
+from trainer_infra.simulate.baselines import FLAT, flat_fifo, static_partitions
+from trainer_infra.simulate.facts import StackFacts, stack_facts
+from trainer_infra.simulate.replay import trainjob
+from trainer_infra.simulate.trace import TraceRow
+
+
+@pytest.fixture(scope="module")
+def objects() -> list[dict[str, Any]]:
+    return render(stack_raw("local"), "local").manifests
+
+
+@pytest.fixture(scope="module")
+def local(objects: list[dict[str, Any]]) -> StackFacts:
+    return stack_facts(objects)
+
+
+def test_a_row_becomes_a_trainjob_of_its_team_with_its_compressed_duration(local: StackFacts) -> None:
+    row = TraceRow(submit=0, team="vision", nodes=4, accelerators=8, duration=1800, priority="high", name="a")
+    job = trainjob(row, local, compression=60)
+    assert job["metadata"]["namespace"] == "vision"
+    assert job["metadata"]["labels"] == {"kueue.x-k8s.io/queue-name": "vision", "kueue.x-k8s.io/priority-class": "high"}
+    assert job["spec"]["trainer"]["numNodes"] == 4
+    assert job["spec"]["trainer"]["resourcesPerNode"]["requests"] == {"nvidia.com/gpu": "8"}
+    (patch,) = job["spec"]["runtimePatches"]
+    (replicated,) = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    assert replicated["name"] == "node"
+    assert replicated["template"]["spec"]["template"]["metadata"]["annotations"] == {DURATION_ANNOTATION: "30.000s"}
+    mpi = trainjob(row.model_copy(update={"runtime": "deepspeed-distributed"}), local, 60)
+    names = [
+        j["name"] for j in mpi["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    ]
+    assert names == ["launcher", "node"]
+
+
+def test_kwok_ends_only_annotated_running_pods_after_their_duration() -> None:
+    stage = kwok_duration_stage()
+    keys = {e["key"]: e for e in stage["spec"]["selector"]["matchExpressions"]}
+    assert keys['.metadata.annotations["simulate.trainer-platform.io/duration"]']["operator"] == "Exists"
+    assert keys[".status.phase"]["values"] == ["Running"]
+    assert stage["spec"]["delay"]["durationFrom"] == {
+        "expressionFrom": '.metadata.annotations["simulate.trainer-platform.io/duration"]'
+    }
+    assert "phase: Succeeded" in stage["spec"]["next"]["statusTemplate"]
+
+
+def test_cluster_queue_ceilings_follow_borrowing_and_lending(local: StackFacts) -> None:
+    # nlp: 128 nominal + vision lends at most 64; vision: 128 + nlp lends all 128
+    assert local.limits == {"nlp": (128, 192), "vision": (128, 256)}
+    assert local.capacity == 256 and local.weights() == {"nlp": 2.0, "vision": 1.0}
+
+
+def test_the_flat_baseline_is_one_queue_with_the_whole_capacity(objects: list[dict[str, Any]]) -> None:
+    flat = stack_facts(flat_fifo(objects))
+    assert set(flat.quotas) == {FLAT} and flat.limits == {FLAT: (256, 256)}
+    assert {t.cluster_queue for t in flat.teams.values()} == {FLAT}
+    assert not [o for o in flat_fifo(objects) if o["kind"] == "Cohort"]
+
+
+def test_static_partitions_keep_each_quota_and_never_borrow(objects: list[dict[str, Any]]) -> None:
+    parts = stack_facts(static_partitions(objects))
+    assert parts.limits == {"nlp": (128, 128), "vision": (128, 128)}
+    assert set(parts.cohorts.values()) == {None}
+
+
+def test_missing_binaries_say_how_to_build_them(tmp_path: Any) -> None:
+    with pytest.raises(BuildError, match=r"make e2e") as err:
+        check_binaries(VersionSet(), tmp_path)
+    assert all(name in str(err.value) for name in BINARIES)
+
+
+def test_the_package_runs_the_binaries_the_build_makes() -> None:
+    from tests.e2e.build import Builder
+
+    assert tuple(t.name for t in Builder(VersionSet()).targets() if not (t.tool or t.node)) == BINARIES

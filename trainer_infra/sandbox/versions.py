@@ -1,0 +1,145 @@
+"""The version set the control plane runs, where its binaries are, and where the shared reference folder is.
+
+Every binary, CRD folder and upstream manifest is chosen by this one object so that a version change is a
+single edit (or environment variable) and lands in its own build-cache directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from trainer_infra.versions import MATRIX
+
+#: The checkout the package runs from (editable install); `../shared` beside it is the default shared folder.
+CHECKOUT = Path(__file__).resolve().parents[2]
+#: The binaries the control plane runs (tests also build tools: promtool, promql-names).
+BINARIES = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok",
+    "jobset-manager",
+    "kueue-manager",
+    "trainer-controller-manager",
+    "lws-manager",
+)
+
+
+class BuildError(RuntimeError):
+    """A binary is missing or failed to build; the message names it, its version and how to build it."""
+
+
+@dataclass(frozen=True)
+class VersionSet:
+    """Pinned upstream versions (without a leading ``v``)."""
+
+    kubernetes: str = "1.34.4"
+    etcd: str = "3.6.16"
+    kwok: str = "0.8.0"
+    # The platform's own components run at the compatibility matrix's defaults: one place to bump.
+    jobset: str = MATRIX.defaults["jobset"]
+    kueue: str = MATRIX.defaults["kueue"]
+    trainer: str = MATRIX.defaults["trainer"]
+    #: LeaderWorkerSet, the controller behind the Trainer data cache.
+    lws: str = "0.8.0"
+    prometheus: str = "0.305.0"  # Go module version of Prometheus 3.5.0: promtool and the PromQL parser
+    prometheus_operator: str = "0.85.0"  # monitoring.coreos.com CRDs, read from its Go module
+
+    @property
+    def key(self) -> str:
+        """Directory name for build outputs: readable, and unique per set."""
+        readable = (
+            f"k8s{self.kubernetes}-etcd{self.etcd}-kwok{self.kwok}-js{self.jobset}"
+            f"-kueue{self.kueue}-trainer{self.trainer}-lws{self.lws}-prom{self.prometheus}-po{self.prometheus_operator}"
+        )
+        digest = hashlib.sha256(repr(sorted(asdict(self).items())).encode()).hexdigest()[:8]
+        return f"{readable}-{digest}"
+
+    @property
+    def kubernetes_minor(self) -> str:
+        """``1.34`` from ``1.34.4``: what the stack config calls ``kubernetes.version``."""
+        return ".".join(self.kubernetes.split(".")[:2])
+
+    @classmethod
+    def from_env(cls) -> VersionSet:
+        """Default set, overridable per component with ``E2E_<COMPONENT>_VERSION``."""
+        base = cls()
+        overrides: dict[str, str] = {}
+        for name in asdict(base):
+            value = os.environ.get(f"E2E_{name.upper()}_VERSION")
+            if value:
+                overrides[name] = value.removeprefix("v")
+        return replace(base, **overrides)
+
+
+def cache_root() -> Path:
+    """Build outputs live outside the repo so clones and CI runs share them."""
+    override = os.environ.get("TRAINER_PLATFORM_E2E_CACHE")
+    if override:
+        return Path(override)
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "trainer-platform" / "e2e"
+
+
+def binary_dir(versions: VersionSet) -> Path:
+    """Where `make e2e` puts the binaries of a version set."""
+    return cache_root() / versions.key / "bin"
+
+
+def check_binaries(versions: VersionSet, bin_dir: Path | None = None) -> Path:
+    """The binary folder, or BuildError naming what is missing and how to build it."""
+    folder = bin_dir or binary_dir(versions)
+    missing = [name for name in BINARIES if not (folder / name).exists()]
+    if missing:
+        raise BuildError(
+            f"the control plane's binaries {missing} are missing in {folder} (version set {versions.key}); "
+            "build them once from a checkout of trainer-platform with `make e2e` or `python -m tests.e2e.build` "
+            "(Go from the module proxy; ≈ 17 min cold on 2 cores, seconds when cached)"
+        )
+    return folder
+
+
+def shared_dir() -> Path:
+    """The project's shared reference folder (CRDs, upstream manifests), read at run time."""
+    override = os.environ.get("TRAINER_PLATFORM_SHARED")
+    path = Path(override) if override else CHECKOUT.parent / "shared"
+    return path.resolve()
+
+
+def module_dir(module: str, version: str) -> Path:
+    """Source directory of ``module@v<version>`` in the Go module cache (downloaded if needed)."""
+    env = {**os.environ, "GOTOOLCHAIN": "local"}
+    env.pop("GOFLAGS", None)
+    try:
+        proc = subprocess.run(
+            ["go", "mod", "download", "-json", f"{module}@v{version}"],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=Path.home(),
+        )
+    except FileNotFoundError:
+        raise BuildError(f"{module} v{version} is read from the Go module cache: `go` is not installed") from None
+    if proc.returncode != 0:
+        raise BuildError(f"cannot download {module} v{version}: {proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    return Path(json.loads(proc.stdout)["Dir"])
+
+
+#: The Prometheus Operator kinds the platform's observability block creates.
+MONITORING_CRDS = ("servicemonitors", "podmonitors", "prometheusrules")
+
+
+def monitoring_crd_files(version: str) -> list[Path]:
+    """monitoring.coreos.com CRDs of a pinned prometheus-operator release, from its Go module."""
+    folder = (
+        module_dir("github.com/prometheus-operator/prometheus-operator", version)
+        / "example"
+        / "prometheus-operator-crd"
+    )
+    return [folder / f"monitoring.coreos.com_{plural}.yaml" for plural in MONITORING_CRDS]

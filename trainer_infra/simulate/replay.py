@@ -1,0 +1,232 @@
+"""Replay a trace on a running control plane: submit each row as a TrainJob at its (compressed) time and
+record what Kueue, JobSet and Trainer did with it.
+
+Nothing here decides anything: admission, borrowing, preemption and fair sharing are the real Kueue's; the
+replay only creates TrainJobs and watches Workloads and pods. A job's pods finish after the row's duration
+because each pod carries its (compressed) duration in an annotation, which the control plane's kwok stage
+`pod-complete-after-duration` turns into a delayed `Succeeded` (trainer_infra/sandbox/controlplane.py).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import urllib3
+
+from trainer_infra.sandbox.controlplane import DURATION_ANNOTATION
+from trainer_infra.sandbox.kube import ApiError, KubeClient
+from trainer_infra.simulate.facts import StackFacts
+from trainer_infra.simulate.metrics import Admission, JobOutcome
+from trainer_infra.simulate.trace import TraceRow
+
+Obj = dict[str, Any]
+TRAINJOB = ("trainer.kubeflow.org/v1alpha1", "TrainJob")
+WORKLOAD = ("kueue.x-k8s.io/v1beta2", "Workload")
+CLUSTER_QUEUE = ("kueue.x-k8s.io/v1beta2", "ClusterQueue")
+JOBSET_LABEL = "jobset.sigs.k8s.io/jobset-name"
+MANAGER = "trainer-platform.io/simulate"
+
+
+def trainjob(row: TraceRow, facts: StackFacts, compression: float) -> Obj:
+    """The TrainJob of a trace row: the team's LocalQueue, its priority and runtime, and pods that carry the
+    compressed duration for kwok."""
+    team = facts.teams[row.team]
+    labels = {"kueue.x-k8s.io/queue-name": team.local_queue}
+    if row.priority:
+        labels["kueue.x-k8s.io/priority-class"] = row.priority
+    seconds = row.duration / compression
+    pod_meta = {"metadata": {"annotations": {DURATION_ANNOTATION: f"{seconds:.3f}s"}}}
+    runtime = row.runtime or facts.default_runtime
+    return {
+        "apiVersion": TRAINJOB[0],
+        "kind": TRAINJOB[1],
+        "metadata": {"name": str(row.name), "namespace": team.name, "labels": labels},
+        "spec": {
+            "runtimeRef": {"name": runtime, "apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime"},
+            "trainer": {
+                "numNodes": row.nodes,
+                "resourcesPerNode": {
+                    "limits": {facts.resource: str(row.accelerators)},
+                    "requests": {facts.resource: str(row.accelerators)},
+                },
+            },
+            "runtimePatches": [
+                {
+                    "manager": MANAGER,
+                    "trainingRuntimeSpec": {
+                        "template": {
+                            "spec": {
+                                "replicatedJobs": [
+                                    {"name": name, "template": {"spec": {"template": pod_meta}}}
+                                    for name in facts.replicated_jobs.get(runtime, ("node",))
+                                ]
+                            }
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+class Replay:
+    """One replay of a trace on a running control plane."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        facts: StackFacts,
+        rows: Sequence[TraceRow],
+        compression: float,
+        *,
+        bound: float,
+        sample_every: float = 2.0,
+        progress: Callable[[str], None] = lambda _: None,
+    ) -> None:
+        self.client = client
+        self.facts = facts
+        self.rows = list(rows)
+        self.compression = compression
+        self.bound = bound
+        self.sample_every = sample_every
+        self.progress = progress
+        self.jobs: dict[str, JobOutcome] = {}
+        for row in self.rows:
+            team = facts.teams[row.team]
+            self.jobs[f"{team.name}/{row.name}"] = JobOutcome(
+                str(row.name), row.team, team.cluster_queue, row.total_accelerators, row.duration, row.submit
+            )
+        self.samples: list[tuple[float, str, int]] = []
+        self.stopped_early = ""
+        self.start = 0.0
+        self.ended = 0.0
+        self.lock = threading.Lock()
+        self.stop_event = threading.Event()
+        self.submit_lag = 0.0
+
+    def now(self) -> float:
+        """Trace seconds since the replay started."""
+        return (time.monotonic() - self.start) * self.compression
+
+    # -- watchers ---------------------------------------------------------------
+    def _on_workload(self, kind: str, wl: Obj) -> None:
+        owners = wl["metadata"].get("ownerReferences", [])
+        owner = next((o["name"] for o in owners if o.get("kind") == "TrainJob"), None)
+        job = self.jobs.get(f"{wl['metadata'].get('namespace')}/{owner}") if owner else None
+        if job is None:
+            return
+        conds = {c["type"]: c for c in wl.get("status", {}).get("conditions", [])}
+
+        def true(kind: str) -> bool:
+            return bool(conds.get(kind, {}).get("status") == "True")
+
+        t = self.now()
+        with self.lock:
+            held = bool(job.admissions) and job.admissions[-1].end is None
+            if true("Finished"):
+                if held:
+                    job.admissions[-1] = Admission(job.admissions[-1].start, t, "finished")
+                if job.finished is None:
+                    job.finished = t
+                return
+            if true("Admitted") and not held:
+                job.admissions.append(Admission(t))
+                assignments = wl.get("status", {}).get("admission", {}).get("podSetAssignments", [])
+                flavors = assignments[0].get("flavors", {}) if assignments else {}
+                job.flavor = flavors.get(self.facts.resource, next(iter(flavors.values()), ""))
+            elif held and not true("Admitted"):
+                evicted, preempted = conds.get("Evicted", {}), conds.get("Preempted", {})
+                reason = "/".join(r for r in (evicted.get("reason"), preempted.get("reason")) if r)
+                job.admissions[-1] = Admission(job.admissions[-1].start, t, "evicted", reason or "unknown")
+
+    def _on_pod(self, kind: str, pod: Obj) -> None:
+        name = pod["metadata"].get("labels", {}).get(JOBSET_LABEL)
+        job = self.jobs.get(f"{pod['metadata'].get('namespace')}/{name}") if name else None
+        if job is None or job.started is not None or pod.get("status", {}).get("phase") != "Running":
+            return
+        with self.lock:
+            job.started = self.now()
+
+    def _watch(self, api: tuple[str, str], handle: Callable[[str, Obj], None]) -> None:
+        """List then watch one kind across namespaces until stopped; re-list when the watch expires."""
+        while not self.stop_event.is_set():
+            try:
+                listing = self.client.list_all(*api)
+                for item in listing["items"]:
+                    handle("ADDED", item)
+                version = listing["metadata"]["resourceVersion"]
+                for kind, obj in self.client.watch(*api, resource_version=version, stop=self.stop_event):
+                    handle(kind, obj)
+            except (ApiError, OSError, ValueError, urllib3.exceptions.HTTPError) as exc:
+                if self.stop_event.is_set():
+                    return
+                self.progress(f"watch of {api[1]} restarted: {exc}")
+                time.sleep(0.5)
+
+    def _sample(self) -> None:
+        """Accelerators each ClusterQueue has reserved, read from its status (the conservation check's input)."""
+        for cq in self.client.list_all(*CLUSTER_QUEUE)["items"]:
+            held = 0
+            for flavor in cq.get("status", {}).get("flavorsReservation", []):
+                for res in flavor.get("resources", []):
+                    if res["name"] == self.facts.resource:
+                        held += int(res.get("total", "0"))
+            self.samples.append((self.now(), cq["metadata"]["name"], held))
+
+    # -- the run ----------------------------------------------------------------
+    def run(self) -> list[JobOutcome]:
+        """Submit every row at its time and wait until all finished, the bound is reached or Ctrl-C."""
+        self.start = time.monotonic()
+        watchers = [
+            threading.Thread(target=self._watch, args=(WORKLOAD, self._on_workload), daemon=True),
+            threading.Thread(target=self._watch, args=(("v1", "Pod"), self._on_pod), daemon=True),
+        ]
+        for w in watchers:
+            w.start()
+        deadline = self.start + self.bound
+        pending = list(self.rows)
+        next_sample = 0.0
+        last_note = time.monotonic()
+        try:
+            while True:
+                wall = time.monotonic()
+                while pending and pending[0].submit / self.compression <= wall - self.start:
+                    row = pending.pop(0)
+                    key = f"{self.facts.teams[row.team].name}/{row.name}"
+                    self.jobs[key].created = self.now()
+                    self.submit_lag = max(self.submit_lag, self.now() - row.submit)
+                    try:
+                        self.client.create(trainjob(row, self.facts, self.compression))
+                    except ApiError as exc:  # a webhook or policy of the stack refused it: reported, not waited on
+                        self.jobs[key].never_admissible = f"refused when created: {exc.message[:300]}"
+                        self.jobs[key].created = None
+                if wall >= next_sample:
+                    self._sample()
+                    next_sample = wall + self.sample_every
+                with self.lock:
+                    done = not pending and all(j.finished is not None or j.never_admissible for j in self.jobs.values())
+                if done:
+                    break
+                if wall >= deadline:
+                    left = sum(1 for j in self.jobs.values() if j.finished is None)
+                    self.stopped_early = (
+                        f"the bound of {self.bound:.0f} wall seconds was reached with {left} of {len(self.jobs)} "
+                        "jobs unfinished; the report covers what was measured until then"
+                    )
+                    break
+                if wall - last_note >= 30:
+                    last_note = wall
+                    with self.lock:
+                        finished = sum(1 for j in self.jobs.values() if j.finished is not None)
+                    self.progress(f"{wall - self.start:.0f} s: {finished}/{len(self.jobs)} jobs finished")
+                time.sleep(0.05)
+        except KeyboardInterrupt:
+            self.stopped_early = "interrupted (Ctrl-C); the report covers what was measured until then"
+        finally:
+            self.ended = self.now()
+            self._sample()
+            self.stop_event.set()
+        return list(self.jobs.values())

@@ -1,0 +1,135 @@
+"""One `simulate` run: a throwaway control plane, the stack's objects, the replay, and nothing left behind.
+
+The control plane (trainer_infra/sandbox) runs in a temporary folder with its own ports; whatever happens
+(an error, Ctrl-C, SIGTERM) its processes are stopped and the folder removed before this returns.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from trainer_infra.core.errors import ConfigIssue
+from trainer_infra.simulate.facts import StackFacts
+from trainer_infra.simulate.metrics import JobOutcome
+from trainer_infra.simulate.run import Run
+from trainer_infra.simulate.trace import TraceError, TraceRow
+
+Obj = dict[str, Any]
+#: Chart name fragment → the control plane's version of that component.
+CHARTS = ("kueue", "jobset", "trainer")
+
+
+def chart_mismatches(releases: Sequence[Obj], versions: Any) -> list[str]:
+    """Components whose chart version in the render differs from the control plane's binary."""
+    out = []
+    for release in releases:
+        chart, version = str(release.get("chart", "")).lower(), str(release.get("version", "")).removeprefix("v")
+        for component in CHARTS:
+            if component in chart and version and version != getattr(versions, component):
+                out.append(
+                    f"{component}: the stack pins {version}, the control plane runs {getattr(versions, component)}"
+                )
+    return out
+
+
+def partition(facts: StackFacts, rows: Sequence[TraceRow]) -> tuple[list[TraceRow], list[JobOutcome]]:
+    """Rows to replay, and outcomes of the rows Kueue could never admit (reported, never submitted)."""
+    facts.check(rows)
+    replay, never = [], []
+    for row in rows:
+        why = facts.never_admissible(row)
+        if why is None:
+            replay.append(row)
+            continue
+        team = facts.teams[row.team]
+        never.append(
+            JobOutcome(
+                str(row.name),
+                row.team,
+                team.cluster_queue,
+                row.total_accelerators,
+                row.duration,
+                row.submit,
+                never_admissible=why,
+            )
+        )
+    return replay, never
+
+
+def simulate(
+    facts: StackFacts,
+    releases: Sequence[Obj],
+    rows: Sequence[TraceRow],
+    *,
+    compression: float,
+    bound: float,
+    label: str = "",
+    progress: Callable[[str], None] = print,
+) -> Run:
+    """Replay `rows` on a fresh control plane running the render `facts` came from."""
+    from trainer_infra.sandbox.apply import (
+        apply_objects,
+        bind_claims,
+        controller_users,
+        kueue_settings,
+        wait_nodes_ready,
+    )
+    from trainer_infra.sandbox.controlplane import Sandbox
+    from trainer_infra.sandbox.versions import VersionSet, check_binaries
+    from trainer_infra.simulate.replay import Replay
+
+    replay_rows, never = partition(facts, rows)
+    versions = VersionSet.from_env()
+    mismatches = chart_mismatches(releases, versions)
+    if mismatches:
+        hint = "pin the stack's components to the control plane's versions, or set E2E_<COMPONENT>_VERSION"
+        raise TraceError([ConfigIssue("components", "; ".join(mismatches), None, hint)], "the stack")
+    check_binaries(versions)
+    phases: dict[str, float] = {}
+    started = time.monotonic()
+    workdir = Path(tempfile.mkdtemp(prefix="trainer-simulate-"))
+    # the controllers run as their real ServiceAccounts: the stack's admission policies trust those names only
+    sandbox = Sandbox(
+        workdir / "control-plane",
+        versions,
+        kueue_settings=kueue_settings(list(releases)),
+        controller_users=controller_users(list(releases)),
+    )
+    try:
+        progress(f"starting the control plane (Kubernetes {versions.kubernetes}, Kueue {versions.kueue}) ...")
+        sandbox.start()
+        phases["start control plane"] = time.monotonic() - started
+        mark = time.monotonic()
+        apply_objects(sandbox.client, facts.objects)
+        bind_claims(sandbox.client, [o for o in facts.objects if o["kind"] == "PersistentVolumeClaim"])
+        wait_nodes_ready(sandbox.client, [n["metadata"]["name"] for n in facts.objects if n["kind"] == "Node"])
+        phases["apply stack"] = time.monotonic() - mark
+        progress(f"replaying {len(replay_rows)} jobs at {compression:g}× ({len(never)} never admissible) ...")
+        mark = time.monotonic()
+        replay = Replay(sandbox.client, facts, replay_rows, compression, bound=bound, progress=progress)
+        jobs = replay.run()
+        phases["replay"] = time.monotonic() - mark
+    finally:
+        mark = time.monotonic()
+        sandbox.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+        phases["stop control plane"] = time.monotonic() - mark
+    return Run(
+        jobs=[*jobs, *never],
+        capacity=facts.capacity,
+        weights=facts.weights(),
+        compression=compression,
+        until=replay.ended,
+        wall_seconds=time.monotonic() - started,
+        stopped_early=replay.stopped_early,
+        limits=facts.limits,
+        samples=replay.samples,
+        phases=phases,
+        label=label,
+        submit_lag=replay.submit_lag,
+    )
