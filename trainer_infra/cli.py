@@ -8,7 +8,9 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from trainer_infra.catalog.listing import render_table
 from trainer_infra.catalog.loader import load_catalog
@@ -238,11 +240,20 @@ def _add_source(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stacks-dir", default=str(default_stacks_dir()), help="where stack files live")
 
 
+def _stack_command(sub: Any, name: str, help_: str, fn: Callable[[argparse.Namespace], int]) -> argparse.ArgumentParser:
+    """A subcommand that reads one stack (`--stack` or `--config-file`)."""
+    p: argparse.ArgumentParser = sub.add_parser(name, help=help_)
+    _add_source(p)
+    p.set_defaults(fn=fn)
+    return p
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="trainer-infra", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
-    v = sub.add_parser("validate", help="check a stack config and the policy; exit 2 (config) or 3 (policy)")
-    _add_source(v)
+    v = _stack_command(
+        sub, "validate", "check a stack config and the policy; exit 2 (config) or 3 (policy)", cmd_validate
+    )
     v.add_argument(
         "--previous",
         help="the deployed configuration (a render directory of the deployed commit, exact; or its stack file, "
@@ -254,18 +265,16 @@ def parser() -> argparse.ArgumentParser:
         help="a git ref of what is deployed (the PR base: merges to main deploy): its render, made with that "
         "commit's code, is the --previous",
     )
-    v.set_defaults(fn=cmd_validate)
-    r = sub.add_parser("render", help="run the program under mocks and write every object it would create")
-    _add_source(r)
+    r = _stack_command(sub, "render", "run the program under mocks and write every object it would create", cmd_render)
     r.add_argument("--out", required=True, help="output directory")
-    r.set_defaults(fn=cmd_render)
-    df = sub.add_parser(
-        "diff", help="render at a git ref and in the working tree and compare; exit 0 same, 1 changed, 2 error"
+    df = _stack_command(
+        sub,
+        "diff",
+        "render at a git ref and in the working tree and compare; exit 0 same, 1 changed, 2 error",
+        cmd_diff,
     )
-    _add_source(df)
     df.add_argument("--base", required=True, help="git ref to compare against, e.g. origin/main")
     df.add_argument("--format", choices=("text", "markdown"), default="text")
-    df.set_defaults(fn=cmd_diff)
     s = sub.add_parser("config-schema", help="print the JSON Schema of the stack config")
     s.set_defaults(fn=cmd_config_schema)
     d = sub.add_parser("config-docs", help="print docs/configuration.md (generated from the models)")
@@ -278,27 +287,27 @@ def parser() -> argparse.ArgumentParser:
     source.add_argument("--config-file", help="a file in the Pulumi stack format")
     cl.add_argument("--stacks-dir", default=str(default_stacks_dir()), help="where stack files live")
     cl.set_defaults(fn=cmd_catalog_list)
-    m = sub.add_parser(
+    m = _stack_command(
+        sub,
         "migrate",
-        help="Training Operator v1 jobs → TrainJobs for the stack's catalog; exit 0 converted, 1 some job needs "
+        "Training Operator v1 jobs → TrainJobs for the stack's catalog; exit 0 converted, 1 some job needs "
         "--allow-lossy or is refused, 2 bad input",
+        cmd_migrate,
     )
-    _add_source(m)
     migrate_command.add_arguments(m)
-    m.set_defaults(fn=cmd_migrate)
     t = sub.add_parser("trace", help="workload traces for `simulate` (docs/simulate.md)")
     trace_sub = t.add_subparsers(dest="trace_command", required=True)
     tg = trace_sub.add_parser("generate", help="a seeded synthetic trace (heavy-tailed, bursty, unequal teams)")
     simulate_command.add_trace_arguments(tg)
     tg.set_defaults(fn=simulate_command.cmd_trace_generate)
-    sim = sub.add_parser(
+    sim = _stack_command(
+        sub,
         "simulate",
-        help="replay a workload trace on a throwaway control plane with the real Kueue (docs/simulate.md); "
+        "replay a workload trace on a throwaway control plane with the real Kueue (docs/simulate.md); "
         "exit 0 complete, 1 stopped early, 2 bad input",
+        cmd_simulate,
     )
-    _add_source(sim)
     simulate_command.add_simulate_arguments(sim)
-    sim.set_defaults(fn=cmd_simulate)
     return p
 
 

@@ -22,11 +22,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from trainer_infra.core.kueue import MULTIKUEUE_CONTROLLER as CONTROLLER_NAME
 from trainer_infra.core.objects import ManagedObject, WorkerKubeconfig
 from trainer_infra.manifests import meta
 from trainer_infra.nodepools.labels import POOL_LABEL
 
-CONTROLLER_NAME = "kueue.x-k8s.io/multikueue"
 ADMISSION_CHECK = "multikueue"
 CONFIG_NAME = "fleet"
 ROLE = "trainer-platform-multikueue"

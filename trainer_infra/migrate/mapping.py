@@ -58,6 +58,14 @@ POD_PATCH = f"{PATCH}.template.spec.template.spec"
 NODE_PATCH = f"{POD_PATCH}.containers[name=node]"
 NOT_NEEDED_SERVER = "set by the API server; the TrainJob gets its own"
 
+
+def _unpatchable(prefix: str, *fields: str) -> tuple[Entry, ...]:
+    """Fields runtimePatches cannot carry, reported as lost (LOSSY) with the same reason."""
+    return tuple(
+        Entry(f"{prefix}.{f}", Disposition.LOSSY, why="not expressible through runtimePatches") for f in fields
+    )
+
+
 ENTRIES: tuple[Entry, ...] = (
     # --- the object ------------------------------------------------------------------------------
     Entry("apiVersion", M, "apiVersion", "trainer.kubeflow.org/v1alpha1; the source is recorded in an annotation"),
@@ -235,8 +243,7 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(f"{POD}.overhead", SERVER, why="set from the RuntimeClass by admission"),
     Entry(f"{POD}.serviceAccount", L, why="deprecated alias of serviceAccountName; set serviceAccountName"),
     Entry(f"{POD}.activeDeadlineSeconds", L, why="use spec.runPolicy.activeDeadlineSeconds (the whole job)"),
-    Entry(f"{POD}.automountServiceAccountToken", L, why="not expressible through runtimePatches"),
-    Entry(f"{POD}.dnsConfig", L, why="not expressible through runtimePatches"),
+    *_unpatchable(POD, "automountServiceAccountToken", "dnsConfig"),
     Entry(f"{POD}.dnsPolicy", L, keeps=("ClusterFirst",), why="not expressible through runtimePatches"),
     Entry(f"{POD}.enableServiceLinks", L, keeps=(True,), why="not expressible through runtimePatches"),
     Entry(f"{POD}.ephemeralContainers", L, why="not part of a pod template"),
@@ -248,9 +255,7 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(f"{POD}.setHostnameAsFQDN", L, why="not expressible through runtimePatches"),
     Entry(f"{POD}.initContainers", L, why="runtimePatches can only change the runtime's own init containers"),
     Entry(f"{POD}.nodeName", L, why="bypasses the scheduler and Kueue's placement"),
-    Entry(f"{POD}.os", L, why="not expressible through runtimePatches"),
-    Entry(f"{POD}.preemptionPolicy", L, why="not expressible through runtimePatches"),
-    Entry(f"{POD}.readinessGates", L, why="not expressible through runtimePatches"),
+    *_unpatchable(POD, "os", "preemptionPolicy", "readinessGates"),
     Entry(f"{POD}.resourceClaims", L, why="dynamic resource claims are not expressible through runtimePatches"),
     Entry(f"{POD}.resources", L, why="pod-level resources: use the container's resources (resourcesPerNode)"),
     Entry(f"{POD}.runtimeClassName", L, why="not expressible through runtimePatches"),
@@ -306,16 +311,9 @@ ENTRIES: tuple[Entry, ...] = (
         why="not expressible: Kubernetes' default for the image applies",
     ),
     Entry(f"{CONTAINER}.workingDir", L, why="not expressible: cd in the command"),
-    Entry(f"{CONTAINER}.lifecycle", L, why="not expressible through runtimePatches"),
-    Entry(f"{CONTAINER}.livenessProbe", L, why="not expressible through runtimePatches"),
-    Entry(f"{CONTAINER}.readinessProbe", L, why="not expressible through runtimePatches"),
-    Entry(f"{CONTAINER}.startupProbe", L, why="not expressible through runtimePatches"),
-    Entry(f"{CONTAINER}.resizePolicy", L, why="not expressible through runtimePatches"),
+    *_unpatchable(CONTAINER, "lifecycle", "livenessProbe", "readinessProbe", "startupProbe", "resizePolicy"),
     Entry(f"{CONTAINER}.restartPolicy", L, why="sidecar restart policy: not expressible"),
-    Entry(f"{CONTAINER}.restartPolicyRules", L, why="not expressible through runtimePatches"),
-    Entry(f"{CONTAINER}.stdin", L, why="not expressible through runtimePatches"),
-    Entry(f"{CONTAINER}.stdinOnce", L, why="not expressible through runtimePatches"),
-    Entry(f"{CONTAINER}.tty", L, why="not expressible through runtimePatches"),
+    *_unpatchable(CONTAINER, "restartPolicyRules", "stdin", "stdinOnce", "tty"),
     Entry(
         f"{CONTAINER}.terminationMessagePath",
         L,

@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from trainer_infra.manifests.runtime import FRAMEWORK_LABEL
 from trainer_infra.migrate.kinds import Kind
-from trainer_infra.migrate.target import FRAMEWORK_LABEL, Target
+from trainer_infra.migrate.target import Target
 
 REQUIRES = "trainer-platform.io/requires"
 SUPPORT = "trainer.kubeflow.org/support"

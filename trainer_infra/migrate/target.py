@@ -9,12 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainer_infra.core.objects import Plan
+from trainer_infra.manifests.meta import TEAM_LABEL
 from trainer_infra.queues.derive import DEPUTY_QUEUE_LABEL
 from trainer_infra.stack.validate import Validated
 from trainer_infra.storage.data_cache import CACHE_INITIALIZER
 
-TEAM_LABEL = "trainer-platform.io/team"
-FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
 PSA = "pod-security.kubernetes.io"
 
 

@@ -8,7 +8,8 @@ from typing import Any
 from packaging.version import Version
 
 from trainer_infra.core.errors import did_you_mean
-from trainer_infra.core.kueue import QUEUE_LABEL
+from trainer_infra.core.kueue import MULTIKUEUE_CONTROLLER as MULTIKUEUE
+from trainer_infra.core.kueue import PRIORITY_LABEL, QUEUE_LABEL
 from trainer_infra.manifests.runtime import ancestor, get_in, quoted_resources, replicated_jobs
 from trainer_infra.migrate.kinds import Kind, Role
 from trainer_infra.migrate.mapping import Disposition, is_empty
@@ -17,11 +18,9 @@ from trainer_infra.migrate.result import Conversion, Path
 from trainer_infra.migrate.select import Choice
 from trainer_infra.migrate.target import Team
 
-PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 SOURCE_ANNOTATION = "trainer-platform.io/migrated-from"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 PATCH_MANAGER = "trainer-platform.io/migrate"
-MULTIKUEUE = "kueue.x-k8s.io/multikueue"
 V1_MANAGERS = ("kubeflow.org/training-operator", "kubeflow.org/mpi-operator")
 # Pod-spec fields runtimePatches carries (Trainer 2.2 PodSpecPatch), with the first version that has them.
 POD_PATCH_FIELDS = {

@@ -16,6 +16,7 @@ from typing import Any
 
 import urllib3
 
+from trainer_infra.core.kueue import PRIORITY_LABEL, QUEUE_LABEL
 from trainer_infra.sandbox.controlplane import DURATION_ANNOTATION
 from trainer_infra.sandbox.kube import ApiError, KubeClient
 from trainer_infra.simulate.facts import StackFacts
@@ -34,9 +35,9 @@ def trainjob(row: TraceRow, facts: StackFacts, compression: float) -> Obj:
     """The TrainJob of a trace row: the team's LocalQueue, its priority and runtime, and pods that carry the
     compressed duration for kwok."""
     team = facts.teams[row.team]
-    labels = {"kueue.x-k8s.io/queue-name": team.local_queue}
+    labels = {QUEUE_LABEL: team.local_queue}
     if row.priority:
-        labels["kueue.x-k8s.io/priority-class"] = row.priority
+        labels[PRIORITY_LABEL] = row.priority
     seconds = row.duration / compression
     pod_meta = {"metadata": {"annotations": {DURATION_ANNOTATION: f"{seconds:.3f}s"}}}
     runtime = row.runtime or facts.default_runtime

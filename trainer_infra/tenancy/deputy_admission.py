@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainer_infra.core.kueue import QUEUE_LABEL
 from trainer_infra.storage.data_cache import (
     CACHE_POD_ENV,
     CACHE_SUFFIX,
@@ -34,7 +35,7 @@ from trainer_infra.tenancy.admission.cel import lit as _lit
 from trainer_infra.tenancy.admission.kinds import KINDS
 from trainer_infra.tenancy.admission.model import AdmissionSettings
 from trainer_infra.tenancy.admission.policy import CHANGED, PREFIX, _team_variable, _validation, team_policy
-from trainer_infra.tenancy.admission.requests import KNOWN_TEAM, QUEUE_LABEL
+from trainer_infra.tenancy.admission.requests import KNOWN_TEAM
 from trainer_infra.tenancy.deputies import CacheDeputy
 
 RESOURCES = {

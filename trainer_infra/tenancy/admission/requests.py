@@ -3,12 +3,11 @@ only Kueue resumes a suspended job, per-job claims are new volumes."""
 
 from __future__ import annotations
 
+from trainer_infra.core.kueue import QUEUE_LABEL
 from trainer_infra.manifests.pod_rules import CLAIM_BINDING_FIELDS
 from trainer_infra.tenancy.admission.cel import has_annotation, lit
 from trainer_infra.tenancy.admission.kinds import ALL
 from trainer_infra.tenancy.admission.model import ALLOW_LISTS, AdmissionRule, AdmissionSettings, AdmittedKind
-
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 
 def _known_team(kind: AdmittedKind, settings: AdmissionSettings) -> str:
