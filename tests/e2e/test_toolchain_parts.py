@@ -175,7 +175,10 @@ def test_make_e2e_runs_the_install_path_and_auto_only_once_its_go_binaries_are_b
 ) -> None:
     """`make e2e` includes the real install path (CI insists on it); E2E_PULUMI=auto is for machines where a
     cold toolchain build (≈ 8 min) does not fit."""
-    assert "E2E_PULUMI=1 make e2e" in (REPO_ROOT / ".ci/run").read_text()
+    ci = (REPO_ROOT / ".ci/run").read_text()
+    assert "E2E_PULUMI=1 E2E_NODE=1 make e2e" in ci and "make e2e-node-deps" in ci, (
+        "CI runs the install path and the node"
+    )
     toolchain = Toolchain(root=tmp_path)
     monkeypatch.setattr(os, "geteuid", lambda: 0)
     assert with_pulumi([], "", toolchain)
