@@ -11,7 +11,6 @@ from typing import Any
 
 from tests.e2e.kube import ApiError, KubeClient, wait_for
 from tests.e2e.render import RenderOutput
-from trainer_infra.queues.derive import DEPUTY_QUEUE_LABEL
 
 Obj = dict[str, Any]
 TJ = ("trainer.kubeflow.org/v1alpha1", "TrainJob")
@@ -58,8 +57,6 @@ class Platform:
         topology = annotations.get("kueue.x-k8s.io/podset-required-topology")
         for lq in self.render.of_kind("LocalQueue"):
             ns = lq["metadata"]["namespace"]
-            if DEPUTY_QUEUE_LABEL in lq["metadata"].get("labels", {}):
-                continue  # the data cache's, not a queue members may name
             members = [
                 s
                 for rb in self.render.of_kind("RoleBinding")

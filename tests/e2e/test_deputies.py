@@ -18,7 +18,6 @@ from tests.e2e.kube import ApiError, KubeClient
 from tests.e2e.platform import TJ, Obj, Platform, Team, has_condition, trainjob, unique, wait_admitted, workload_of
 from tests.e2e.sandbox import Sandbox
 from tests.e2e.test_attacks import member, nothing_left, patched, refused, small
-from trainer_infra.tenancy.deputies import DEPUTY_QUEUE
 
 pytestmark = pytest.mark.e2e
 
@@ -225,6 +224,7 @@ LWS_ATTACKS: dict[str, Change] = {
         "labels", {"kueue.x-k8s.io/queue-name": "vision-other"}
     ),
     "a bigger cluster": lambda o: o["spec"]["leaderWorkerTemplate"].__setitem__("size", 32),
+    "no owning TrainJob": lambda o: o["metadata"].pop("ownerReferences"),
     "another image": _each(lambda p: p["containers"][0].__setitem__("image", "docker.io/evil/miner:1")),
     "a host path": _each(lambda p: p.__setitem__("volumes", [{"name": "r", "hostPath": {"path": "/"}}])),
     "its own account": _each(lambda p: p.__setitem__("serviceAccountName", CACHE_SA)),
@@ -272,7 +272,10 @@ def test_the_cache_initializer_creates_only_what_cache_py_creates(
         deputy.create(account)
         created = deputy.create(cluster)
         deputy.create(service)
-        assert created["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == DEPUTY_QUEUE
+        assert "kueue.x-k8s.io/queue-name" not in created["metadata"].get("labels", {})  # Kueue's owner rule
+        second = copy.deepcopy(cluster)  # one cache cluster per TrainJob
+        second["metadata"]["name"] = unique("second") + "-cache"
+        refused(deputy, second, "one cache cluster per TrainJob")
     finally:
         admin.delete(*TJ, name, ns)
     still_admitted(sandbox, bystander)

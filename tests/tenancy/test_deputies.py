@@ -16,7 +16,7 @@ from tests.tenancy import cel_admission
 from trainer_infra.core.errors import ConfigError
 from trainer_infra.stack.validate import validate
 from trainer_infra.storage.data_cache import CACHE_INITIALIZER, CACHE_RULES
-from trainer_infra.tenancy.deputies import DEPUTY_QUEUE, bound_in_team_namespaces, inventory
+from trainer_infra.tenancy.deputies import bound_in_team_namespaces, inventory
 from trainer_infra.tenancy.deputy_admission import policy_name
 
 Obj = dict[str, Any]
@@ -94,7 +94,6 @@ TRAINJOB = {
 def honest(manifests: list[Obj]) -> tuple[Obj, Obj, Obj]:
     env = {**_runtime_env(manifests), "STORAGE_URI": "cache://sales/orders", "METADATA_LOC": "s3://b/m.json"}
     sa, lws, svc = cache_objects(TRAINJOB, env)
-    lws["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": DEPUTY_QUEUE}  # Kueue's LocalQueue defaulting
     return sa, lws, svc
 
 
@@ -113,12 +112,14 @@ def test_what_the_cache_initializer_creates_is_admitted(manifests: list[Obj], ho
     assert _refusals(manifests, "ServiceAccount", sa) == []
     assert _refusals(manifests, "LeaderWorkerSet", lws) == []
     assert _refusals(manifests, "Service", svc) == []
-    # the cache cluster is charged: the team's ClusterQueue has a LocalQueue of the deputy's queue
-    queues = {
-        (q["metadata"]["namespace"], q["metadata"]["name"]): q["spec"]["clusterQueue"]
-        for q in of_kind(manifests, "LocalQueue")
-    }
-    assert queues[("vision", DEPUTY_QUEUE)] == queues[("vision", "vision")]
+    # one cache cluster per TrainJob: its own name and that TrainJob as controller; a team's queue if labelled
+    assert _refusals(manifests, "LeaderWorkerSet", _changed(lws, lambda o: o["metadata"].pop("ownerReferences")))
+    other = _changed(lws, lambda o: o["metadata"]["ownerReferences"][0].update(name="another"))
+    assert any("one cache cluster per TrainJob" in m for m in _refusals(manifests, "LeaderWorkerSet", other))
+    queued = _changed(lws, lambda o: o["metadata"].update(labels={"kueue.x-k8s.io/queue-name": "vision"}))
+    assert _refusals(manifests, "LeaderWorkerSet", queued) == []
+    elsewhere = _changed(lws, lambda o: o["metadata"].update(labels={"kueue.x-k8s.io/queue-name": "nlp"}))
+    assert _refusals(manifests, "LeaderWorkerSet", elsewhere)
 
 
 def _changed(obj: Obj, change: Any) -> Obj:
@@ -144,8 +145,8 @@ LWS_ATTACKS = {
         for p in _lws_pods(o)
         for k in ("limits", "requests")
     ],
-    "no queue": lambda o: o["metadata"].pop("labels"),
-    "another team's queue": lambda o: o["metadata"]["labels"].update({"kueue.x-k8s.io/queue-name": "nlp-q"}) or o,
+    "no owner": lambda o: o["metadata"].pop("ownerReferences"),
+    "another team's queue": lambda o: o["metadata"].update(labels={"kueue.x-k8s.io/queue-name": "nlp-q"}) or o,
     "a system priority": lambda o: [p.__setitem__("priorityClassName", "system-node-critical") for p in _lws_pods(o)],
     "every toleration": lambda o: [p.__setitem__("tolerations", [{"operator": "Exists"}]) for p in _lws_pods(o)],
     "a hostPath": lambda o: [
@@ -310,6 +311,49 @@ def test_controller_labels_anywhere_in_a_patch_are_refused_and_scheduling_passes
     assert _member(manifests, _patch(_cache_job(), "dataset-initializer", sched)) == []
 
 
+def _kueues_patch(job: Obj) -> Obj:
+    """What Kueue writes when it admits `job` (RunWithPodSetsInfo): per podset, initializers included, its
+    labels and annotations, the flavor's nodeSelector and tolerations, TAS scheduling gates."""
+    info = {
+        "metadata": {
+            "labels": {"kueue.x-k8s.io/podset": "node"},
+            "annotations": {"kueue.x-k8s.io/workload": "trainjob-tj-1a2b3"},
+        },
+        "spec": {
+            "nodeSelector": {"trainer-platform.io/pool": "h100"},
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "schedulingGates": [{"name": "kueue.x-k8s.io/topology"}],
+        },
+    }
+    jobs = [{"name": n, "template": {"spec": {"template": info}}} for n in ("dataset-initializer", "node")]
+    spec = {"template": {"spec": {"replicatedJobs": jobs}}}
+    job["spec"]["runtimePatches"] = [{"manager": "kueue.x-k8s.io/manager", "trainingRuntimeSpec": spec}]
+    return job
+
+
+def test_kueues_own_patch_passes_from_kueue_only(manifests: list[Obj]) -> None:
+    """Kueue resumes an admitted TrainJob by writing its podset labels into its own runtime patch: refused, no
+    job would ever start. The same patch under Kueue's manager name from anyone else is still judged."""
+    kueue = "system:serviceaccount:kueue-system:kueue-controller-manager"
+    policy = _policies(manifests)["trainer-platform-tenancy-trainjobs"]
+    old = _kueues_patch(_cache_job())
+    old["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"] = []
+    old["spec"]["suspend"] = True
+    resumed = _kueues_patch(_cache_job())
+    for user, refused in ((kueue, False), ("alice@example.com", True)):
+        found = cel_admission.refusals(
+            policy,
+            resumed,
+            namespace="vision",
+            old=old,
+            user=user,
+            namespace_annotations=team_namespaces(manifests)["vision"],
+        )
+        assert any("controllers own" in m for m in found) == refused, (user, found)
+        assert refused or found == [], found
+    assert any("controllers own" in m for m in _member(manifests, _kueues_patch(_cache_job())))
+
+
 @pytest.mark.parametrize("var", GPU_ENV)
 def test_gpu_selection_by_env_is_refused_everywhere(manifests: list[Obj], var: str) -> None:
     env = [{"name": var, "value": "all"}]
@@ -392,6 +436,9 @@ def test_the_cache_initializer_pod_as_the_controllers_create_it_is_admitted_and_
     (rt,) = [r for r in of_kind(manifests, "ClusterTrainingRuntime") if r["metadata"]["name"].endswith("-with-cache")]
     spec = copy.deepcopy(rt["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"])
     spec["containers"][0]["env"].append({"name": "STORAGE_URI", "value": "cache://sales/orders"})
+    for e in spec["containers"][0]["env"]:  # the API server drops an empty value (IAM_ROLE without a role)
+        if e.get("value") == "":
+            del e["value"]
     spec["volumes"].append(
         {
             "name": "kube-api-access-x",
@@ -427,8 +474,14 @@ def test_the_cache_initializer_pod_as_the_controllers_create_it_is_admitted_and_
     # a cache cluster pod: its LeaderWorkerSet's template, as the StatefulSet controller creates it
     lws = honest[1]
     worker = copy.deepcopy(lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"])
-    labels = {"leaderworkerset.sigs.k8s.io/name": lws["metadata"]["name"], "kueue.x-k8s.io/queue-name": DEPUTY_QUEUE}
-    cache_pod = {"metadata": {"name": "c", "namespace": "vision", "labels": labels}, "spec": worker}
+    labels = {"leaderworkerset.sigs.k8s.io/name": lws["metadata"]["name"]}
+    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "s", "uid": "u", "controller": True}
+    cache_pod = {"metadata": {"name": "c", "namespace": "vision", "labels": labels, "ownerReferences": [sts]}}
+    cache_pod["spec"] = worker
     assert _member(manifests, cache_pod, "Pod") == []
-    cache_pod["spec"]["containers"][0]["image"] = "docker.io/evil/miner:1"
-    assert _member(manifests, cache_pod, "Pod")
+    evil = copy.deepcopy(cache_pod)
+    evil["spec"]["containers"][0]["image"] = "docker.io/evil/miner:1"
+    assert _member(manifests, evil, "Pod")
+    evil = copy.deepcopy(cache_pod)  # a StatefulSet's pod that is not the cache cluster's: not charged, refused
+    evil["spec"]["serviceAccountName"] = "default"
+    assert any("runs only as part of a job" in m for m in _member(manifests, evil, "Pod"))

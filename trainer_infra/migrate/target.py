@@ -10,7 +10,6 @@ from typing import Any
 
 from trainer_infra.core.objects import Plan
 from trainer_infra.manifests.meta import TEAM_LABEL
-from trainer_infra.queues.derive import DEPUTY_QUEUE_LABEL
 from trainer_infra.stack.validate import Validated
 from trainer_infra.storage.data_cache import CACHE_INITIALIZER
 
@@ -60,13 +59,7 @@ class Target:
             teams[namespace] = Team(
                 name=str(labels[TEAM_LABEL]),
                 namespace=namespace,
-                queues=tuple(
-                    sorted(
-                        name(q)
-                        for q in of("LocalQueue")
-                        if ns(q) == namespace and DEPUTY_QUEUE_LABEL not in (q["metadata"].get("labels") or {})
-                    )
-                ),
+                queues=tuple(sorted(name(q) for q in of("LocalQueue") if ns(q) == namespace)),
                 claims=tuple(sorted(name(c) for c in of("PersistentVolumeClaim") if ns(c) == namespace)),
                 pod_security=str(labels.get(f"{PSA}/enforce", "privileged")),
                 pod_security_version=str(labels.get(f"{PSA}/enforce-version", "latest")),

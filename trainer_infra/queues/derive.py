@@ -86,27 +86,19 @@ def cluster_queue_name(team: TeamConfig) -> str:
     return team.name
 
 
-#: Marks the LocalQueue only the data cache's LeaderWorkerSets use (not a queue members may name).
-DEPUTY_QUEUE_LABEL = "trainer-platform.io/deputy-queue"
-
-
-def local_queue(api: str, team: TeamConfig, deputy: str | None = None) -> dict[str, Any]:
-    """The team's LocalQueue, or with `deputy` the one of that name Kueue puts the data cache into."""
-    labels = {DEPUTY_QUEUE_LABEL: "data-cache"} if deputy else None
+def local_queue(api: str, team: TeamConfig) -> dict[str, Any]:
     return {
         "apiVersion": api,
         "kind": "LocalQueue",
-        "metadata": meta.metadata(deputy or team.local_queue, team.resolved_namespace, labels),
+        "metadata": meta.metadata(team.local_queue, team.resolved_namespace),
         "spec": {"clusterQueue": cluster_queue_name(team)},
     }
 
 
 def queue_objects(
-    api: str, q: QueuesConfig, teams: Sequence[TeamConfig], resolved: ResolvedQueues, deputy_queue: str | None = None
+    api: str, q: QueuesConfig, teams: Sequence[TeamConfig], resolved: ResolvedQueues
 ) -> list[ManagedObject]:
-    """`api` is the Kueue API version of the installed release (versions/matrix.yaml). `deputy_queue`: the
-    LocalQueue Kueue defaults label-less jobs to (the data cache's LeaderWorkerSets), also on the team's
-    ClusterQueue so that they are charged to the team; members' TrainJobs may not name it."""
+    """`api` is the Kueue API version of the installed release (versions/matrix.yaml)."""
     if not resolved.pools and not teams:
         return []
     objects: list[ManagedObject] = []
@@ -127,8 +119,6 @@ def queue_objects(
     for team in teams:
         objects.append(ManagedObject(cluster_queue(api, q, team, resolved)))
         objects.append(ManagedObject(local_queue(api, team)))
-        if deputy_queue is not None and deputy_queue != team.local_queue:
-            objects.append(ManagedObject(local_queue(api, team, deputy_queue)))
     for pc in q.priority_classes:
         wpc: dict[str, Any] = {
             "apiVersion": api,

@@ -11,8 +11,5 @@ from trainer_infra.queues.resolve import ResolvedQueues
 from trainer_infra.tenancy.teams import TeamConfig
 
 
-def queues_plan(
-    api: str, q: QueuesConfig, teams: Sequence[TeamConfig], resolved: ResolvedQueues, deputy_queue: str | None = None
-) -> PlanPart:
-    """`deputy_queue`: a second LocalQueue of this name on each team's ClusterQueue (the data cache's)."""
-    return PlanPart(objects=tuple(queue_objects(api, q, teams, resolved, deputy_queue)))
+def queues_plan(api: str, q: QueuesConfig, teams: Sequence[TeamConfig], resolved: ResolvedQueues) -> PlanPart:
+    return PlanPart(objects=tuple(queue_objects(api, q, teams, resolved)))

@@ -25,7 +25,7 @@ from trainer_infra.stack.validate import Validated
 from trainer_infra.storage.data_cache import CACHE_INITIALIZER
 from trainer_infra.storage.plan import storage_plan
 from trainer_infra.tenancy.admission.model import AdmissionSettings, TeamAdmission
-from trainer_infra.tenancy.deputies import DEPUTY_QUEUE, cache_deputy
+from trainer_infra.tenancy.deputies import cache_deputy
 from trainer_infra.tenancy.network import NetworkSettings
 from trainer_infra.tenancy.plan import tenancy_plan
 
@@ -92,8 +92,7 @@ def plan_pools_and_queues(v: Validated) -> PlanPart:
     cfg = v.config
     kueue_api = v.releases.by_name["kueue"].api_versions["kueue.x-k8s.io"]
     pools = node_pool_plan(v.pools, cfg.images.registry_mirror)
-    deputy_queue = DEPUTY_QUEUE if cfg.data_cache.enabled else None
-    queues = queues_plan(kueue_api, cfg.queues, cfg.teams, v.queues, deputy_queue).objects
+    queues = queues_plan(kueue_api, cfg.queues, cfg.teams, v.queues).objects
     return PlanPart(objects=(*pools.objects, *queues), resources=pools.resources)
 
 

@@ -76,7 +76,8 @@ class CacheClusterConfig(StrictModel):
     """The cache cluster every cache job gets, pinned by the platform: the cache initializer runs as a
     ServiceAccount with more rights than a member, so members do not size it (their `CLUSTER_SIZE`, `HEAD_*`,
     `WORKER_*` may only repeat these values) and the cluster's LeaderWorkerSet is refused if it asks for more.
-    Its pods are charged to the team's queue like the job's."""
+    Kueue does not charge its pods (cache.py sets no queue label, and Kueue defaults none under the TrainJob
+    it manages): it is bounded to one per admitted TrainJob of this size; `teams[].resourceQuota` counts it."""
 
     size: int = Field(default=3, ge=1, le=64, description="Pods of the cache cluster (head + workers).")
     head_cpu: PositiveQuantity = Field(default="1", description="CPU of the head pod (requests = limits).")

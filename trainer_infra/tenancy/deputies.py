@@ -29,10 +29,15 @@ from trainer_infra.storage.data_cache import CACHE_INITIALIZER, CACHE_RULES, CAC
 #: Trainer's step label: which replicated job receives `initializer.*` and `trainer.*`.
 STEP_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 INITIALIZER_JOBS = ("dataset-initializer", "model-initializer")
-#: The LocalQueue Kueue puts a label-less LeaderWorkerSet into (LocalQueueDefaulting, Kueue 0.19
-#: `jobframework.ApplyDefaultLocalQueue`): cache.py sets no queue label, so the platform gives every team
-#: namespace a LocalQueue of this name on the team's ClusterQueue, and the cache cluster is charged there.
-DEPUTY_QUEUE = "default"
+#: Why the cache cluster is not charged in Kueue: cache.py sets no queue label and makes the TrainJob the
+#: LeaderWorkerSet's controller, and Kueue 0.19 defaults no LocalQueue for an object whose controller it
+#: manages (`jobframework/defaults.go`, `defaultLocalQueueApplies`). It is bounded instead: one per TrainJob
+#: (its name and controller), the pinned size and resources, and it exists only while an admitted TrainJob's
+#: initializer runs; `teams[].resourceQuota` counts its pods against the namespace.
+CACHE_CLUSTER_CHARGE = (
+    "not charged in Kueue (cache.py sets no queue label; Kueue defaults none under a TrainJob it manages): "
+    "one per TrainJob, pinned size and resources; teams[].resourceQuota counts it"
+)
 
 
 @dataclass(frozen=True)
@@ -73,7 +78,6 @@ class CacheDeputy:
     head: tuple[str, str]  # cpu, memory (requests = limits)
     worker: tuple[str, str]
     iam_role: str
-    queue: str = DEPUTY_QUEUE
 
 
 _PINNED = ("CACHE_IMAGE", "CLUSTER_SIZE", "HEAD_CPU", "HEAD_MEM", "WORKER_CPU", "WORKER_MEM", "IAM_ROLE")
@@ -181,6 +185,11 @@ CACHE_CLUSTER_DEPUTY = Deputy(
             "METADATA_LOC, spec.initializer.dataset.storageUri",
             "env METADATA_LOC, SCHEMA_NAME, TABLE_NAME of the cache pods (which data, not which code)",
             "allowed: data selection only",
+        ),
+        MemberField(
+            "a TrainJob on the cache runtime",
+            "one cache cluster, created by its initializer once Kueue admitted the TrainJob",
+            CACHE_CLUSTER_CHARGE,
         ),
     ),
 )

@@ -1,12 +1,13 @@
 """The deputies bounded at their own admission: what the data cache's identities create in a team namespace
 must be what trainer's `pkg/initializers/dataset/cache.py` (2.2.1, 2.3.0) creates with the platform's pinned
 settings, whoever asks. A member who got code to run as the cache initializer (or who found a route this
-platform does not know of) still gets only a cache cluster of the pinned image and size, charged to the team's
-queue, a ClusterIP Service and a ServiceAccount with the platform's cloud role.
+platform does not know of) still gets only one cache cluster of the pinned image and size per TrainJob, a
+ClusterIP Service and a ServiceAccount with the platform's cloud role.
 
 - LeaderWorkerSet (only the cache initializer may create them in team namespaces; the rule holds for anyone):
-  `<trainjob>-cache`, one replica of `dataCache.cluster.size` pods, the team's queue (Kueue puts cache.py's
-  label-less LeaderWorkerSet into the namespace's `default` LocalQueue), head and worker templates of one
+  `<trainjob>-cache` controlled by the TrainJob `<trainjob>` (one per TrainJob), one replica of
+  `dataCache.cluster.size` pods, no queue label or the team's (Kueue charges neither: see
+  `deputies.CACHE_CLUSTER_CHARGE`), head and worker templates of one
   container each with the pinned image, command, env names and resources, running as `<trainjob>-cache`;
   no volumes, claim templates, init containers, security context, priority class, tolerations or nodeName.
 - Service (anyone): ClusterIP only, no externalIPs (CVE-2020-8554), no nodePort; from the cache initializer:
@@ -105,9 +106,12 @@ def _lws_validations(cache: CacheDeputy, priority_classes: tuple[str, ...]) -> l
     )
     priority = f"(!has(t.spec.priorityClassName) || t.spec.priorityClassName in {_lit(sorted(priority_classes))})"
     sa = f"has(t.spec.serviceAccountName) && t.spec.serviceAccountName == {name}"
+    labels = "object.metadata.labels"
     queue = (
-        f"has(object.metadata.labels) && '{QUEUE_LABEL}' in object.metadata.labels && "
-        f"object.metadata.labels['{QUEUE_LABEL}'] in variables.team.queues + [{_lit(cache.queue)}]"
+        f"(!has({labels}) || !('{QUEUE_LABEL}' in {labels}) || {labels}['{QUEUE_LABEL}'] in variables.team.queues)"
+        " && has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(o, "
+        "o.apiVersion.startsWith('trainer.kubeflow.org/') && o.kind == 'TrainJob' && has(o.controller) && "
+        f"o.controller && o.name + '{CACHE_SUFFIX}' == {name})"
     )
     what = "only the data cache creates LeaderWorkerSets in team namespaces, as trainer's cache.py does"
     return [
@@ -119,8 +123,9 @@ def _lws_validations(cache: CacheDeputy, priority_classes: tuple[str, ...]) -> l
         _validation(
             kind,
             queue,
-            f"metadata.labels[{QUEUE_LABEL}] must name your team's queue ({{queues}}) or {cache.queue}: a cache "
-            "cluster outside the queue would run without being charged",
+            f"metadata.ownerReferences must name its TrainJob <trainjob> as controller (one cache cluster per "
+            f"TrainJob, as cache.py creates it) and metadata.labels[{QUEUE_LABEL}], if set, your team's queue "
+            "({queues})",
         ),
         _validation(
             kind,

@@ -12,7 +12,7 @@ from trainer_infra.manifests.device_env import DEVICE_LIST_DIR, GPU_ENV_NAMES, G
 from trainer_infra.storage.data_cache import CACHE_SUFFIX
 from trainer_infra.tenancy.admission.cel import guarded, lit
 from trainer_infra.tenancy.admission.model import AdmissionRule, AdmissionSettings, AdmittedKind
-from trainer_infra.tenancy.deputies import DEPUTY_QUEUE, INITIALIZER_JOBS
+from trainer_infra.tenancy.deputies import INITIALIZER_JOBS
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
@@ -117,13 +117,16 @@ def _pinned(settings: AdmissionSettings) -> dict[str, str]:
     return dict(settings.data_cache.pinned) if settings.data_cache else {}
 
 
+def _repeats_pinned(var: str, pinned: dict[str, str]) -> str:
+    """CEL: env `var` has the pinned literal value (the API server drops an empty `value`)."""
+    return f"!has({var}.valueFrom) && (has({var}.value) ? {var}.value : '') == {lit(pinned)}[{var}.name]"
+
+
 def _env_allowed(var: str, settings: AdmissionSettings) -> str:
     pinned = _pinned(settings)
     ok = f"{var}.name in {lit(list(INITIALIZER_DATA_ENV))}"
     if pinned:
-        ok += (
-            f" || ({var}.name in {lit(sorted(pinned))} && has({var}.value) && {var}.value == {lit(pinned)}[{var}.name])"
-        )
+        ok += f" || ({var}.name in {lit(sorted(pinned))} && {_repeats_pinned(var, pinned)})"
     return ok
 
 
@@ -182,14 +185,32 @@ DEPUTY_RUNTIME = AdmissionRule(
 )
 
 
-def _patch_jobs_all(body: str) -> str:
-    """CEL: `body` holds for every replicated job patch `j` of every runtime patch."""
+#: The manager of the runtime patch Kueue writes when it admits a TrainJob (Kueue's
+#: pkg/controller/jobs/trainjob: `runtimePatchManagerName`): per podset its labels, annotations,
+#: nodeSelector, tolerations and scheduling gates, initializer jobs included.
+KUEUE_PATCH_MANAGER = "kueue.x-k8s.io/manager"
+
+
+def _kueues_own(settings: AdmissionSettings) -> str:
+    """CEL: patch `p` is Kueue's, written by Kueue itself (a member's patch under Kueue's name is judged)."""
+    if not settings.kueue_identity:
+        return "false"
+    return (
+        f"(has(p.manager) && p.manager == '{KUEUE_PATCH_MANAGER}' && "
+        f"request.userInfo.username == '{settings.kueue_identity}')"
+    )
+
+
+def _patches_all(settings: AdmissionSettings, body: str) -> str:
+    """CEL: `body` holds for every runtime patch `p` but the one Kueue writes."""
+    return f"!has(object.spec.runtimePatches) || object.spec.runtimePatches.all(p, {_kueues_own(settings)} || {body})"
+
+
+def _patch_jobs_all(settings: AdmissionSettings, body: str) -> str:
+    """CEL: `body` holds for every replicated job patch `j` of every runtime patch but Kueue's."""
     p = "p.trainingRuntimeSpec"
     jobs = guarded(p, p + ".template", p + ".template.spec", p + ".template.spec.replicatedJobs")
-    return (
-        "!has(object.spec.runtimePatches) || object.spec.runtimePatches.all(p, "
-        f"!({jobs}) || {p}.template.spec.replicatedJobs.all(j, {body}))"
-    )
+    return _patches_all(settings, f"!({jobs}) || {p}.template.spec.replicatedJobs.all(j, {body})")
 
 
 def _meta_ok(x: str) -> str:
@@ -208,13 +229,11 @@ def _meta_ok(x: str) -> str:
 
 def _controller_labels(kind: AdmittedKind, settings: AdmissionSettings) -> str:
     t = "p.trainingRuntimeSpec.template"
-    top = (
-        "!has(object.spec.runtimePatches) || object.spec.runtimePatches.all(p, "
-        f"!({guarded('p.trainingRuntimeSpec', t)}) || {_meta_ok(t)})"
-    )
+    top = _patches_all(settings, f"!({guarded('p.trainingRuntimeSpec', t)}) || {_meta_ok(t)}")
     jobs = _patch_jobs_all(
+        settings,
         f"!has(j.template) || ({_meta_ok('j.template')} && "
-        f"(!{guarded('j.template.spec', 'j.template.spec.template')} || {_meta_ok('j.template.spec.template')}))"
+        f"(!{guarded('j.template.spec', 'j.template.spec.template')} || {_meta_ok('j.template.spec.template')}))",
     )
     return f"({top}) && ({jobs})"
 
@@ -247,7 +266,7 @@ def _initializer_patches(kind: AdmittedKind, settings: AdmissionSettings) -> str
         "(!has(j.template.spec) || !has(j.template.spec.template) || (!has(j.template.spec.template.metadata) && "
         f"(!has(j.template.spec.template.spec) || ({only})))))"
     )
-    return _patch_jobs_all(body)
+    return _patch_jobs_all(settings, body)
 
 
 INITIALIZER_PATCHES = AdmissionRule(
@@ -267,24 +286,29 @@ INITIALIZER_PATCHES = AdmissionRule(
 def _pod_queue(kind: AdmittedKind, settings: AdmissionSettings) -> str | None:
     if not settings.kueue_identity:
         return None
-    owned = (
-        "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(o, "
-        "o.apiVersion == 'batch/v1' && o.kind == 'Job' && has(o.controller) && o.controller)"
-    )
-    deputy = [settings.data_cache.queue] if settings.data_cache else []
+
+    def owned(api: str, kind: str) -> str:
+        return (
+            "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(o, "
+            f"o.apiVersion == '{api}' && o.kind == '{kind}' && has(o.controller) && o.controller)"
+        )
+
     label = f"object.metadata.labels['{QUEUE_LABEL}']"
     queued = (
-        f"has(object.metadata.labels) && '{QUEUE_LABEL}' in object.metadata.labels && "
-        f"{label} in variables.team.queues + {lit(deputy)}"
+        f"has(object.metadata.labels) && '{QUEUE_LABEL}' in object.metadata.labels && {label} in variables.team.queues"
     )
-    return f"({owned}) || ({queued})"
+    allowed = f"({owned('batch/v1', 'Job')}) || ({queued})"
+    if settings.data_cache:  # the cache cluster's pods (LWS → StatefulSet); dataCachePods pins their image
+        sa = "(has(object.spec.serviceAccountName) ? object.spec.serviceAccountName : '')"
+        allowed += f" || (({owned('apps/v1', 'StatefulSet')}) && {sa}.endsWith('{CACHE_SUFFIX}'))"
+    return allowed
 
 
 POD_QUEUE = AdmissionRule(
     "podQueue",
     ("Pod",),
     f"a pod in a team namespace runs only as part of a job (owned by a Job of a JobSet Kueue admitted) or with "
-    f"the label {QUEUE_LABEL} naming your team's queue ({{queues}}; the data cache's: {DEPUTY_QUEUE}): other "
+    f"the label {QUEUE_LABEL} naming your team's queue ({{queues}}), or as a data cache cluster's pod: other "
     "pods would run without being charged",
     _pod_queue,
 )
@@ -296,10 +320,7 @@ def _deputy_pods(kind: AdmittedKind, settings: AdmissionSettings) -> str | None:
         return None
     pinned = dict(cache.pinned)
     allowed_env = sorted({*cache.initializer_env, *INITIALIZER_DATA_ENV, "STORAGE_URI"})
-    env_ok = (
-        f"e.name in {lit(allowed_env)} && (!(e.name in {lit(sorted(pinned))}) || "
-        f"(has(e.value) && e.value == {lit(pinned)}[e.name]))"
-    )
+    env_ok = f"e.name in {lit(allowed_env)} && (!(e.name in {lit(sorted(pinned))}) || ({_repeats_pinned('e', pinned)}))"
     projected = (
         "!has(v.projected) || !has(v.projected.sources) || v.projected.sources.all(x, !has(x.downwardAPI) || "
         "!has(x.downwardAPI.items) || x.downwardAPI.items.all(i, has(i.fieldRef) && "
