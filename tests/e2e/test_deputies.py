@@ -7,7 +7,8 @@ honest variants pass (the honest cache job runs in test_scenarios.py)."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -52,15 +53,23 @@ def initializer_patch(job: Obj, job_patch: Obj, name: str = "dataset-initializer
     return out
 
 
-@pytest.fixture(scope="module")
-def bystander(sandbox: Sandbox, platform: Platform) -> Any:
+@contextmanager
+def bystander_job(sandbox: Sandbox, platform: Platform) -> Iterator[tuple[Team, str]]:
     """Another team's admitted job: no attack may disturb it (preempt, evict, take its quota)."""
     other = platform.teams()[0]
     name = unique("bystander")
     member(sandbox, other).create(small(name, other))
-    wait_admitted(sandbox.client, other.namespace, name, 90)
-    yield other, name
-    sandbox.client.delete(*TJ, name, other.namespace)
+    try:
+        wait_admitted(sandbox.client, other.namespace, name, 90)
+        yield other, name
+    finally:
+        sandbox.client.delete(*TJ, name, other.namespace)
+
+
+@pytest.fixture(scope="module")
+def bystander(sandbox: Sandbox, platform: Platform) -> Iterator[tuple[Team, str]]:
+    with bystander_job(sandbox, platform) as job:
+        yield job
 
 
 def still_admitted(sandbox: Sandbox, bystander: tuple[Team, str]) -> None:
@@ -321,3 +330,12 @@ def test_pods_outside_the_rules_are_refused_whoever_creates_them(sandbox: Sandbo
     refused(sandbox.client, pod(containers=env), "GPU")
     # honest: a queued pod of the team (what Kueue's pod integration admits)
     sandbox.client.create(pod(), dry_run=True)
+
+
+#: The member's own attacks (classes 1, 2, 4 and 5), run again on what `pulumi up` installed (test_pulumi.py).
+MEMBER_ATTACKS = (
+    test_member_env_into_the_cache_initializer_is_refused,
+    test_runtime_patches_into_the_initializers_are_refused,
+    test_gpu_selection_by_env_is_refused,
+    test_pods_pod_security_would_refuse_are_refused_at_submit,
+)

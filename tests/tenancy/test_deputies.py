@@ -439,6 +439,10 @@ def test_the_cache_initializer_pod_as_the_controllers_create_it_is_admitted_and_
     for e in spec["containers"][0]["env"]:  # the API server drops an empty value (IAM_ROLE without a role)
         if e.get("value") == "":
             del e["value"]
+    index = "metadata.labels['batch.kubernetes.io/job-completion-index']"  # the Job controller's (Indexed Job)
+    spec["containers"][0]["env"].append(
+        {"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {"fieldPath": index}}}
+    )
     spec["volumes"].append(
         {
             "name": "kube-api-access-x",
@@ -461,6 +465,7 @@ def test_the_cache_initializer_pod_as_the_controllers_create_it_is_admitted_and_
     changes: list[Callable[[Any], None]] = [
         lambda s: s["containers"][0].update({"image": "docker.io/evil/miner:1"}),
         lambda s: s["containers"][0]["env"].append({"name": "PYTHONPATH", "value": "/x"}),
+        lambda s: s["containers"][0]["env"][-1]["valueFrom"]["fieldRef"].update(fieldPath="metadata.annotations"),
         lambda s: s["containers"][0]["env"].append({"name": "CLUSTER_SIZE", "value": "64"}),
         lambda s: s["containers"].append({"name": "sidecar", "image": "docker.io/evil/miner:1"}),
         lambda s: s["volumes"].append(

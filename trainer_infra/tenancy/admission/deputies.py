@@ -314,13 +314,33 @@ POD_QUEUE = AdmissionRule(
 )
 
 
+#: The Job controller adds it to every container of an Indexed Job's pods (JobSet's jobs are Indexed):
+#: kubernetes pkg/controller/job/indexed_job_utils.go, from the pod's label (PodIndexLabel) or annotation.
+COMPLETION_INDEX = "JOB_COMPLETION_INDEX"
+_INDEX_FIELDS = (
+    "metadata.labels['batch.kubernetes.io/job-completion-index']",
+    "metadata.annotations['batch.kubernetes.io/job-completion-index']",
+)
+
+
+def _completion_index(var: str) -> str:
+    """CEL: env `var` is the completion index exactly as the Job controller writes it."""
+    return (
+        f"({var}.name == '{COMPLETION_INDEX}' && !has({var}.value) && has({var}.valueFrom) && "
+        f"has({var}.valueFrom.fieldRef) && {var}.valueFrom.fieldRef.fieldPath in {lit(list(_INDEX_FIELDS))})"
+    )
+
+
 def _deputy_pods(kind: AdmittedKind, settings: AdmissionSettings) -> str | None:
     cache = settings.data_cache
     if cache is None:
         return None
     pinned = dict(cache.pinned)
     allowed_env = sorted({*cache.initializer_env, *INITIALIZER_DATA_ENV, "STORAGE_URI"})
-    env_ok = f"e.name in {lit(allowed_env)} && (!(e.name in {lit(sorted(pinned))}) || ({_repeats_pinned('e', pinned)}))"
+    env_ok = (
+        f"(e.name in {lit(allowed_env)} && (!(e.name in {lit(sorted(pinned))}) || "
+        f"({_repeats_pinned('e', pinned)}))) || {_completion_index('e')}"
+    )
     projected = (
         "!has(v.projected) || !has(v.projected.sources) || v.projected.sources.all(x, !has(x.downwardAPI) || "
         "!has(x.downwardAPI.items) || x.downwardAPI.items.all(i, has(i.fieldRef) && "
