@@ -26,7 +26,7 @@ from trainer_infra.core.model import StrictModel
 from trainer_infra.core.objects import ManagedObject
 from trainer_infra.manifests import meta
 from trainer_infra.nodepools.backend import BackendDefaults
-from trainer_infra.nodepools.labels import DEFAULT_TOPOLOGY, HOSTNAME, Taint, level_name
+from trainer_infra.nodepools.labels import HOSTNAME, Taint, level_name
 from trainer_infra.nodepools.model import NodePool, ResolvedPool
 
 KWOK_VERSION = "v0.8.0"
@@ -208,9 +208,6 @@ class KwokBackend(BackendDefaults):
     name = "kwok"
     settings_model = KwokPool
     settings_hint = "e.g. kwok: {layout: [2, 4, 4]}"
-
-    def default_topology(self) -> tuple[str, ...]:
-        return DEFAULT_TOPOLOGY
 
     def extra_taints(self) -> tuple[Taint, ...]:
         return (KWOK_TAINT,)
