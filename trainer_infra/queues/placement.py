@@ -17,6 +17,7 @@ from trainer_infra.manifests.runtime import is_training, pod_spec, pod_template_
 from trainer_infra.manifests.runtime import with_tolerations as add_tolerations
 from trainer_infra.nodepools.labels import level_name
 from trainer_infra.queues.config import PlacementConfig, TopologyPolicy
+from trainer_infra.queues.resolve import ResolvedQueues
 
 Manifest = dict[str, Any]
 
@@ -58,12 +59,13 @@ class Placement:
     by_runtime: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @classmethod
-    def resolve(
-        cls, cfg: PlacementConfig, pools: bool, tolerations: list[dict[str, str]], topologies: list[tuple[str, ...]]
-    ) -> Placement:
+    def resolve(cls, cfg: PlacementConfig, queues: ResolvedQueues) -> Placement:
+        """Every pool taint's toleration, once each and sorted; the TAS annotations of each runtime's policy."""
+        tolerations = {tuple(sorted(tol.items())): tol for pool in queues.pools for tol in pool.tolerations}
+        topologies = sorted(queues.topologies)
         return cls(
-            pools,
-            tolerations,
+            bool(queues.pools),
+            [tolerations[k] for k in sorted(tolerations)],
             tas_annotations(cfg.default, topologies),
             {name: tas_annotations(p, topologies) for name, p in cfg.runtimes.items()},
         )
