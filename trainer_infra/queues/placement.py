@@ -13,8 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainer_infra.core.kueue import TOPOLOGY_ANNOTATIONS
-from trainer_infra.manifests.runtime import is_training, pod_spec, pod_template_metadata, replicated_jobs
-from trainer_infra.manifests.runtime import with_tolerations as add_tolerations
+from trainer_infra.manifests.runtime import (
+    is_training,
+    pod_spec,
+    pod_template_metadata,
+    replicated_jobs,
+    with_tolerations,
+)
 from trainer_infra.nodepools.labels import level_name
 from trainer_infra.queues.config import PlacementConfig, TopologyPolicy
 from trainer_infra.queues.resolve import ResolvedQueues
@@ -77,7 +82,7 @@ def inject_placement(placement: Placement, runtime: Manifest) -> Manifest:
         return runtime
     annotations = placement.by_runtime.get(str(runtime["metadata"]["name"]), placement.default)
     for job in replicated_jobs(runtime):
-        add_tolerations(pod_spec(job), placement.tolerations)
+        with_tolerations(pod_spec(job), placement.tolerations)
         if annotations and is_training(job):
             md = pod_template_metadata(job)
             # The platform's policy replaces any TAS mode the runtime file chose: Kueue accepts only one.
