@@ -1,7 +1,7 @@
 """kwok backend: simulated GPU nodes for local stacks, demos and tests.
 
 Owns: the kwok controller (namespace `kwok-system`, its ServiceAccount, ClusterRole, binding and
-Deployment, image `registry.k8s.io/kwok/kwok:v0.8.0`) and one fake `Node` per layout slot. The nodes
+Deployment, image `registry.k8s.io/kwok/kwok` at `KWOK_VERSION`) and one fake `Node` per layout slot. The nodes
 carry kwok's annotation `kwok.x-k8s.io/node: fake`, which is the only thing the controller manages
 (`--manage-nodes-with-annotation-selector`), and kwok's taint `kwok.x-k8s.io/node=fake:NoSchedule` so
 no real pod lands on them unless it is meant to (flavors and runtimes tolerate it).
