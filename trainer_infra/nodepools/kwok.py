@@ -34,6 +34,11 @@ KWOK_IMAGE = f"registry.k8s.io/kwok/kwok:{KWOK_VERSION}"
 KWOK_NAMESPACE = "kwok-system"
 KWOK_NAME = "kwok-controller"
 KWOK_ANNOTATION = {"kwok.x-k8s.io/node": "fake"}
+#: The controller manages the nodes carrying KWOK_ANNOTATION (the convention of kwok's docs and kwokctl), no others.
+KWOK_MANAGED_NODES = (
+    "--manage-all-nodes=false",
+    "--manage-nodes-with-annotation-selector=" + ",".join(f"{k}={v}" for k, v in KWOK_ANNOTATION.items()),
+)
 KWOK_TAINT = Taint(key="kwok.x-k8s.io/node", value="fake", effect="NoSchedule")
 KWOK_PORT = 10247
 # Fake nodes per stack: every one is a Pulumi resource (~2 ms each under mocks, a Node object in the cluster).
@@ -140,8 +145,7 @@ def kwok_controller(mirror: str | None) -> list[ManagedObject]:
         },
     ]
     args = [
-        "--manage-all-nodes=false",
-        "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+        *KWOK_MANAGED_NODES,
         "--manage-nodes-with-label-selector=",
         "--manage-single-node=",
         "--disregard-status-with-annotation-selector=kwok.x-k8s.io/status=custom",
