@@ -47,7 +47,11 @@ def _transform(type_: str, props: dict[str, Any], wrap: str = "plain") -> pulumi
         result = leave_controller_secrets(_args(type_, given))
         return await result if result is not None else None
 
-    return asyncio.run(run())
+    loop = asyncio.new_event_loop()  # not asyncio.run: it unsets the thread's loop other tests' mocks rely on
+    try:
+        return loop.run_until_complete(run())
+    finally:
+        loop.close()
 
 
 WRAPS = ("rpc-secret", "output-secret", "plain")
