@@ -36,6 +36,12 @@ ARCHIVE = "http://deb.debian.org/debian"
 EPOCH = "1700000000"
 MMDEBSTRAP = "/usr/bin/mmdebstrap"
 PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#: torch 1.13's ``Std.from_str`` iterates an ``IntFlag``, which on Python 3.11 leaves out ``NONE`` (0): ``torchrun``'s
+#: default ``--redirects 0``/``--tee 0`` become None and every launch fails in ``to_map`` ("'NoneType' object has
+#: no attribute 'get'", seen on the real node). Fixed in later torch; the stand-in carries the same one-line fix.
+TORCHRUN_STD = "/usr/lib/python3/dist-packages/torch/distributed/elastic/multiprocessing/api.py"
+TORCHRUN_BUG = "for s in Std:"
+TORCHRUN_FIX = "for s in Std.__members__.values():"
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,8 @@ def mmdebstrap_command(stand_in: StandIn, out: Path) -> list[str]:
         "--dpkgopt=path-exclude=/usr/share/man/*",
         "--dpkgopt=path-exclude=/usr/share/locale/*",
         '--customize-hook=mkdir -p "$1/workspace"',
+        f"--customize-hook=sed -i 's/{TORCHRUN_BUG}/{TORCHRUN_FIX}/' \"$1{TORCHRUN_STD}\" "
+        f"&& grep -qF '{TORCHRUN_FIX}' \"$1{TORCHRUN_STD}\"",
         "--skip=output/dev",
         SUITE,
         str(out),

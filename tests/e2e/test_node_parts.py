@@ -123,19 +123,21 @@ def test_a_missing_package_is_named_with_the_command_that_installs_it(monkeypatc
 
 def _query(name: str, qtype: int) -> bytes:
     labels = b"".join(bytes([len(p)]) + p.encode() for p in name.split("."))
-    return b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00" + labels + b"\x00" + qtype.to_bytes(2, "big") + b"\x00\x01"
+    return (
+        b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00" + labels + b"\x00" + qtype.to_bytes(2, "big") + b"\x00\x01"
+    )
 
 
 class _Pods:
     def list(self, api_version: str, kind: str, namespace: str) -> list[dict[str, object]]:
-        pod = {"spec": {"hostname": "job-node-0-0", "subdomain": "job"}, "status": {"podIP": "10.252.0.7"}}
+        pod: dict[str, object] = {"spec": {"hostname": "job-node-0-0", "subdomain": "job"}, "status": {"podIP": "10.252.0.7"}}
         return [pod] if namespace == "nlp" else []
 
 
 def test_pod_dns_answers_a_pods_name_under_its_headless_service_and_nothing_else() -> None:
     """torchrun's PET_MASTER_ADDR as the pod's resolver asks for it (first search domain): the pod's IP; an AAAA
     query for it: no record, no error; any other name (another namespace, a Service, outside): NXDOMAIN."""
-    from tests.e2e.pod_dns import A, NXDOMAIN, PodDns
+    from tests.e2e.pod_dns import NXDOMAIN, A, PodDns
 
     dns = PodDns(_Pods(), "127.0.0.1")  # type: ignore[arg-type]
     answer = dns.answer(_query("job-node-0-0.job.nlp.svc.cluster.local", A))

@@ -106,8 +106,9 @@ ACL_USER_OBJ, ACL_USER, ACL_GROUP_OBJ, ACL_GROUP, ACL_MASK, ACL_OTHER = 0x01, 0x
 ACL_UNDEFINED = 0xFFFFFFFF
 
 
-def default_acl(uid: int, gid: int) -> bytes:
-    """``system.posix_acl_default`` as ``setfacl -d -m u:<uid>:rwx,g:<gid>:rwx`` writes it on a 0755 directory."""
+def acl(uid: int, gid: int) -> bytes:
+    """A POSIX ACL xattr (``system.posix_acl_access`` or ``_default``) for a root-owned 0755 directory plus
+    ``u:<uid>:rwx,g:<gid>:rwx`` (mask rwx), as ``setfacl -m``/``setfacl -d -m`` write it."""
     entries = [
         (ACL_USER_OBJ, 7, ACL_UNDEFINED),
         (ACL_USER, 7, uid),
@@ -120,14 +121,17 @@ def default_acl(uid: int, gid: int) -> bytes:
 
 
 def prepare_export(path: Path) -> None:
-    """A team's directory as an NFS export comes: root's, mode 0755. The kubelet creates ``jobs/<trainjob>``
-    in it itself (``subPathExpr``), as root and with the root's mode minus its umask, so uid 1000 could not
-    write its checkpoint there; the default ACL (what an admin sets with ``setfacl -d``) makes every directory
-    created inside writable for the runtimes' uid and gid, whoever creates it (docs/storage.md)."""
+    """A team's directory as an NFS export comes: root's, mode 0755. The kubelet creates ``jobs/<trainjob>`` in it
+    itself (``subPathExpr``), as root, passing the root's mode to mkdir, so uid 1000 could not write its script or
+    checkpoint there. The fix an admin applies (docs/storage.md): ``setfacl -m u:1000:rwx,g:1000:rwx`` and the same
+    as a default ACL (``-d``). The default entries are inherited by every directory created inside, whoever creates
+    it; the access entries raise the root's group bits (the ACL mask) to rwx, and the kubelet passes those bits on as
+    the new directory's mask (with 0755 the inherited entries would be masked down to r-x)."""
     path.mkdir(parents=True)
     os.chown(path, 0, 0)
     path.chmod(0o755)
-    os.setxattr(path, "system.posix_acl_default", default_acl(TRAINER_ID, TRAINER_ID))
+    for kind in ("access", "default"):
+        os.setxattr(path, f"system.posix_acl_{kind}", acl(TRAINER_ID, TRAINER_ID))
 
 
 # -- the session -----------------------------------------------------------------------------------------------
@@ -337,10 +341,11 @@ def test_team_member_trains_with_the_sdk_on_the_real_node(env: Env) -> None:
     assert checkpoint.stat().st_uid == TRAINER_ID
     assert checkpoint.read_bytes()[:2] == b"PK"  # torch.save's zip format
     assert "rank 0 wrote checkpoint /workspace/checkpoints/model.pt" in text
-    # ... which only the export's default ACL lets uid 1000 write: the kubelet made it root's, 0755
+    # ... which only the ACL it inherited from the export lets uid 1000 write: the kubelet made it root's (group
+    # root, not writable by others), and the trainer, uid 1000 without capabilities, wrote in it
     made = job_dir.stat()
-    assert (made.st_uid, made.st_mode & 0o777) == (0, 0o755), (made.st_uid, oct(made.st_mode))
-    assert os.getxattr(job_dir, "system.posix_acl_access")  # inherited from the export's default ACL
+    assert (made.st_uid, made.st_gid, made.st_mode & 0o002) == (0, 0, 0), (made.st_uid, made.st_gid, oct(made.st_mode))
+    assert os.getxattr(job_dir, "system.posix_acl_access") == acl(TRAINER_ID, TRAINER_ID)
 
     # the quota is free again
     wait_for(f"{cq}'s GPUs to be released", lambda: _gpus_reserved(admin, cq) == 0, 60)
