@@ -130,7 +130,8 @@ def _query(name: str, qtype: int) -> bytes:
 
 class _Pods:
     def list(self, api_version: str, kind: str, namespace: str) -> list[dict[str, object]]:
-        pod: dict[str, object] = {"spec": {"hostname": "job-node-0-0", "subdomain": "job"}, "status": {"podIP": "10.252.0.7"}}
+        spec = {"hostname": "job-node-0-0", "subdomain": "job"}
+        pod: dict[str, object] = {"spec": spec, "status": {"podIP": "10.252.0.7"}}
         return [pod] if namespace == "nlp" else []
 
 
