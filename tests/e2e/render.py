@@ -33,10 +33,6 @@ from trainer_infra.sandbox.apply import (
 
 Obj = dict[str, Any]
 
-#: Helm chart name fragment → VersionSet field, to compare chart versions with the sandbox.
-_CHART_COMPONENTS = {"kueue": "kueue", "jobset": "jobset", "trainer": "trainer"}
-
-
 __all__ = ["KUEUE_BEHAVIOUR_KEYS", "KUEUE_METRIC_KEYS", "ApplyError", "apply_objects", "apply_order", "bind_claims"]
 
 
@@ -57,7 +53,7 @@ class RenderOutput:
         found: dict[str, str] = {}
         for release in self.helm_releases:
             chart = str(release.get("chart", "")).lower()
-            for fragment, component in _CHART_COMPONENTS.items():
+            for fragment, component in apply.CHART_COMPONENTS.items():
                 if fragment in chart and release.get("version"):
                     found[component] = str(release["version"]).removeprefix("v")
         return found

@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from trainer_infra.components.identity import chart_name, service_account_username
 from trainer_infra.sandbox.kube import ApiError, KubeClient, wait_for
 
 Obj = dict[str, Any]
@@ -164,29 +165,17 @@ def wait_nodes_ready(client: KubeClient, nodes: list[str], timeout: float = 90) 
 
 #: Helm chart name fragment → control-plane component.
 CHART_COMPONENTS = {"kueue": "kueue", "jobset": "jobset", "trainer": "trainer"}
-#: Chart name → suffix of its controller's ServiceAccount name (each chart's `_helpers.tpl`).
-_CONTROLLER_SERVICE_ACCOUNT = {
-    "jobset": "controller",
-    "kueue": "controller-manager",
-    "kubeflow-trainer": "controller-manager",
-}
 
 
 def controller_users(helm_releases: list[Obj]) -> dict[str, str]:
-    """component → ``system:serviceaccount:<ns>:<sa>`` its controller runs as, from the render's releases.
-
-    The charts name it ``<fullname>-<suffix>``; ``fullname`` is ``fullnameOverride``, else the release name
-    when it contains the chart name (``nameOverride`` if set), else ``<release>-<chart name>``.
-    """
+    """component → ``system:serviceaccount:<ns>:<sa>`` its controller runs as, from the render's releases (the
+    charts' naming rule: components/identity.py)."""
     users: dict[str, str] = {}
     for release in helm_releases:
-        chart = str(release.get("chart", "")).rstrip("/").rsplit("/", 1)[-1]
-        suffix = _CONTROLLER_SERVICE_ACCOUNT.get(chart)
-        if suffix is None:
-            continue
-        values = release.get("values") or {}
-        name, rel = str(values.get("nameOverride") or chart), str(release["name"])
-        fullname = str(values.get("fullnameOverride") or (rel if name in rel else f"{rel}-{name}"))[:63].rstrip("-")
-        component = next(c for fragment, c in CHART_COMPONENTS.items() if fragment in chart)
-        users[component] = f"system:serviceaccount:{release['namespace']}:{fullname}-{suffix}"
+        chart = str(release.get("chart", ""))
+        component = next((c for fragment, c in CHART_COMPONENTS.items() if fragment in chart_name(chart)), None)
+        if component is not None:
+            values = release.get("values") or {}
+            name, namespace = str(release["name"]), str(release["namespace"])
+            users[component] = service_account_username(component, name, chart, namespace, values)
     return users
