@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         # the node's own tests run on a control plane without the platform's controllers: build only that
         only = set(NODE_SANDBOX_BINARIES) if named and all(NODE_TESTS[0] in arg for arg in named) else None
         built = Builder(versions).build(only, node=node)
-        if node and only is None:
+        if node and (not named or any(NODE_TESTS[1] in arg for arg in named)):
             # the runtime stand-in images (test_node_training.py) need the Debian archive: built here, before a
             # session enters its own network namespace
             for stand_in in runtime_images.STAND_INS:
