@@ -103,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         "tests/e2e/test_smoke.py",
         "tests/e2e/test_scenarios.py",
         "tests/e2e/test_attacks.py",
+        "tests/e2e/test_deputies.py",
         "tests/e2e/test_migrate.py",
         "tests/e2e/test_observability.py",
         "tests/e2e/test_failures.py",

@@ -33,6 +33,7 @@ from tests.e2e.pulumi_stack import (
     record_timing,
 )
 from tests.e2e.render import RenderOutput, bind_claims, check_versions, render_stack
+from tests.e2e.test_deputies import MEMBER_ATTACKS, bystander_job
 from tests.e2e.test_scenarios import sdk_flow
 from tests.e2e.versions import REPO_ROOT, VersionSet
 
@@ -199,6 +200,15 @@ def test_up_installs_the_platform_from_the_charts(deployed: Deployed) -> None:
 
 def test_sdk_scenario_on_what_pulumi_deployed(deployed: Deployed) -> None:
     sdk_flow(deployed.sandbox, Platform(deployed.render, list(deployed.render.objects)))
+
+
+def test_deputy_attacks_on_what_pulumi_deployed(deployed: Deployed) -> None:
+    """Issue #27's member attacks on the charts' controllers and the policies `pulumi up` applied: each refused
+    at submit with its message, and another team's admitted job undisturbed."""
+    platform = Platform(deployed.render, list(deployed.render.objects))
+    with bystander_job(deployed.sandbox, platform) as bystander:
+        for attack in MEMBER_ATTACKS:
+            attack(deployed.sandbox, platform, bystander)
 
 
 def test_second_up_changes_nothing(deployed: Deployed) -> None:
