@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from tests.e2e import netns
+from tests.e2e import netns, runtime_images
 from tests.e2e.build import Builder, BuildError
 from tests.e2e.node import NODE_SANDBOX_BINARIES
 from tests.e2e.toolchain import Toolchain
@@ -20,8 +20,10 @@ from tests.e2e.versions import REPO_ROOT, VersionSet
 PULUMI_TESTS = "tests/e2e/test_pulumi.py"
 #: every file that drives the real Pulumi toolchain on a chart sandbox (test_pulumi.py, test_pulumi_scale.py)
 PULUMI_PREFIX = "tests/e2e/test_pulumi"
-#: the real node (kubelet + containerd): opt-in, ``E2E_NODE=1`` or naming the file (``make e2e-node``)
-NODE_TESTS = "tests/e2e/test_node.py"
+#: the real node (kubelet + containerd): opt-in, ``E2E_NODE=1`` or naming a file (``make e2e-node``)
+NODE_TESTS = ("tests/e2e/test_node.py", "tests/e2e/test_node_training.py")
+#: every file that starts a real node (they run in a session with its own network and mount namespaces)
+NODE_PREFIX = "tests/e2e/test_node"
 #: the toolchain steps that cost CPU-minutes cold (the venv and the plugin script take a few minutes at most)
 GO_STEPS = ("pulumi", "pulumi-language-python", "pulumi-resource-kubernetes")
 
@@ -69,13 +71,20 @@ def main(argv: list[str] | None = None) -> int:
     pulumi = with_pulumi(args, os.environ.get("E2E_PULUMI", ""), toolchain) and (
         not named or any(PULUMI_PREFIX in arg for arg in named)
     )
-    node = os.environ.get("E2E_NODE") == "1" or any(NODE_TESTS in arg for arg in args)
+    node = os.environ.get("E2E_NODE") == "1" or any(NODE_PREFIX in arg for arg in args)
     try:
         if pulumi:
             toolchain.preflight()  # a missing archive fails now, not after the control plane's build
         # the node's own tests run on a control plane without the platform's controllers: build only that
-        only = set(NODE_SANDBOX_BINARIES) if named and all(NODE_TESTS in arg for arg in named) else None
+        only = set(NODE_SANDBOX_BINARIES) if named and all(NODE_TESTS[0] in arg for arg in named) else None
         built = Builder(versions).build(only, node=node)
+        if node and (not named or any(NODE_TESTS[1] in arg for arg in named)):
+            # the runtime stand-in images (test_node_training.py) need the Debian archive: built here, before a
+            # session enters its own network namespace
+            for stand_in in runtime_images.STAND_INS:
+                began = time.monotonic()
+                if runtime_images.build(stand_in):
+                    built[f"{stand_in.name} stand-in image"] = time.monotonic() - began
         if pulumi:
             # the real Pulumi toolchain (CLI, language host, Kubernetes provider, matching SDKs) for test_pulumi.py
             built.update(toolchain.build())
@@ -105,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args and pulumi:
         sessions.append(["-m", "e2e", PULUMI_TESTS])
     if not args and node:
-        sessions.append(["-m", "e2e", NODE_TESTS])
+        sessions.append(["-m", "e2e", *NODE_TESTS])
     test_start = time.monotonic()
     code = 0
     env = {**os.environ, "E2E_NO_BUILD": "1", **({"E2E_NODE": "1"} if node else {})}
@@ -113,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *pytest_args]
         if any(PULUMI_PREFIX in arg for arg in pytest_args):
             cmd = netns.wrap(cmd)  # its chart sandbox needs a podCIDR made local: never in the host's network
-        elif any(NODE_TESTS in arg for arg in pytest_args):
+        elif any(NODE_PREFIX in arg for arg in pytest_args):
             cmd = netns.wrap(cmd, mount=True)  # the real node's bridge, rules and mounts stay in the session
         code = max(code, subprocess.call(cmd, cwd=REPO_ROOT, env=env))
     print(f"[e2e] build {build_s:.0f} s, tests {time.monotonic() - test_start:.0f} s, exit {code}", flush=True)

@@ -3,6 +3,7 @@ settings (shared by `simulate` and the e2e tests' tests/e2e/render.py)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -116,11 +117,13 @@ def apply_objects(client: KubeClient, objects: list[Obj], *, field_manager: str 
     return applied
 
 
-def bind_claims(client: KubeClient, claims: list[Obj]) -> None:
+def bind_claims(client: KubeClient, claims: list[Obj], volume_root: Path | None = None) -> None:
     """Give every PersistentVolumeClaim a pre-bound PersistentVolume: the sandbox has no provisioner.
 
-    Nothing ever mounts them (kwok runs no containers); without them pods using the claims
-    would stay unschedulable. The PV copies the claim's class, access modes and size.
+    Without them pods using the claims would stay unschedulable. The PV copies the claim's class, access modes
+    and size. Its hostPath is ``<volume_root>/<namespace>/<claim>`` (the caller prepares those directories as
+    the export a real class would provide): what a real node's kubelet mounts; without ``volume_root`` a path
+    that does not exist (nothing mounts it: kwok runs no containers).
     """
     for pvc in claims:
         meta, spec = pvc["metadata"], pvc.get("spec", {})
@@ -130,13 +133,13 @@ def bind_claims(client: KubeClient, claims: list[Obj]) -> None:
             "kind": "PersistentVolume",
             "metadata": {
                 "name": f"e2e-{meta['namespace']}-{meta['name']}",
-                "labels": {"e2e.trainer-platform/fake": "pv"},
+                "labels": {"e2e.trainer-platform/fake": "pv" if volume_root is None else "host-directory"},
             },
             "spec": {
                 "capacity": {"storage": size},
                 "accessModes": spec.get("accessModes", ["ReadWriteOnce"]),
                 "persistentVolumeReclaimPolicy": "Retain",
-                "hostPath": {"path": f"/nonexistent/e2e/{meta['namespace']}/{meta['name']}"},
+                "hostPath": {"path": str((volume_root or Path("/nonexistent/e2e")) / meta["namespace"] / meta["name"])},
                 "claimRef": {"namespace": meta["namespace"], "name": meta["name"]},
             },
         }
