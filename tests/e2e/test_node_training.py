@@ -29,10 +29,10 @@ import pytest
 from tests.e2e import node as node_mod
 from tests.e2e.build import Builder
 from tests.e2e.chart_registry import ChartRegistry
-from tests.e2e.kube import ApiError, KubeClient, wait_for
+from tests.e2e.kube import KubeClient, wait_for
 from tests.e2e.node import RealNode, publish
 from tests.e2e.oci_images import Image, pause_image
-from tests.e2e.platform import Platform, Team, delete_trainjobs, wait_admission_enforced
+from tests.e2e.platform import Platform, Team, wait_admission_enforced
 from tests.e2e.pod_dns import PodDns
 from tests.e2e.render import RenderOutput, apply_render, controller_users, kueue_settings, render_stack
 from tests.e2e.runtime_images import TORCH, stand_in_image
@@ -54,8 +54,6 @@ RUNTIME = "torch-distributed"
 TJ = "trainer.kubeflow.org/v1alpha1"
 #: the uid/gid the platform runs runtimes as (runtimes.securityContext defaults)
 TRAINER_ID = 1000
-#: the team whose export is left as it comes (root's, 0755, no ACL): the test shows what uid 1000 then cannot do
-AS_IT_COMES = "vision"
 
 
 def node_stack() -> dict[str, Any]:
@@ -122,7 +120,7 @@ def acl(uid: int, gid: int) -> bytes:
     return struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *e) for e in entries)
 
 
-def prepare_export(path: Path, fixed: bool = True) -> None:
+def prepare_export(path: Path) -> None:
     """A team's directory as an NFS export comes: root's, mode 0755. The kubelet creates ``jobs/<trainjob>`` in it
     itself (``subPathExpr``), as root, passing the root's mode to mkdir, so uid 1000 could not write its script or
     checkpoint there. The fix an admin applies (docs/storage.md): ``setfacl -m u:1000:rwx,g:1000:rwx`` and the same
@@ -132,7 +130,7 @@ def prepare_export(path: Path, fixed: bool = True) -> None:
     path.mkdir(parents=True)
     os.chown(path, 0, 0)
     path.chmod(0o755)
-    for kind in ("access", "default") if fixed else ():
+    for kind in ("access", "default"):
         os.setxattr(path, f"system.posix_acl_{kind}", acl(TRAINER_ID, TRAINER_ID))
 
 
@@ -194,8 +192,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
                 times["node start, DNS, GPUs advertised"] = round(time.monotonic() - start, 1)
                 exports = workdir.parent / f"{workdir.name}-exports"
                 for claim in render.of_kind("PersistentVolumeClaim"):
-                    ns = claim["metadata"]["namespace"]
-                    prepare_export(exports / ns / claim["metadata"]["name"], fixed=ns != AS_IT_COMES)
+                    prepare_export(exports / claim["metadata"]["namespace"] / claim["metadata"]["name"])
                 start = time.monotonic()
                 applied = apply_render(sandbox, render.directory, volume_root=exports)
                 platform = Platform(applied, list(applied.objects))
@@ -355,48 +352,3 @@ def test_team_member_trains_with_the_sdk_on_the_real_node(env: Env) -> None:
 
     # the quota is free again
     wait_for(f"{cq}'s GPUs to be released", lambda: _gpus_reserved(admin, cq) == 0, 60)
-
-
-def test_without_the_acl_uid_1000_cannot_write_in_the_directory_the_kubelet_made(env: Env) -> None:
-    """The other team's export as it comes (root's, 0755, no ACL): the SDK's command, as uid 1000, cannot even
-    write the training script into the TrainJob's directory the kubelet made (what docs/storage.md fixes)."""
-    from kubeflow.common.types import KubernetesBackendConfig
-    from kubeflow.trainer import CustomTrainer, TrainerClient
-    from kubeflow.trainer.options import Labels
-
-    admin = env.sandbox.client
-    team = next(t for t in env.platform.render_teams() if t.namespace == AS_IT_COMES)
-    sdk = TrainerClient(
-        backend_config=KubernetesBackendConfig(
-            namespace=team.namespace, config_file=str(env.sandbox.user_kubeconfig(team.user, team.groups))
-        )
-    )
-    name = sdk.train(
-        runtime=sdk.get_runtime(RUNTIME),
-        trainer=CustomTrainer(
-            func=train_linear_model, num_nodes=1, resources_per_node={"gpu": 1, "cpu": "500m", "memory": "2Gi"}
-        ),
-        options=[Labels(labels={"kueue.x-k8s.io/queue-name": team.queue})],
-    )
-
-    def failed_log() -> str | None:
-        pods = admin.list("v1", "Pod", team.namespace, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}")
-        for pod in pods:
-            statuses = pod.get("status", {}).get("containerStatuses", [])
-            if statuses and statuses[0]["state"].get("terminated", {}).get("exitCode", 0) != 0:
-                try:
-                    return admin.log(pod["metadata"]["name"], team.namespace)
-                except ApiError:  # JobSet's restart deleted it meanwhile: the next attempt fails the same way
-                    return None
-        return None
-
-    try:
-        log = wait_for(f"a pod of {team.namespace}/{name} to fail", failed_log, 300)
-    finally:
-        delete_trainjobs(admin, [team.namespace])
-    print(f"\n[node training] log of the job on the export without the ACL:\n{log}", flush=True)
-    assert "test_node_training.py: Permission denied" in log, log
-    job_dir = env.exports / team.namespace / "workspace" / "jobs" / name
-    made = job_dir.stat()
-    assert (made.st_uid, made.st_mode & 0o777) == (0, 0o755), (made.st_uid, oct(made.st_mode))
-    assert not any(job_dir.iterdir()), sorted(job_dir.iterdir())
