@@ -13,6 +13,7 @@ import time
 
 from tests.e2e import netns
 from tests.e2e.build import Builder, BuildError
+from tests.e2e.cluster_network import NETWORK_BINARIES
 from tests.e2e.node import NODE_SANDBOX_BINARIES
 from tests.e2e.toolchain import Toolchain
 from tests.e2e.versions import REPO_ROOT, VersionSet
@@ -20,8 +21,15 @@ from tests.e2e.versions import REPO_ROOT, VersionSet
 PULUMI_TESTS = "tests/e2e/test_pulumi.py"
 #: every file that drives the real Pulumi toolchain on a chart sandbox (test_pulumi.py, test_pulumi_scale.py)
 PULUMI_PREFIX = "tests/e2e/test_pulumi"
-#: the real node (kubelet + containerd): opt-in, ``E2E_NODE=1`` or naming the file (``make e2e-node``)
-NODE_TESTS = "tests/e2e/test_node.py"
+#: the real node (kubelet + containerd) and its cluster networking: opt-in, ``E2E_NODE=1`` or naming a file
+#: (``make e2e-node``)
+NODE_TESTS = ("tests/e2e/test_node.py", "tests/e2e/test_node_network.py")
+
+
+def is_node_test(arg: str) -> bool:
+    return any(name in arg for name in NODE_TESTS)
+
+
 #: the toolchain steps that cost CPU-minutes cold (the venv and the plugin script take a few minutes at most)
 GO_STEPS = ("pulumi", "pulumi-language-python", "pulumi-resource-kubernetes")
 
@@ -69,12 +77,12 @@ def main(argv: list[str] | None = None) -> int:
     pulumi = with_pulumi(args, os.environ.get("E2E_PULUMI", ""), toolchain) and (
         not named or any(PULUMI_PREFIX in arg for arg in named)
     )
-    node = os.environ.get("E2E_NODE") == "1" or any(NODE_TESTS in arg for arg in args)
+    node = os.environ.get("E2E_NODE") == "1" or any(is_node_test(arg) for arg in args)
     try:
         if pulumi:
             toolchain.preflight()  # a missing archive fails now, not after the control plane's build
         # the node's own tests run on a control plane without the platform's controllers: build only that
-        only = set(NODE_SANDBOX_BINARIES) if named and all(NODE_TESTS in arg for arg in named) else None
+        only = {*NODE_SANDBOX_BINARIES, *NETWORK_BINARIES} if named and all(map(is_node_test, named)) else None
         built = Builder(versions).build(only, node=node)
         if pulumi:
             # the real Pulumi toolchain (CLI, language host, Kubernetes provider, matching SDKs) for test_pulumi.py
@@ -104,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args and pulumi:
         sessions.append(["-m", "e2e", PULUMI_TESTS])
     if not args and node:
-        sessions.append(["-m", "e2e", NODE_TESTS])
+        sessions.append(["-m", "e2e", *NODE_TESTS])
     test_start = time.monotonic()
     code = 0
     env = {**os.environ, "E2E_NO_BUILD": "1", **({"E2E_NODE": "1"} if node else {})}
@@ -112,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *pytest_args]
         if any(PULUMI_PREFIX in arg for arg in pytest_args):
             cmd = netns.wrap(cmd)  # its chart sandbox needs a podCIDR made local: never in the host's network
-        elif any(NODE_TESTS in arg for arg in pytest_args):
+        elif any(is_node_test(arg) for arg in pytest_args):
             cmd = netns.wrap(cmd, mount=True)  # the real node's bridge, rules and mounts stay in the session
         code = max(code, subprocess.call(cmd, cwd=REPO_ROOT, env=env))
     print(f"[e2e] build {build_s:.0f} s, tests {time.monotonic() - test_start:.0f} s, exit {code}", flush=True)
