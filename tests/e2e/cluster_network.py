@@ -22,6 +22,7 @@ iptables rules go with the node's own ``stop``, which removes every rule added s
 
 from __future__ import annotations
 
+import atexit
 import subprocess
 import time
 from collections.abc import Callable
@@ -292,6 +293,7 @@ class ClusterNetwork:
     def start(self) -> ClusterNetwork:
         """kube-proxy, kube-router, then CoreDNS; returns when DNS is ready. On failure everything is stopped."""
         preflight()
+        atexit.register(self.stop)  # a test run that dies still stops kube-proxy and kube-router (own sessions)
         try:
             self._start()
         except BaseException:
@@ -386,6 +388,7 @@ class ClusterNetwork:
         """CoreDNS's Deployment (its pod then goes with the node's drain, and is not created again), kube-proxy and
         kube-router. The node's ``stop`` comes next (it removes every rule added since it started), then
         ``remove_ipsets``."""
+        atexit.unregister(self.stop)
         if self.coredns_ref:
             client = self.sandbox.client
             try:
@@ -397,6 +400,7 @@ class ClusterNetwork:
                 )
             except (ApiError, TimeoutError) as exc:
                 print(f"[network] CoreDNS's Deployment not removed: {exc}", flush=True)
+            self.coredns_ref = ""
         for proc in reversed(self.processes):
             _terminate(proc)
         self.processes.clear()

@@ -26,9 +26,10 @@ from tests.e2e.chart_registry import ChartRegistry
 from tests.e2e.cluster_network import ClusterNetwork, NetworkSandbox
 from tests.e2e.kube import KubeClient, wait_for
 from tests.e2e.node import RealNode
-from tests.e2e.oci_images import USER_ID, busybox_image, busybox_version, pause_image
+from tests.e2e.oci_images import busybox_image, busybox_version, pause_image
 from tests.e2e.render import RenderOutput
 from tests.e2e.test_node import MIRROR, publish
+from tests.e2e.test_node import _pod as node_pod
 from trainer_infra.manifests.meta import TEAM_LABEL
 from trainer_infra.tenancy.network import JOBSET_POD_LABEL
 
@@ -100,38 +101,11 @@ def _namespace(client: KubeClient, name: str, labels: dict[str, str] | None = No
 
 
 def _pod(name: str, namespace: str, node: str, image: str, script: str, labels: dict[str, str], **spec: Any) -> Obj:
-    """A pod as the platform's runtimes run it (uid 1000, restricted) running ``script``."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels},
-        "spec": {
-            "nodeName": node,
-            "restartPolicy": "Never",
-            "terminationGracePeriodSeconds": 0,
-            "securityContext": {
-                "runAsNonRoot": True,
-                "runAsUser": USER_ID,
-                "runAsGroup": USER_ID,
-                "seccompProfile": {"type": "RuntimeDefault"},
-            },
-            "containers": [
-                {
-                    "name": "main",
-                    "image": image,
-                    "command": ["/bin/sh", "-c", script],
-                    "securityContext": {
-                        "allowPrivilegeEscalation": False,
-                        "readOnlyRootFilesystem": True,
-                        "capabilities": {"drop": ["ALL"]},
-                    },
-                    "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}],
-                }
-            ],
-            "volumes": [{"name": "scratch", "emptyDir": {}}],
-            **spec,
-        },
-    }
+    """``test_node``'s pod as the platform's runtimes run it (uid 1000, restricted), in ``namespace``."""
+    pod = node_pod(name, node, image, script)
+    pod["metadata"].update(namespace=namespace, labels=labels)
+    pod["spec"].update(terminationGracePeriodSeconds=0, **spec)
+    return pod
 
 
 #: a TCP echo: every connection gets one line back naming the server
