@@ -32,7 +32,9 @@ import yaml
 
 from tests.e2e import leftovers, netns
 from tests.e2e.build import KUBE_COMMANDS, PAUSE_VERSION, Builder, BuildError
+from tests.e2e.chart_registry import ChartRegistry
 from tests.e2e.kube import ApiError, wait_for
+from tests.e2e.oci_images import Image
 from tests.e2e.sandbox import (
     KUBELET_CLIENT_USER,
     TIMEOUT,
@@ -43,6 +45,7 @@ from tests.e2e.sandbox import (
     spawn,
     wait_process,
 )
+from trainer_infra.core.images import ImagesConfig, mirror_image
 
 #: Debian packages of the node, and the files of each that the node uses.
 PACKAGES: dict[str, tuple[str, ...]] = {
@@ -51,6 +54,7 @@ PACKAGES: dict[str, tuple[str, ...]] = {
     "containernetworking-plugins": tuple(f"/usr/lib/cni/{p}" for p in ("bridge", "host-local", "loopback", "portmap")),
     "iptables": ("/usr/sbin/iptables",),
     "busybox-static": ("/bin/busybox",),
+    "mmdebstrap": ("/usr/bin/mmdebstrap",),  # builds the runtime stand-in images (runtime_images.py)
     # cluster networking (cluster_network.py): kube-router's policies are ipsets; the tests read conntrack
     "ipset": ("/usr/sbin/ipset",),
     "conntrack": ("/usr/sbin/conntrack",),
@@ -98,6 +102,16 @@ SHIM_SOCKETS = Path("/run/containerd/s")
 CRI_NAMESPACE = "k8s.io"
 #: the pod sandbox image, as upstream names it (published through the mirror like every other image)
 PAUSE_IMAGE = f"registry.k8s.io/pause:{PAUSE_VERSION}"
+#: ``images.registryMirror`` as an air-gapped stack sets it; nothing resolves this name but containerd's hosts file
+MIRROR = ImagesConfig(registry_mirror="mirror.e2e.internal:5000/k8s").registry_mirror or ""
+
+
+def publish(registry: ChartRegistry, upstream: str, image: Image) -> str:
+    """Serve ``image`` where the stack's mirror puts ``upstream``; return the mirrored reference."""
+    mirrored = mirror_image(upstream, MIRROR)
+    repository, _, tag = mirrored.partition("/")[2].rpartition(":")
+    registry.publish(repository, tag, image)
+    return mirrored
 
 
 class NodeError(SandboxError):
@@ -200,7 +214,7 @@ class RealNode:
         node_ip: str = "10.250.1.1",
         pod_cidr: str = "10.252.0.0/24",
         labels: dict[str, str] | None = None,
-        cluster_dns: tuple[str, ...] = (),
+        cluster_dns: str | None = None,
     ) -> None:
         self.sandbox = sandbox
         self.workdir = workdir.resolve()
@@ -211,7 +225,7 @@ class RealNode:
         self.node_ip = node_ip
         self.pod_cidr = pod_cidr
         self.labels = {"e2e.trainer-platform/node": "real", **(labels or {})}
-        #: the pods' nameservers (``cluster_network.py``'s CoreDNS Service); none: pods get no DNS
+        #: the address pods resolve names at (``clusterDNS``); None: pods get no name server
         self.cluster_dns = cluster_dns
         self.bridge = "e2ecni0"
         #: one cgroup subtree of its own in every controller: removable whole, never confused with the host's
@@ -322,7 +336,7 @@ class RealNode:
             "failSwapOn": False,
             "staticPodPath": "",
             "clusterDomain": "cluster.local",
-            **({"clusterDNS": list(self.cluster_dns)} if self.cluster_dns else {}),
+            **({"clusterDNS": [self.cluster_dns]} if self.cluster_dns else {}),
             "resolvConf": str(self.workdir / "resolv.conf"),
             "podLogsDir": str(self._dir("pod-logs")),
             "volumePluginDir": str(self._dir("volume-plugins")),
@@ -444,6 +458,23 @@ class RealNode:
             return False
         conds = node.get("status", {}).get("conditions", [])
         return any(c["type"] == "Ready" and c["status"] == "True" for c in conds)
+
+    def advertise(self, resource: str, quantity: int) -> None:
+        """Advertise an extended resource the documented way (a patch of the Node's ``status.capacity``,
+        kubernetes.io/docs/tasks/administer-cluster/extended-resource-node/); returns once the kubelet's next
+        status update shows it allocatable. Nothing backs it: a pod gets the count, not a device."""
+        self.sandbox.client.request(
+            "PATCH",
+            f"/api/v1/nodes/{self.name}/status",
+            {"status": {"capacity": {resource: str(quantity)}}},
+            content_type="application/merge-patch+json",
+        )
+
+        def allocatable() -> bool:
+            node = self.sandbox.client.get("v1", "Node", self.name)
+            return bool(node["status"].get("allocatable", {}).get(resource) == str(quantity))
+
+        wait_for(f"{resource}: {quantity} allocatable on {self.name}", allocatable, 60)
 
     def ctr(self, *args: str) -> subprocess.CompletedProcess[str]:
         """containerd's own CLI against this node's containerd, in the CRI namespace."""

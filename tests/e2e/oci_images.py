@@ -78,9 +78,9 @@ class Layer:
         return buffer.getvalue()
 
 
-def image(layer_tar: bytes, config: dict[str, object]) -> Image:
+def image(layer_tar: bytes, config: dict[str, object], compresslevel: int = 9) -> Image:
     """An image of one layer and the given ``config`` section (amd64/linux)."""
-    layer = gzip.compress(layer_tar, mtime=0)
+    layer = gzip.compress(layer_tar, compresslevel=compresslevel, mtime=0)
     config_bytes = json.dumps(
         {
             "architecture": "amd64",

@@ -33,10 +33,6 @@ from trainer_infra.sandbox.apply import (
 
 Obj = dict[str, Any]
 
-#: Helm chart name fragment → VersionSet field, to compare chart versions with the sandbox.
-_CHART_COMPONENTS = {"kueue": "kueue", "jobset": "jobset", "trainer": "trainer"}
-
-
 __all__ = ["KUEUE_BEHAVIOUR_KEYS", "KUEUE_METRIC_KEYS", "ApplyError", "apply_objects", "apply_order", "bind_claims"]
 
 
@@ -57,7 +53,7 @@ class RenderOutput:
         found: dict[str, str] = {}
         for release in self.helm_releases:
             chart = str(release.get("chart", "")).lower()
-            for fragment, component in _CHART_COMPONENTS.items():
+            for fragment, component in apply.CHART_COMPONENTS.items():
                 if fragment in chart and release.get("version"):
                     found[component] = str(release["version"]).removeprefix("v")
         return found
@@ -104,12 +100,12 @@ def check_versions(render: RenderOutput, versions: VersionSet) -> None:
         )
 
 
-def apply_render(sandbox: Any, directory: Path) -> RenderOutput:
-    """Apply a render directory to a running sandbox and wait for kwok nodes to be Ready."""
+def apply_render(sandbox: Any, directory: Path, volume_root: Path | None = None) -> RenderOutput:
+    """Apply a render directory to a running sandbox and wait for kwok nodes to be Ready (claims: ``bind_claims``)."""
     render = load_render(directory)
     check_versions(render, sandbox.versions)
     apply_objects(sandbox.client, render.objects)
-    bind_claims(sandbox.client, render.of_kind("PersistentVolumeClaim"))
+    bind_claims(sandbox.client, render.of_kind("PersistentVolumeClaim"), volume_root)
     wait_nodes_ready(sandbox.client, [n["metadata"]["name"] for n in render.of_kind("Node")])
     return render
 

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from tests.e2e import netns
+from tests.e2e import netns, runtime_images
 from tests.e2e.build import Builder, BuildError
 from tests.e2e.cluster_network import NETWORK_BINARIES
 from tests.e2e.node import NODE_SANDBOX_BINARIES
@@ -21,15 +21,11 @@ from tests.e2e.versions import REPO_ROOT, VersionSet
 PULUMI_TESTS = "tests/e2e/test_pulumi.py"
 #: every file that drives the real Pulumi toolchain on a chart sandbox (test_pulumi.py, test_pulumi_scale.py)
 PULUMI_PREFIX = "tests/e2e/test_pulumi"
-#: the real node (kubelet + containerd) and its cluster networking: opt-in, ``E2E_NODE=1`` or naming a file
-#: (``make e2e-node``)
-NODE_TESTS = ("tests/e2e/test_node.py", "tests/e2e/test_node_network.py")
-
-
-def is_node_test(arg: str) -> bool:
-    return any(name in arg for name in NODE_TESTS)
-
-
+#: the real node (kubelet + containerd): opt-in, ``E2E_NODE=1`` or naming a file (``make e2e-node``); the
+#: node, a job training on it, cluster networking on it
+NODE_TESTS = ("tests/e2e/test_node.py", "tests/e2e/test_node_training.py", "tests/e2e/test_node_network.py")
+#: every file that starts a real node (they run in a session with its own network and mount namespaces)
+NODE_PREFIX = "tests/e2e/test_node"
 #: the toolchain steps that cost CPU-minutes cold (the venv and the plugin script take a few minutes at most)
 GO_STEPS = ("pulumi", "pulumi-language-python", "pulumi-resource-kubernetes")
 
@@ -77,13 +73,25 @@ def main(argv: list[str] | None = None) -> int:
     pulumi = with_pulumi(args, os.environ.get("E2E_PULUMI", ""), toolchain) and (
         not named or any(PULUMI_PREFIX in arg for arg in named)
     )
-    node = os.environ.get("E2E_NODE") == "1" or any(is_node_test(arg) for arg in args)
+    node = os.environ.get("E2E_NODE") == "1" or any(NODE_PREFIX in arg for arg in args)
     try:
         if pulumi:
             toolchain.preflight()  # a missing archive fails now, not after the control plane's build
-        # the node's own tests run on a control plane without the platform's controllers: build only that
-        only = {*NODE_SANDBOX_BINARIES, *NETWORK_BINARIES} if named and all(map(is_node_test, named)) else None
+        # the node's own tests and its networking run on a control plane without the platform's controllers
+        own = (NODE_TESTS[0], NODE_TESTS[2])
+        only = (
+            {*NODE_SANDBOX_BINARIES, *NETWORK_BINARIES}
+            if named and all(any(f in arg for f in own) for arg in named)
+            else None
+        )
         built = Builder(versions).build(only, node=node)
+        if node and (not named or any(NODE_TESTS[1] in arg for arg in named)):
+            # the runtime stand-in images (test_node_training.py) need the Debian archive: built here, before a
+            # session enters its own network namespace
+            for stand_in in runtime_images.STAND_INS:
+                began = time.monotonic()
+                if runtime_images.build(stand_in):
+                    built[f"{stand_in.name} stand-in image"] = time.monotonic() - began
         if pulumi:
             # the real Pulumi toolchain (CLI, language host, Kubernetes provider, matching SDKs) for test_pulumi.py
             built.update(toolchain.build())
@@ -102,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         "tests/e2e/test_smoke.py",
         "tests/e2e/test_scenarios.py",
         "tests/e2e/test_attacks.py",
+        "tests/e2e/test_deputies.py",
         "tests/e2e/test_migrate.py",
         "tests/e2e/test_observability.py",
         "tests/e2e/test_failures.py",
@@ -120,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *pytest_args]
         if any(PULUMI_PREFIX in arg for arg in pytest_args):
             cmd = netns.wrap(cmd)  # its chart sandbox needs a podCIDR made local: never in the host's network
-        elif any(is_node_test(arg) for arg in pytest_args):
+        elif any(NODE_PREFIX in arg for arg in pytest_args):
             cmd = netns.wrap(cmd, mount=True)  # the real node's bridge, rules and mounts stay in the session
         code = max(code, subprocess.call(cmd, cwd=REPO_ROOT, env=env))
     print(f"[e2e] build {build_s:.0f} s, tests {time.monotonic() - test_start:.0f} s, exit {code}", flush=True)

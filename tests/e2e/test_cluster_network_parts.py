@@ -7,7 +7,8 @@ from tests.e2e import cluster_network as net
 from tests.e2e.build import Builder
 from tests.e2e.versions import VersionSet
 from tests.tenancy.netpol_eval import Network, Pod
-from trainer_infra.tenancy.network import JOBSET_POD_LABEL, NetworkSettings, network_policies
+from trainer_infra.manifests.runtime import JOBSET_NAME_LABEL
+from trainer_infra.tenancy.network import NetworkSettings, network_policies
 
 
 def test_a_team_job_reaches_the_sandbox_dns_pods_on_port_53_and_nothing_else_of_theirs() -> None:
@@ -20,7 +21,7 @@ def test_a_team_job_reaches_the_sandbox_dns_pods_on_port_53_and_nothing_else_of_
     assert service["spec"]["clusterIP"] == net.DNS_SERVICE_IP
     assert service["spec"]["selector"] == deployment["spec"]["template"]["metadata"]["labels"]
     network = Network(network_policies("team-a", "team-a", NetworkSettings()), {"team-a": {}, dns.namespace: {}})
-    member = Pod("team-a", {JOBSET_POD_LABEL: "job"})
+    member = Pod("team-a", {JOBSET_NAME_LABEL: "job"})
     assert network.connects(member, dns, 53, "UDP") and network.connects(member, dns, 53, "TCP")
     assert not network.connects(member, dns, 8080)  # its health port is not part of the allowance
 

@@ -19,10 +19,10 @@ from tests.e2e import node as node_mod
 from tests.e2e.build import Builder
 from tests.e2e.chart_registry import ChartRegistry
 from tests.e2e.kube import ApiError, KubeClient, wait_for
-from tests.e2e.node import NodeSandbox, RealNode
+from tests.e2e.node import MIRROR, NodeSandbox, RealNode, publish
 from tests.e2e.oci_images import USER_ID, Image, busybox_image, busybox_version, pause_image
 from tests.e2e.sandbox import Sandbox
-from trainer_infra.core.images import ImagesConfig, mirror_image
+from trainer_infra.core.images import mirror_image
 
 pytestmark = [
     pytest.mark.e2e,
@@ -30,8 +30,6 @@ pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="the real node needs root (containerd, runc, mounts, cgroups)"),
 ]
 
-#: ``images.registryMirror`` as an air-gapped stack sets it; nothing resolves this name but containerd's hosts file
-MIRROR = ImagesConfig(registry_mirror="mirror.e2e.internal:5000/k8s").registry_mirror or ""
 NAMESPACE = "node-e2e"
 Obj = dict[str, Any]
 
@@ -44,15 +42,6 @@ class Env:
     busybox: Image
     busybox_ref: str
     times: dict[str, float] = field(default_factory=dict)
-
-
-def publish(registry: ChartRegistry, upstream: str, image: Image) -> str:
-    """Serve ``image`` where the stack's mirror puts ``upstream``; return the mirrored reference."""
-    mirrored = mirror_image(upstream, MIRROR)
-    rest = mirrored.partition("/")[2]
-    repository, _, tag = rest.rpartition(":")
-    registry.publish(repository, tag, image)
-    return mirrored
 
 
 @pytest.fixture(scope="module")

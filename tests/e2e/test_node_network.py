@@ -25,13 +25,12 @@ from tests.e2e.build import Builder
 from tests.e2e.chart_registry import ChartRegistry
 from tests.e2e.cluster_network import ClusterNetwork, NetworkSandbox
 from tests.e2e.kube import KubeClient, wait_for
-from tests.e2e.node import RealNode
+from tests.e2e.node import MIRROR, RealNode, publish
 from tests.e2e.oci_images import busybox_image, busybox_version, pause_image
 from tests.e2e.render import RenderOutput
-from tests.e2e.test_node import MIRROR, publish
 from tests.e2e.test_node import _pod as node_pod
 from trainer_infra.manifests.meta import TEAM_LABEL
-from trainer_infra.tenancy.network import JOBSET_POD_LABEL
+from trainer_infra.manifests.runtime import JOBSET_NAME_LABEL
 
 pytestmark = [
     pytest.mark.e2e,
@@ -78,7 +77,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
                 registry_ca=sandbox.ca.cert_path,
                 sandbox_image=pause_ref,
                 node_ip=net.NODE_IP,
-                cluster_dns=(net.DNS_SERVICE_IP,),
+                cluster_dns=net.DNS_SERVICE_IP,
             )
             network = ClusterNetwork(node, functools.partial(publish, registry))
             try:
@@ -160,7 +159,7 @@ def _echo_server(client: KubeClient, env: Env, namespace: str, labels: dict[str,
 def test_a_pod_resolves_services_and_jobset_hostnames_and_connects_through_them(env: Env) -> None:
     client = env.sandbox.client
     _namespace(client, NAMESPACE, {"pod-security.kubernetes.io/enforce": "restricted"})
-    labels = {JOBSET_POD_LABEL: JOBSET, "app": "echo"}
+    labels = {JOBSET_NAME_LABEL: JOBSET, "app": "echo"}
     server_ip = _echo_server(client, env, NAMESPACE, labels, name=PEER_HOST, hostname=PEER_HOST, subdomain=JOBSET)
     client.apply(
         {
@@ -176,7 +175,7 @@ def test_a_pod_resolves_services_and_jobset_hostnames_and_connects_through_them(
             "apiVersion": "v1",
             "kind": "Service",
             "metadata": {"name": JOBSET, "namespace": NAMESPACE},
-            "spec": {"clusterIP": "None", "selector": {JOBSET_POD_LABEL: JOBSET}, "publishNotReadyAddresses": True},
+            "spec": {"clusterIP": "None", "selector": {JOBSET_NAME_LABEL: JOBSET}, "publishNotReadyAddresses": True},
         }
     )
     cluster_ip = client.get("v1", "Service", "echo", NAMESPACE)["spec"]["clusterIP"]
@@ -272,7 +271,7 @@ def test_team_network_policies_are_enforced(env: Env, local_render: RenderOutput
     _namespace(client, other)
     # a namespace without policies: the control that every target is reachable when nothing forbids it
     _namespace(client, "no-policy")
-    job = {JOBSET_POD_LABEL: "job-a"}
+    job = {JOBSET_NAME_LABEL: "job-a"}
     peer_ip = _echo_server(client, env, team, job, name=PEER_HOST, hostname=PEER_HOST, subdomain=JOBSET)
     client.apply(
         {
@@ -282,7 +281,7 @@ def test_team_network_policies_are_enforced(env: Env, local_render: RenderOutput
             "spec": {"clusterIP": "None", "selector": job, "publishNotReadyAddresses": True},
         }
     )
-    other_ip = _echo_server(client, env, other, {JOBSET_POD_LABEL: "job-b"})
+    other_ip = _echo_server(client, env, other, {JOBSET_NAME_LABEL: "job-b"})
     private = Listener(net.NODE_IP, 7001)
     with private.serve():
         wait_for("kube-router to program the pods' firewall chains", lambda: _chains_for(env, [PEER_HOST, "echo"]), 60)
@@ -307,7 +306,7 @@ def test_team_network_policies_are_enforced(env: Env, local_render: RenderOutput
             ),
         }
         for (namespace, name, jobset), script in scripts.items():
-            labels = {JOBSET_POD_LABEL: jobset} if jobset else {}
+            labels = {JOBSET_NAME_LABEL: jobset} if jobset else {}
             client.create(_pod(name, namespace, env.node.name, env.busybox_ref, script, labels))
         member = _log_when_done(client, "member", team)
         other_member = _log_when_done(client, "other-member", other)

@@ -286,7 +286,11 @@ def test_a_backend_a_storage_backend_and_a_component_are_one_module_and_one_entr
     team = by_kind[("Namespace", "alpha")]["metadata"]["annotations"]
 
     def pod_refusals(hostname: str) -> list[str]:
-        pod = {"metadata": {"name": "p"}, "spec": {"hostname": hostname, "containers": [{"name": "c"}]}}
+        owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u", "controller": True}
+        pod = {
+            "metadata": {"name": "p", "ownerReferences": [owner]},  # a job's pod (rule podQueue)
+            "spec": {"hostname": hostname, "containers": [{"name": "c"}]},
+        }
         policy = policies["trainer-platform-tenancy-pods"]
         return cel_admission.refusals(policy, pod, namespace="alpha", namespace_annotations=team)
 

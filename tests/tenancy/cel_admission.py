@@ -1,7 +1,7 @@
 """Evaluate a rendered ValidatingAdmissionPolicy the way the API server does, with a CEL interpreter.
 
 Variables are evaluated in order and exposed as `variables.<name>`; each validation must be true, a failed
-one reports its messageExpression (or its message). Kubernetes' CEL adds `join` and `split` (strings
+one reports its messageExpression (or its message). Kubernetes' CEL adds `join`, `split` and `substring` (strings
 extension) to the standard library: registered here. The e2e suite runs the same policies in a real API server.
 """
 
@@ -16,6 +16,7 @@ def _context(env: dict[str, Any]) -> cel.Context:
     ctx = cel.Context()
     ctx.add_function("join", lambda items, sep: sep.join(items))
     ctx.add_function("split", lambda text, sep: text.split(sep))
+    ctx.add_function("substring", lambda text, start, end=None: text[start:end])
     for key, value in env.items():
         ctx.add_variable(key, value)
     return ctx
@@ -31,10 +32,12 @@ def refusals(
     resource: str = "",
     operation: str | None = None,
     namespace_annotations: dict[str, str] | None = None,
+    namespace_labels: dict[str, str] | None = None,
 ) -> list[str]:
     """Messages of every failed validation of ``policy`` for a request on ``obj`` (empty: admitted);
     ``resource`` is the plural the request is on, ``operation`` defaults to CREATE or UPDATE,
-    ``namespace_annotations`` those of the request's namespace (``namespaceObject``; none: cluster-scoped)."""
+    ``namespace_annotations`` (and ``namespace_labels``) those of the request's namespace (``namespaceObject``;
+    none: cluster-scoped)."""
     request = {
         "operation": operation or ("UPDATE" if old is not None else "CREATE"),
         "namespace": namespace,
@@ -44,7 +47,7 @@ def refusals(
     namespace_object = (
         None
         if namespace_annotations is None
-        else {"metadata": {"name": namespace, "annotations": namespace_annotations}}
+        else {"metadata": {"name": namespace, "annotations": namespace_annotations, "labels": namespace_labels or {}}}
     )
     env: dict[str, Any] = {
         "object": obj,

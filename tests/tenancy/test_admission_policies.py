@@ -233,8 +233,8 @@ def test_attack6_honest_runtime_and_allow_listed_priority_pass(policies: dict[st
 
 
 def test_a_labelled_namespace_that_is_no_team_is_refused(policies: dict[str, Obj]) -> None:
-    (message,) = refusals(policy(policies, "Pod"), {"metadata": {"name": "p"}, "spec": {}}, namespace="elsewhere")
-    assert "not a team of this platform" in message
+    messages = refusals(policy(policies, "Pod"), {"metadata": {"name": "p"}, "spec": {}}, namespace="elsewhere")
+    assert "not a team of this platform" in messages[0]  # the first the API server reports
 
 
 # -- the catalog and the controllers still pass ------------------------------------------------------
@@ -254,7 +254,17 @@ def test_every_catalog_runtime_passes_as_jobset_and_pods(policies: dict[str, Obj
     jobset = {"metadata": {"name": "job"}, "spec": {**spec, "suspend": True}}
     assert refusals(policy(policies, "JobSet"), jobset, namespace="nlp") == []
     for job in spec["replicatedJobs"]:
-        pod = {"metadata": {"name": "p"}, "spec": job["template"]["spec"]["template"]["spec"]}
+        owner = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "name": f"job-{job['name']}-0",
+            "uid": "u",
+            "controller": True,
+        }
+        pod = {
+            "metadata": {"name": "p", "ownerReferences": [owner]},
+            "spec": job["template"]["spec"]["template"]["spec"],
+        }
         assert refusals(policy(policies, "Pod"), pod, namespace="nlp") == []
         assert pod_spec_problems(pod["spec"]) == []
 

@@ -150,8 +150,8 @@ def of_kind(manifests: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 def test_render_has_a_policy_and_binding_per_kind_scoped_to_team_namespaces(manifests: list[dict[str, Any]]) -> None:
     policies = {p["metadata"]["name"]: p for p in of_kind(manifests, "ValidatingAdmissionPolicy")}
     bindings = {b["spec"]["policyName"] for b in of_kind(manifests, "ValidatingAdmissionPolicyBinding")}
-    kinds = ("Pod", "JobSet", "TrainingRuntime", "TrainJob")
-    assert set(policies) == bindings == {policy_name(k) for k in kinds}
+    kinds = ("Pod", "JobSet", "TrainingRuntime", "TrainJob", "Service")
+    assert set(policies) == bindings == {policy_name(k) for k in kinds}  # no data cache: no LWS/SA policies
     tj = policies[policy_name("TrainJob")]
     selector = tj["spec"]["matchConstraints"]["namespaceSelector"]
     assert selector == {"matchExpressions": [{"key": "trainer-platform.io/team", "operator": "Exists"}]}

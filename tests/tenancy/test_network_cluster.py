@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from trainer_infra.manifests.meta import TEAM_LABEL
-from trainer_infra.tenancy.network import JOBSET_POD_LABEL, NetworkSettings, network_policies
+from trainer_infra.manifests.runtime import JOBSET_NAME_LABEL
+from trainer_infra.tenancy.network import NetworkSettings, network_policies
 
 pytestmark = pytest.mark.cluster
 IMAGE = "busybox:1.37"
@@ -23,7 +24,7 @@ def _pod(name: str, job: str, command: list[str]) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "labels": {JOBSET_POD_LABEL: job}},
+        "metadata": {"name": name, "labels": {JOBSET_NAME_LABEL: job}},
         "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": IMAGE, "command": command}]},
     }
 

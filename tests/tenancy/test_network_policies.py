@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from tests.tenancy.netpol_eval import External, Network, Pod
-from trainer_infra.tenancy.network import JOBSET_POD_LABEL, LWS_POD_LABEL, NetworkSettings, network_policies
+from trainer_infra.manifests.runtime import JOBSET_NAME_LABEL
+from trainer_infra.tenancy.network import LWS_POD_LABEL, NetworkSettings, network_policies
 
 TEAM_LABEL = "trainer-platform.io/team"
 
@@ -24,7 +25,7 @@ def cluster(settings: NetworkSettings) -> Network:
 
 
 def job_pod(ns: str, job: str, ip: str = "10.244.1.5") -> Pod:
-    return Pod(ns, {JOBSET_POD_LABEL: job, "jobset.sigs.k8s.io/replicatedjob-name": "node"}, ip)
+    return Pod(ns, {JOBSET_NAME_LABEL: job, "jobset.sigs.k8s.io/replicatedjob-name": "node"}, ip)
 
 
 DNS = Pod("kube-system", {"k8s-app": "kube-dns"}, "10.244.0.2")

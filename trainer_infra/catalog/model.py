@@ -16,7 +16,6 @@ from pydantic.alias_generators import to_camel
 from trainer_infra.core.types import DnsLabel, DnsSubdomain
 from trainer_infra.manifests.runtime import ANCESTOR_LABEL
 
-API_VERSION = "trainer.kubeflow.org/v1alpha1"
 DOMAIN = "trainer-platform.io"
 SUPPORT_LABEL = "trainer.kubeflow.org/support"
 DEPRECATED = "deprecated"

@@ -21,7 +21,7 @@ from trainer_infra.core.objects import ManagedObject, PlanPart
 from trainer_infra.manifests import meta
 from trainer_infra.manifests.runtime import ancestor, containers, pod_spec, pod_specs, replicated_jobs
 from trainer_infra.storage.config import DataCacheConfig
-from trainer_infra.storage.data_cache import cache_image
+from trainer_infra.storage.data_cache import cache_image, pinned_env
 from trainer_infra.storage.injection import RUNTIME_WORKSPACE, VOLUME, fixed_workspace, workspace_disagreement
 from trainer_infra.tenancy.teams import TeamConfig
 
@@ -237,12 +237,15 @@ def _apply_override(runtime: dict[str, Any], override: RuntimeOverride) -> None:
                 c["resources"] = override.resources.as_k8s()
 
 
-def _set_env(runtime: dict[str, Any], name: str, value: str) -> None:
+def _pin_env(runtime: dict[str, Any], values: dict[str, str]) -> None:
+    """Set `values` (in this order) in every container that names the cache image: the data cache's settings."""
     for _, pod in pod_specs(runtime):
         for _, c in containers(pod):
-            for env in c.get("env") or []:
-                if env.get("name") == name:
-                    env["value"] = value
+            env = c.get("env") or []
+            if not any(e.get("name") == "CACHE_IMAGE" for e in env):
+                continue
+            rest = [e for e in env if e.get("name") not in values]
+            c["env"] = [*rest, *({"name": k, "value": v} for k, v in values.items())]
 
 
 def build_runtime(ctx: ServeContext, catalog: Catalog, served: Served) -> dict[str, Any]:
@@ -250,7 +253,7 @@ def build_runtime(ctx: ServeContext, catalog: Catalog, served: Served) -> dict[s
     entry = served.entry
     runtime = entry.manifest(ctx.trainer)
     if "data-cache" in entry.requires:
-        _set_env(runtime, "CACHE_IMAGE", cache_image(ctx.data_cache, ctx.trainer))
+        _pin_env(runtime, pinned_env(ctx.data_cache, cache_image(ctx.data_cache, ctx.trainer)))
     _apply_override(runtime, served.override)
     source = entry.runtime.metadata
     labels = dict(source.labels)

@@ -16,12 +16,22 @@ from trainer_infra.components.component import ResolvedRelease
 SERVICE_ACCOUNT_SUFFIX = {"jobset": "controller", "kueue": "controller-manager", "trainer": "controller-manager"}
 
 
+def chart_name(chart: str) -> str:
+    """The chart's own name: the last segment of an OCI reference or repository path."""
+    return chart.rstrip("/").rsplit("/", 1)[-1]
+
+
+def service_account_username(
+    component: str, release: str, chart: str, namespace: str, values: Mapping[str, Any]
+) -> str:
+    """`system:serviceaccount:<namespace>:<name>` of `component`'s controller, installed as Helm release
+    `release` of `chart` with chart values `values`."""
+    name = str(values.get("nameOverride") or chart_name(chart))
+    fullname = str(values.get("fullnameOverride") or (release if name in release else f"{release}-{name}"))
+    return f"system:serviceaccount:{namespace}:{fullname[:63].rstrip('-')}-{SERVICE_ACCOUNT_SUFFIX[component]}"
+
+
 def controller_username(release: ResolvedRelease, values: Mapping[str, Any]) -> str:
-    """`system:serviceaccount:<namespace>:<name>` of the release's controller (`values`: the chart values)."""
-    chart = release.chart.rstrip("/").rsplit("/", 1)[-1]
-    name = str(values.get("nameOverride") or chart)
-    fullname = values.get("fullnameOverride") or (
-        release.component if name in release.component else f"{release.component}-{name}"
-    )
-    fullname = str(fullname)[:63].rstrip("-")
-    return f"system:serviceaccount:{release.namespace}:{fullname}-{SERVICE_ACCOUNT_SUFFIX[release.component]}"
+    """The username of the release's controller (`values`: the chart values); the release is named after its
+    component."""
+    return service_account_username(release.component, release.component, release.chart, release.namespace, values)

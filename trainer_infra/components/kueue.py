@@ -108,48 +108,6 @@ def kueue_feature_gates(cfg: KueueConfig) -> dict[str, bool]:
     return {"TopologyAwareScheduling": cfg.tas.enabled, **cfg.feature_gates}
 
 
-def kueue_values(
-    cfg: KueueConfig,
-    release: ResolvedRelease,
-    fair_sharing: bool = False,
-    queue_metrics: bool = False,
-    lws: bool = False,
-) -> dict[str, Any]:
-    repo, tag = split_image(release.image("manager"))
-    manager_config = {
-        "apiVersion": release.api_versions["config.kueue.x-k8s.io"],
-        "kind": "Configuration",
-        "health": {"healthProbeBindAddress": ":8081"},
-        "metrics": {"bindAddress": ":8443"},
-        "webhook": {"port": 9443},
-        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
-        "controller": {"groupKindConcurrency": {"Workload.kueue.x-k8s.io": 10}},
-        "integrations": {"frameworks": kueue_frameworks(cfg, lws)},
-        "waitForPodsReady": cfg.wait_for_pods_ready.as_kueue(),
-    }
-    if queue_metrics:
-        # Per-ClusterQueue quota, reservation and usage gauges (off by default): what the alerts and the
-        # team dashboard read. Reporting only: scheduling is unchanged.
-        manager_config["metrics"] = {"bindAddress": ":8443", "enableClusterQueueResources": True}
-    if cfg.fair_sharing or fair_sharing:
-        # v1beta2: the block's presence turns fair sharing on (there is no `enable` field any more).
-        manager_config["fairSharing"] = {
-            "preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
-        }
-    values: dict[str, Any] = {
-        "controllerManager": {
-            "replicas": cfg.replicas,
-            "manager": {
-                "image": {"repository": repo, "tag": tag, "pullPolicy": "IfNotPresent"},
-                "resources": cfg.resources.as_chart_values(),
-            },
-            "featureGates": [{"name": name, "enabled": on} for name, on in sorted(kueue_feature_gates(cfg).items())],
-        },
-        "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(manager_config, sort_keys=True)},
-    }
-    return deep_merge(values, cfg.values)
-
-
 def with_multikueue(values: dict[str, Any], multi_kueue: dict[str, str]) -> dict[str, Any]:
     """The chart values with the Configuration's `multiKueue` block (a MultiKueue manager's settings)."""
     manager = values["managerConfig"]
@@ -169,15 +127,43 @@ class Kueue(Controller):
     after = ("trainer",)
 
     def values(self, stack: StackView, release: ResolvedRelease) -> dict[str, Any]:
+        cfg = kueue_settings(stack)
+        repo, tag = split_image(release.image("manager"))
+        manager_config = {
+            "apiVersion": release.api_versions["config.kueue.x-k8s.io"],
+            "kind": "Configuration",
+            "health": {"healthProbeBindAddress": ":8081"},
+            "metrics": {"bindAddress": ":8443"},
+            "webhook": {"port": 9443},
+            "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+            "controller": {"groupKindConcurrency": {"Workload.kueue.x-k8s.io": 10}},
+            "integrations": {"frameworks": kueue_frameworks(cfg, stack.data_cache.enabled)},
+            "waitForPodsReady": cfg.wait_for_pods_ready.as_kueue(),
+        }
+        if stack.observability.enabled:
+            # Per-ClusterQueue quota, reservation and usage gauges (off by default): what the alerts and the
+            # team dashboard read. Reporting only: scheduling is unchanged.
+            manager_config["metrics"] = {"bindAddress": ":8443", "enableClusterQueueResources": True}
         # Fair sharing weights on teams only work with fair sharing on in Kueue's configuration.
-        weights = any(t.fair_sharing_weight is not None for t in stack.teams)
-        return kueue_values(
-            stack.components.kueue,
-            release,
-            fair_sharing=weights,
-            queue_metrics=stack.observability.enabled,
-            lws=stack.data_cache.enabled,
-        )
+        if cfg.fair_sharing or any(t.fair_sharing_weight is not None for t in stack.teams):
+            # v1beta2: the block's presence turns fair sharing on (there is no `enable` field any more).
+            manager_config["fairSharing"] = {
+                "preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
+            }
+        values: dict[str, Any] = {
+            "controllerManager": {
+                "replicas": cfg.replicas,
+                "manager": {
+                    "image": {"repository": repo, "tag": tag, "pullPolicy": "IfNotPresent"},
+                    "resources": cfg.resources.as_chart_values(),
+                },
+                "featureGates": [
+                    {"name": name, "enabled": on} for name, on in sorted(kueue_feature_gates(cfg).items())
+                ],
+            },
+            "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(manager_config, sort_keys=True)},
+        }
+        return deep_merge(values, cfg.values)
 
     def metrics_endpoint(self, release: ResolvedRelease) -> MetricsEndpoint:
         """Chart templates/manager/auth_proxy_service.yaml: `<fullname>-controller-manager-metrics-service`,

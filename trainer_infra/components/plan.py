@@ -35,8 +35,7 @@ def _release_row(name: str, version: str) -> Release:
     found = row.release(version)
     if found is not None:
         return found
-    default = row.release(MATRIX.defaults[name])
-    assert default is not None, f"matrix default of {name} has no row"
+    default = row.default_release
     images = {role: image.replace(default.version, version) for role, image in default.images.items()}
     return default.model_copy(update={"version": version, "chart_version": version, "images": images})
 

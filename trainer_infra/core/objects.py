@@ -34,6 +34,10 @@ class HelmRelease:
     repository: str | None = None  # classic (non-OCI) chart repository URL; `chart` is then the chart name
 
 
+#: The Pulumi type of the resource a HelmRelease becomes (pulumi_kubernetes `helm.v4.Chart`).
+CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
+
+
 @dataclass(frozen=True)
 class ReadinessGate:
     """Passes once `crds` are Established and a dry-run create of each probe is answered by the

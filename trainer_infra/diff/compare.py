@@ -5,12 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from trainer_infra.core.objects import ManagedObject
+from trainer_infra.core.objects import CHART_TYPE, ManagedObject
 from trainer_infra.diff.fields import MISSING, FieldChange, changed_under, field_changes
 from trainer_infra.queues.derive import FLAVOR_IMMUTABLE, TOPOLOGY_IMMUTABLE
 
 Op = Literal["added", "removed", "changed"]
-CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
 DATA_KINDS = ("CustomResourceDefinition", "PersistentVolumeClaim")
 
 # Fields the API server refuses to update, so a change means delete and re-create (a replace). Kueue's are

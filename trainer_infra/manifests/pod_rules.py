@@ -299,7 +299,7 @@ def _priority_problems(spec: Mapping[str, Any], lists: Lists) -> list[str]:
 
 PRIORITY_CLASS = PodRule(
     "priorityClassName",
-    ("JobSet", "TrainingRuntime"),
+    ("Pod", "JobSet", "TrainingRuntime"),
     "sets a priorityClassName that is not one of the platform's: system and other priority classes "
     "would let your pods outrank the platform's controllers and other teams",
     _priority_cel,
@@ -326,7 +326,7 @@ def _service_account_problems(spec: Mapping[str, Any], lists: Lists) -> list[str
 
 SERVICE_ACCOUNT = PodRule(
     "serviceAccount",
-    ("JobSet", "TrainingRuntime", "TrainJob"),
+    ("Pod", "JobSet", "TrainingRuntime", "TrainJob"),
     "runs pods as a service account that is not allowed for your jobs (allowed: {serviceAccounts}): "
     "other service accounts carry rights you do not have",
     _service_account_cel,

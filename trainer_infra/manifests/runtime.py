@@ -13,6 +13,10 @@ from typing import Any
 
 from trainer_infra.manifests import meta
 
+#: The Trainer API runtimes and TrainJobs are written in (every matrix release's `apiVersions`).
+TRAINER_API_VERSION = "trainer.kubeflow.org/v1alpha1"
+#: JobSet labels each of its pods with the JobSet's name, which is the TrainJob's.
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
 # On the Job template of a replicatedJob (not the pod template): where the webhook and the SDK read it.
 ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
@@ -215,7 +219,7 @@ def minimal_runtime(
     the `node` container (its name is set here); `pod` adds pod-spec fields."""
     spec = {**(pod or {}), "containers": [{**container, "name": "node"}]}
     return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "apiVersion": TRAINER_API_VERSION,
         "kind": "ClusterTrainingRuntime",
         "metadata": meta.metadata(name, labels={FRAMEWORK_LABEL: "torch"}),
         "spec": {

@@ -11,12 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from trainer_infra.catalog.model import DEPRECATED, REQUIRES, SUPPORT_LABEL
 from trainer_infra.manifests.runtime import FRAMEWORK_LABEL
 from trainer_infra.migrate.kinds import Kind
 from trainer_infra.migrate.target import Target
 
-REQUIRES = "trainer-platform.io/requires"
-SUPPORT = "trainer.kubeflow.org/support"
 # The ML policy a framework's runtime must carry: v1 semantics (torchrun env, MPI hostfile) depend on it.
 POLICY = {"torch": "torch", "deepspeed": "mpi", "mpi": "mpi", "jax": "jax", "xgboost": "xgboost"}
 
@@ -58,7 +57,7 @@ def _framework_of(runtime: dict[str, Any]) -> str:
 
 
 def _deprecated(runtime: dict[str, Any]) -> bool:
-    return ((runtime.get("metadata") or {}).get("labels") or {}).get(SUPPORT) == "deprecated"
+    return ((runtime.get("metadata") or {}).get("labels") or {}).get(SUPPORT_LABEL) == DEPRECATED
 
 
 def choose(target: Target, namespace: str, kind: Kind, launcher: dict[str, Any] | None, override: str | None) -> Choice:

@@ -10,7 +10,7 @@ from packaging.version import Version
 from trainer_infra.core.errors import did_you_mean
 from trainer_infra.core.kueue import MULTIKUEUE_CONTROLLER as MULTIKUEUE
 from trainer_infra.core.kueue import PRIORITY_LABEL, QUEUE_LABEL
-from trainer_infra.manifests.runtime import ancestor, get_in, quoted_resources, replicated_jobs
+from trainer_infra.manifests.runtime import TRAINER_API_VERSION, ancestor, get_in, quoted_resources, replicated_jobs
 from trainer_infra.migrate.kinds import Kind, Role
 from trainer_infra.migrate.mapping import Disposition, is_empty
 from trainer_infra.migrate.replicas import Replica
@@ -85,7 +85,7 @@ def build_trainjob(
             {"manager": PATCH_MANAGER, "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": patches}}}}
         ]
     return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "apiVersion": TRAINER_API_VERSION,
         "kind": "TrainJob",
         "metadata": {
             "name": r.name,

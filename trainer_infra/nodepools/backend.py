@@ -8,7 +8,7 @@ from typing import Any, Protocol
 from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.objects import ManagedObject, ProviderResource
-from trainer_infra.nodepools.labels import Taint
+from trainer_infra.nodepools.labels import DEFAULT_TOPOLOGY, Taint
 from trainer_infra.nodepools.model import NodePool, ResolvedPool
 
 
@@ -57,8 +57,11 @@ class NodePoolBackend(Protocol):
 
 
 class BackendDefaults:
-    """What most backends do: nodes carry whatever levels the pool declares, no taints or selectors of the
-    backend's own, nothing checked or owned across pools. A backend overrides what differs."""
+    """What most backends do: our own topology levels, nodes carry whatever levels the pool declares, no taints or
+    selectors of the backend's own, nothing checked or owned across pools. A backend overrides what differs."""
+
+    def default_topology(self) -> tuple[str, ...]:
+        return DEFAULT_TOPOLOGY
 
     def provided_levels(self) -> frozenset[str] | None:
         return None

@@ -1,7 +1,7 @@
 """kwok backend: simulated GPU nodes for local stacks, demos and tests.
 
 Owns: the kwok controller (namespace `kwok-system`, its ServiceAccount, ClusterRole, binding and
-Deployment, image `registry.k8s.io/kwok/kwok:v0.8.0`) and one fake `Node` per layout slot. The nodes
+Deployment, image `registry.k8s.io/kwok/kwok` at `KWOK_VERSION`) and one fake `Node` per layout slot. The nodes
 carry kwok's annotation `kwok.x-k8s.io/node: fake`, which is the only thing the controller manages
 (`--manage-nodes-with-annotation-selector`), and kwok's taint `kwok.x-k8s.io/node=fake:NoSchedule` so
 no real pod lands on them unless it is meant to (flavors and runtimes tolerate it).
@@ -26,7 +26,7 @@ from trainer_infra.core.model import StrictModel
 from trainer_infra.core.objects import ManagedObject
 from trainer_infra.manifests import meta
 from trainer_infra.nodepools.backend import BackendDefaults
-from trainer_infra.nodepools.labels import DEFAULT_TOPOLOGY, HOSTNAME, Taint, level_name
+from trainer_infra.nodepools.labels import HOSTNAME, Taint, level_name
 from trainer_infra.nodepools.model import NodePool, ResolvedPool
 
 KWOK_VERSION = "v0.8.0"
@@ -34,6 +34,11 @@ KWOK_IMAGE = f"registry.k8s.io/kwok/kwok:{KWOK_VERSION}"
 KWOK_NAMESPACE = "kwok-system"
 KWOK_NAME = "kwok-controller"
 KWOK_ANNOTATION = {"kwok.x-k8s.io/node": "fake"}
+#: The controller manages the nodes carrying KWOK_ANNOTATION (the convention of kwok's docs and kwokctl), no others.
+KWOK_MANAGED_NODES = (
+    "--manage-all-nodes=false",
+    "--manage-nodes-with-annotation-selector=" + ",".join(f"{k}={v}" for k, v in KWOK_ANNOTATION.items()),
+)
 KWOK_TAINT = Taint(key="kwok.x-k8s.io/node", value="fake", effect="NoSchedule")
 KWOK_PORT = 10247
 # Fake nodes per stack: every one is a Pulumi resource (~2 ms each under mocks, a Node object in the cluster).
@@ -140,8 +145,7 @@ def kwok_controller(mirror: str | None) -> list[ManagedObject]:
         },
     ]
     args = [
-        "--manage-all-nodes=false",
-        "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+        *KWOK_MANAGED_NODES,
         "--manage-nodes-with-label-selector=",
         "--manage-single-node=",
         "--disregard-status-with-annotation-selector=kwok.x-k8s.io/status=custom",
@@ -208,9 +212,6 @@ class KwokBackend(BackendDefaults):
     name = "kwok"
     settings_model = KwokPool
     settings_hint = "e.g. kwok: {layout: [2, 4, 4]}"
-
-    def default_topology(self) -> tuple[str, ...]:
-        return DEFAULT_TOPOLOGY
 
     def extra_taints(self) -> tuple[Taint, ...]:
         return (KWOK_TAINT,)

@@ -24,7 +24,7 @@ from trainer_infra.core.model import StrictModel
 from trainer_infra.core.objects import ManagedObject
 from trainer_infra.core.types import DnsSubdomain, LabelKey, LabelValue
 from trainer_infra.nodepools.backend import BackendDefaults
-from trainer_infra.nodepools.labels import DEFAULT_TOPOLOGY, HOSTNAME
+from trainer_infra.nodepools.labels import HOSTNAME
 from trainer_infra.nodepools.model import NodePool, ResolvedPool
 
 FIELD_MANAGER_NOTE = "trainer-platform applies only the labels and taints of its node pool"
@@ -68,9 +68,6 @@ class StaticBackend(BackendDefaults):
     name = "static"
     settings_model = StaticPool
     settings_hint = "static: {nodes: [...]} or {nodeSelector: {...}}"
-
-    def default_topology(self) -> tuple[str, ...]:
-        return DEFAULT_TOPOLOGY
 
     def node_count(self, pool: NodePool, settings: Any) -> int:
         if isinstance(settings, StaticPool) and settings.nodes:

@@ -6,10 +6,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from trainer_infra.core.objects import CHART_TYPE
+
 # How a secret input looks to a rule: the offline render writes Pulumi secrets as this string, and the
 # policy pack turns the engine's secret markers into the same string before the rules run.
 SECRET_MARK = "<secret>"
-CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,6 @@ from trainer_infra.manifests.runtime import (
 from trainer_infra.policy_rules.model import SECRET_MARK, Finding, Rule, Subject, Violation
 
 CATALOG_VERSION_LABEL = "trainer-platform.io/catalog-version"
-MANAGED_BY = ("app.kubernetes.io/managed-by", "trainer-platform")
 RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
 # Where each controller chart takes the manager's resources (values.yaml of the pinned charts).

@@ -12,18 +12,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainer_infra.manifests.runtime import is_training, pod_spec, pod_template_metadata, replicated_jobs
-from trainer_infra.manifests.runtime import with_tolerations as add_tolerations
+from trainer_infra.core.kueue import TOPOLOGY_ANNOTATIONS
+from trainer_infra.manifests.runtime import (
+    is_training,
+    pod_spec,
+    pod_template_metadata,
+    replicated_jobs,
+    with_tolerations,
+)
 from trainer_infra.nodepools.labels import level_name
 from trainer_infra.queues.config import PlacementConfig, TopologyPolicy
+from trainer_infra.queues.resolve import ResolvedQueues
 
 Manifest = dict[str, Any]
-
-ANNOTATIONS = {
-    "required": "kueue.x-k8s.io/podset-required-topology",
-    "preferred": "kueue.x-k8s.io/podset-preferred-topology",
-    "unconstrained": "kueue.x-k8s.io/podset-unconstrained-topology",
-}
 
 
 def resolve_level(level: str, topologies: list[tuple[str, ...]]) -> str | None:
@@ -42,14 +43,14 @@ def tas_annotations(policy: TopologyPolicy, topologies: list[tuple[str, ...]]) -
     if not topologies:
         return {}
     if policy.unconstrained:
-        return {ANNOTATIONS["unconstrained"]: "true"}
+        return {TOPOLOGY_ANNOTATIONS["unconstrained"]: "true"}
     for mode in ("required", "preferred"):
         level = getattr(policy, mode)
         if level is not None:
             key = resolve_level(level, topologies)
             if key is None:  # config validation refuses this; never emit a level Kueue cannot find
                 raise ValueError(f"placement level {level!r} is not in every pool topology")
-            return {ANNOTATIONS[mode]: key}
+            return {TOPOLOGY_ANNOTATIONS[mode]: key}
     return {}
 
 
@@ -63,12 +64,13 @@ class Placement:
     by_runtime: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @classmethod
-    def resolve(
-        cls, cfg: PlacementConfig, pools: bool, tolerations: list[dict[str, str]], topologies: list[tuple[str, ...]]
-    ) -> Placement:
+    def resolve(cls, cfg: PlacementConfig, queues: ResolvedQueues) -> Placement:
+        """Every pool taint's toleration, once each and sorted; the TAS annotations of each runtime's policy."""
+        tolerations = {tuple(sorted(tol.items())): tol for pool in queues.pools for tol in pool.tolerations}
+        topologies = sorted(queues.topologies)
         return cls(
-            pools,
-            tolerations,
+            bool(queues.pools),
+            [tolerations[k] for k in sorted(tolerations)],
             tas_annotations(cfg.default, topologies),
             {name: tas_annotations(p, topologies) for name, p in cfg.runtimes.items()},
         )
@@ -80,10 +82,10 @@ def inject_placement(placement: Placement, runtime: Manifest) -> Manifest:
         return runtime
     annotations = placement.by_runtime.get(str(runtime["metadata"]["name"]), placement.default)
     for job in replicated_jobs(runtime):
-        add_tolerations(pod_spec(job), placement.tolerations)
+        with_tolerations(pod_spec(job), placement.tolerations)
         if annotations and is_training(job):
             md = pod_template_metadata(job)
             # The platform's policy replaces any TAS mode the runtime file chose: Kueue accepts only one.
-            kept = {k: v for k, v in (md.get("annotations") or {}).items() if k not in ANNOTATIONS.values()}
+            kept = {k: v for k, v in (md.get("annotations") or {}).items() if k not in TOPOLOGY_ANNOTATIONS.values()}
             md["annotations"] = {**kept, **annotations}
     return runtime

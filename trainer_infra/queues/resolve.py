@@ -1,7 +1,7 @@
 """Pools + teams → the queueing facts, once: Topology names, flavor names and specs, every team's limits
-(nominal quota, borrowing and lending limits) on every pool by team name, the covered resources, and the
-tolerations every runtime needs for the pools. The ClusterQueues, the capacity check and the fleet manager
-read these; none of them reads `teams[].quota` again."""
+(nominal quota, borrowing and lending limits) on every pool by team name, and the covered resources. The
+ClusterQueues, the capacity check, the fleet manager and the runtimes' placement read these; none of them reads
+`teams[].quota` again."""
 
 from __future__ import annotations
 
@@ -53,7 +53,6 @@ class ResolvedQueues:
     flavors: dict[str, Flavor]  # pool name → its ResourceFlavor
     teams: dict[str, dict[str, QueueLimits]]  # team name → pool name → the team's limits there
     covered: list[str]
-    tolerations: list[dict[str, str]]  # every pool taint's toleration, once each, sorted
 
     def limits(self, team: str, pool: str) -> QueueLimits:
         return self.teams[team][pool]
@@ -136,10 +135,6 @@ def flavor(pool: ResolvedPool, topology: str | None) -> Flavor:
 def resolve_queues(pools: tuple[ResolvedPool, ...], teams: Sequence[TeamConfig], tas: bool) -> ResolvedQueues:
     topologies = topology_names(pools) if tas else {}
     by_name = {p.name: p for p in pools}
-    seen: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
-    for pool in pools:
-        for tol in pool.tolerations:
-            seen.setdefault(tuple(sorted(tol.items())), tol)
     return ResolvedQueues(
         pools=pools,
         topologies=topologies,
@@ -148,5 +143,4 @@ def resolve_queues(pools: tuple[ResolvedPool, ...], teams: Sequence[TeamConfig],
             team.name: {p.name: queue_limits(team.quota.get(p.name), p) for p in by_name.values()} for team in teams
         },
         covered=covered_resources(p.accelerator_resource for p in pools if p.accelerator_resource),
-        tolerations=[seen[k] for k in sorted(seen)],
     )

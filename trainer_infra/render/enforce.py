@@ -7,8 +7,8 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from trainer_infra.core.objects import ManagedObject
-from trainer_infra.policy_rules.model import CHART_TYPE, Subject, Violation
+from trainer_infra.core.objects import CHART_TYPE, ManagedObject
+from trainer_infra.policy_rules.model import Subject, Violation
 from trainer_infra.policy_rules.rules import check
 from trainer_infra.render.output import Rendered
 

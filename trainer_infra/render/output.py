@@ -13,10 +13,10 @@ from typing import Any
 import pulumi
 import yaml
 
+from trainer_infra.core.objects import CHART_TYPE
 from trainer_infra.platform.helm import CRD_TYPE
 from trainer_infra.render.capture import Capture, Registration
 
-CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
 KIND_ORDER = ("Namespace", "CustomResourceDefinition", "StorageClass", "ClusterRole", "ClusterRoleBinding")
 _BaseDumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 

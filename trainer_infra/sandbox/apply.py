@@ -3,10 +3,12 @@ settings (shared by `simulate` and the e2e tests' tests/e2e/render.py)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import yaml
 
+from trainer_infra.components.identity import chart_name, service_account_username
 from trainer_infra.sandbox.kube import ApiError, KubeClient, wait_for
 
 Obj = dict[str, Any]
@@ -115,11 +117,13 @@ def apply_objects(client: KubeClient, objects: list[Obj], *, field_manager: str 
     return applied
 
 
-def bind_claims(client: KubeClient, claims: list[Obj]) -> None:
+def bind_claims(client: KubeClient, claims: list[Obj], volume_root: Path | None = None) -> None:
     """Give every PersistentVolumeClaim a pre-bound PersistentVolume: the sandbox has no provisioner.
 
-    Nothing ever mounts them (kwok runs no containers); without them pods using the claims
-    would stay unschedulable. The PV copies the claim's class, access modes and size.
+    Without them pods using the claims would stay unschedulable. The PV copies the claim's class, access modes
+    and size. Its hostPath is ``<volume_root>/<namespace>/<claim>`` (the caller prepares those directories as
+    the export a real class would provide): what a real node's kubelet mounts; without ``volume_root`` a path
+    that does not exist (nothing mounts it: kwok runs no containers).
     """
     for pvc in claims:
         meta, spec = pvc["metadata"], pvc.get("spec", {})
@@ -129,13 +133,13 @@ def bind_claims(client: KubeClient, claims: list[Obj]) -> None:
             "kind": "PersistentVolume",
             "metadata": {
                 "name": f"e2e-{meta['namespace']}-{meta['name']}",
-                "labels": {"e2e.trainer-platform/fake": "pv"},
+                "labels": {"e2e.trainer-platform/fake": "pv" if volume_root is None else "host-directory"},
             },
             "spec": {
                 "capacity": {"storage": size},
                 "accessModes": spec.get("accessModes", ["ReadWriteOnce"]),
                 "persistentVolumeReclaimPolicy": "Retain",
-                "hostPath": {"path": f"/nonexistent/e2e/{meta['namespace']}/{meta['name']}"},
+                "hostPath": {"path": str((volume_root or Path("/nonexistent/e2e")) / meta["namespace"] / meta["name"])},
                 "claimRef": {"namespace": meta["namespace"], "name": meta["name"]},
             },
         }
@@ -161,29 +165,17 @@ def wait_nodes_ready(client: KubeClient, nodes: list[str], timeout: float = 90) 
 
 #: Helm chart name fragment → control-plane component.
 CHART_COMPONENTS = {"kueue": "kueue", "jobset": "jobset", "trainer": "trainer"}
-#: Chart name → suffix of its controller's ServiceAccount name (each chart's `_helpers.tpl`).
-_CONTROLLER_SERVICE_ACCOUNT = {
-    "jobset": "controller",
-    "kueue": "controller-manager",
-    "kubeflow-trainer": "controller-manager",
-}
 
 
 def controller_users(helm_releases: list[Obj]) -> dict[str, str]:
-    """component → ``system:serviceaccount:<ns>:<sa>`` its controller runs as, from the render's releases.
-
-    The charts name it ``<fullname>-<suffix>``; ``fullname`` is ``fullnameOverride``, else the release name
-    when it contains the chart name (``nameOverride`` if set), else ``<release>-<chart name>``.
-    """
+    """component → ``system:serviceaccount:<ns>:<sa>`` its controller runs as, from the render's releases (the
+    charts' naming rule: components/identity.py)."""
     users: dict[str, str] = {}
     for release in helm_releases:
-        chart = str(release.get("chart", "")).rstrip("/").rsplit("/", 1)[-1]
-        suffix = _CONTROLLER_SERVICE_ACCOUNT.get(chart)
-        if suffix is None:
-            continue
-        values = release.get("values") or {}
-        name, rel = str(values.get("nameOverride") or chart), str(release["name"])
-        fullname = str(values.get("fullnameOverride") or (rel if name in rel else f"{rel}-{name}"))[:63].rstrip("-")
-        component = next(c for fragment, c in CHART_COMPONENTS.items() if fragment in chart)
-        users[component] = f"system:serviceaccount:{release['namespace']}:{fullname}-{suffix}"
+        chart = str(release.get("chart", ""))
+        component = next((c for fragment, c in CHART_COMPONENTS.items() if fragment in chart_name(chart)), None)
+        if component is not None:
+            values = release.get("values") or {}
+            name, namespace = str(release["name"]), str(release["namespace"])
+            users[component] = service_account_username(component, name, chart, namespace, values)
     return users

@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 
 from trainer_infra.manifests.runtime import minimal_runtime
+from trainer_infra.nodepools.kwok import KWOK_ANNOTATION, KWOK_MANAGED_NODES
 from trainer_infra.sandbox.kube import ApiError, FatalWaitError, KubeClient, wait_for
 from trainer_infra.sandbox.pki import CertificateAuthority, CertPair, service_account_keypair
 from trainer_infra.sandbox.versions import (
@@ -46,8 +47,6 @@ from trainer_infra.sandbox.webhooks import MANAGED_BY, load_kustomized_webhooks,
 
 Obj = dict[str, Any]
 
-#: kwok manages nodes carrying this annotation (the convention of kwok's docs and kwokctl).
-KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
 SERVICE_CIDR = "10.96.0.0/16"
 POD_CIDR = "10.244.0.0/16"
 #: Kueue ignores --config paths for its metrics certificate (cmd/kueue/main.go).
@@ -509,8 +508,7 @@ class Sandbox:
             [
                 f"--kubeconfig={self.kubeconfig}",
                 f"--config={kwok_config}",
-                "--manage-all-nodes=false",
-                f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION[0]}={KWOK_NODE_ANNOTATION[1]}",
+                *KWOK_MANAGED_NODES,
                 f"--cidr={POD_CIDR}",
                 "--node-ip=10.250.0.1",
                 "--node-lease-duration-seconds=40",
@@ -868,7 +866,7 @@ class Sandbox:
             "kind": "Node",
             "metadata": {
                 "name": name,
-                "annotations": {KWOK_NODE_ANNOTATION[0]: KWOK_NODE_ANNOTATION[1], "node.alpha.kubernetes.io/ttl": "0"},
+                "annotations": {**KWOK_ANNOTATION, "node.alpha.kubernetes.io/ttl": "0"},
                 "labels": {
                     "kubernetes.io/hostname": name,
                     "kubernetes.io/os": "linux",

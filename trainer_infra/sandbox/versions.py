@@ -13,6 +13,8 @@ import subprocess
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from trainer_infra.core.images import split_image
+from trainer_infra.nodepools.kwok import KWOK_VERSION
 from trainer_infra.versions import MATRIX
 
 #: The checkout the package runs from (editable install); `../shared` beside it is the default shared folder.
@@ -41,13 +43,13 @@ class VersionSet:
 
     kubernetes: str = "1.34.4"
     etcd: str = "3.6.16"
-    kwok: str = "0.8.0"
+    kwok: str = KWOK_VERSION.removeprefix("v")  # the kwok backend's controller, which the sandbox runs
     # The platform's own components run at the compatibility matrix's defaults: one place to bump.
     jobset: str = MATRIX.defaults["jobset"]
     kueue: str = MATRIX.defaults["kueue"]
     trainer: str = MATRIX.defaults["trainer"]
-    #: LeaderWorkerSet, the controller behind the Trainer data cache.
-    lws: str = "0.8.0"
+    #: LeaderWorkerSet, the controller behind the Trainer data cache: the one the default Trainer release installs.
+    lws: str = split_image(MATRIX.components["trainer"].default_release.images["lws"])[1].removeprefix("v")
     prometheus: str = "0.305.0"  # Go module version of Prometheus 3.5.0: promtool and the PromQL parser
     prometheus_operator: str = "0.85.0"  # monitoring.coreos.com CRDs, read from its Go module
 

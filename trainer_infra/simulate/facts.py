@@ -14,12 +14,12 @@ from decimal import Decimal
 from typing import Any
 
 from trainer_infra.core.errors import ConfigIssue, did_you_mean
+from trainer_infra.core.kueue import TOPOLOGY_ANNOTATIONS
 from trainer_infra.core.quantity import quantity
+from trainer_infra.nodepools.labels import POOL_LABEL
 from trainer_infra.simulate.trace import TraceError, TraceRow
 
 Obj = dict[str, Any]
-POOL_LABEL = "trainer-platform.io/node-pool"
-REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 #: Replicated jobs whose pods run the training (initializers finish on their own in the control plane).
 TRAINING_JOBS = ("launcher", "node")
 
@@ -221,7 +221,7 @@ def stack_facts(objects: list[Obj], resource: str = "nvidia.com/gpu") -> StackFa
         replicated[rt["metadata"]["name"]] = names or tuple(j["name"] for j in jobs[-1:])
         node = next((j for j in jobs if j["name"] == "node"), jobs[0] if jobs else {})
         pod_meta = node.get("template", {}).get("spec", {}).get("template", {}).get("metadata", {})
-        runtimes[rt["metadata"]["name"]] = pod_meta.get("annotations", {}).get(REQUIRED_TOPOLOGY)
+        runtimes[rt["metadata"]["name"]] = pod_meta.get("annotations", {}).get(TOPOLOGY_ANNOTATIONS["required"])
     default = "torch-distributed" if "torch-distributed" in runtimes else min(runtimes, default="")
     return StackFacts(
         resource,

@@ -17,6 +17,7 @@ from typing import Any
 import urllib3
 
 from trainer_infra.core.kueue import PRIORITY_LABEL, QUEUE_LABEL
+from trainer_infra.manifests.runtime import JOBSET_NAME_LABEL, TRAINER_API_VERSION
 from trainer_infra.sandbox.controlplane import DURATION_ANNOTATION
 from trainer_infra.sandbox.kube import ApiError, KubeClient
 from trainer_infra.simulate.facts import StackFacts
@@ -24,10 +25,9 @@ from trainer_infra.simulate.metrics import Admission, JobOutcome
 from trainer_infra.simulate.trace import TraceRow
 
 Obj = dict[str, Any]
-TRAINJOB = ("trainer.kubeflow.org/v1alpha1", "TrainJob")
+TRAINJOB = (TRAINER_API_VERSION, "TrainJob")
 WORKLOAD = ("kueue.x-k8s.io/v1beta2", "Workload")
 CLUSTER_QUEUE = ("kueue.x-k8s.io/v1beta2", "ClusterQueue")
-JOBSET_LABEL = "jobset.sigs.k8s.io/jobset-name"
 MANAGER = "trainer-platform.io/simulate"
 
 
@@ -144,7 +144,7 @@ class Replay:
                 job.admissions[-1] = Admission(job.admissions[-1].start, t, "evicted", reason or "unknown")
 
     def _on_pod(self, kind: str, pod: Obj) -> None:
-        name = pod["metadata"].get("labels", {}).get(JOBSET_LABEL)
+        name = pod["metadata"].get("labels", {}).get(JOBSET_NAME_LABEL)
         job = self.jobs.get(f"{pod['metadata'].get('namespace')}/{name}") if name else None
         if job is None or job.started is not None or pod.get("status", {}).get("phase") != "Running":
             return

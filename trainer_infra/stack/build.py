@@ -25,6 +25,7 @@ from trainer_infra.stack.validate import Validated
 from trainer_infra.storage.data_cache import CACHE_INITIALIZER
 from trainer_infra.storage.plan import storage_plan
 from trainer_infra.tenancy.admission.model import AdmissionSettings, TeamAdmission
+from trainer_infra.tenancy.deputies import cache_deputy
 from trainer_infra.tenancy.network import NetworkSettings
 from trainer_infra.tenancy.plan import tenancy_plan
 
@@ -45,6 +46,8 @@ def plan_tenancy(v: Validated) -> PlanPart:
     cfg = v.config
     trainer_ns = v.releases.by_name["trainer"].namespace
     claims = (cfg.storage.claim_name,) if cfg.storage is not None else ()
+    served = catalog_plan(v.serve, v.catalog, v.selection).objects if cfg.data_cache.enabled else ()
+    cache = cache_deputy(cfg.data_cache, [o.manifest for o in served if o.manifest["kind"].endswith("TrainingRuntime")])
     admission = AdmissionSettings(
         teams=tuple(
             TeamAdmission(t.resolved_namespace, claims, (t.local_queue,), tuple(t.job_service_accounts))
@@ -54,6 +57,7 @@ def plan_tenancy(v: Validated) -> PlanPart:
         kueue_identity=_controller(v, "kueue") if kueue_settings(cfg).train_job_integration else None,
         priority_classes=tuple(cfg.tenancy.priority_classes),
         data_cache_service_account=CACHE_INITIALIZER if cfg.data_cache.enabled else None,
+        data_cache=cache,
     )
     net = cfg.tenancy.network_policies
     network = (
@@ -75,6 +79,7 @@ def plan_tenancy(v: Validated) -> PlanPart:
         cluster_queues={t.name: cluster_queue_name(t) for t in cfg.teams},
         admission=admission,
         network=network,
+        cache=cache,
     )
 
 

@@ -280,9 +280,7 @@ def validate_model(
         raise ConfigError([ConfigIssue(i.path, i.message, i.found, f"{i.hint}; {extra}") for i in compat], source)
     facts = RuntimeFacts(
         mirror=cfg.images.registry_mirror,
-        placement=Placement.resolve(
-            cfg.queues.placement, bool(d.pools), d.queues.tolerations, sorted(d.queues.topologies)
-        ),
+        placement=Placement.resolve(cfg.queues.placement, d.queues),
         storage=cfg.storage,
         hf_token=any(t.secrets.hf_token is not None for t in cfg.teams),
         default_resources=cfg.runtimes.default_resources,

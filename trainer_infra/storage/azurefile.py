@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -23,27 +23,21 @@ class AzureFileBackend(StrictModel):
 class AzureFileStorage(StorageDefaults):
     name = "azurefile"
     settings_model = AzureFileBackend
+    driver = "file.csi.azure.com"
 
-    def provisioner(self, settings: Any) -> str | None:
-        return "file.csi.azure.com"
+    def parameters(self, s: AzureFileBackend) -> dict[str, str | None]:
+        return {"skuName": s.sku_name, "protocol": s.protocol}
 
-    def parameters(self, settings: Any) -> dict[str, str]:
-        s: AzureFileBackend = settings
-        return dict(sorted({"skuName": s.sku_name, "protocol": s.protocol}.items()))
-
-    def mount_options(self, settings: Any) -> list[str]:
-        s: AzureFileBackend = settings
+    def mount_options(self, s: AzureFileBackend) -> list[str]:
         if s.protocol == "smb":
             # Training images run as many uids: open permissions, symlinks, no byte-range locks (as AKS docs).
             return ["dir_mode=0777", "file_mode=0777", "mfsymlinks", "cache=strict", "actimeo=30", "nobrl"]
         return []
 
-    def minimum_bytes(self, settings: Any) -> tuple[int, str] | None:
-        s: AzureFileBackend = settings
+    def minimum_bytes(self, s: AzureFileBackend) -> tuple[int, str] | None:
         return (100 * GI, "Azure Files Premium shares start at 100Gi") if s.sku_name.startswith("Premium") else None
 
-    def checks(self, settings: Any) -> list[ConfigIssue]:
-        s: AzureFileBackend = settings
+    def checks(self, s: AzureFileBackend) -> list[ConfigIssue]:
         if s.protocol == "nfs" and "Premium" not in s.sku_name:
             message = f"NFS shares need a Premium SKU, not {s.sku_name}"
             hint = "use skuName Premium_LRS or Premium_ZRS, or protocol smb"

@@ -9,6 +9,7 @@ smaller claims at provisioning time; we refuse them at config time instead).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Protocol
 
 from pydantic import AfterValidator
@@ -48,8 +49,8 @@ class StorageBackend(Protocol):
     def class_name(self, settings: Any) -> str | None:
         """The name of an existing class to use instead of ours (None: ours, `storage.className`)."""
 
-    def parameters(self, settings: Any) -> dict[str, str]:
-        """StorageClass `parameters` (all strings, as the API wants them)."""
+    def parameters(self, settings: Any) -> Mapping[str, str | None]:
+        """StorageClass `parameters` (all strings, as the API wants them; None: left out)."""
 
     def mount_options(self, settings: Any) -> list[str]:
         """Mount options when `storage.mountOptions` is not set."""
@@ -70,6 +71,13 @@ class StorageBackend(Protocol):
 class StorageDefaults:
     """What most backends do: a StorageClass of ours, no extra mount options, no minimum size, no checks beyond
     the settings model, nothing running in the cluster. A backend overrides what differs."""
+
+    #: The CSI driver our StorageClass names (None: the class exists already); a backend whose driver follows
+    #: its settings overrides `provisioner` instead.
+    driver: str | None
+
+    def provisioner(self, settings: Any) -> str | None:
+        return self.driver
 
     def class_name(self, settings: Any) -> str | None:
         return None

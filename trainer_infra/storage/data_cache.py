@@ -31,19 +31,44 @@ CACHE_INITIALIZER = "kubeflow-trainer-cache-initializer"  # the ServiceAccount t
 CACHE_ROLE = "trainer-platform-cache-initializer"
 RBAC = "rbac.authorization.k8s.io"
 
-#: Upstream's ClusterRole rules plus what cache.py needs and upstream forgot (trainer#3945): reading its
-#: TrainJob, and `trainjobs/finalizers` for blockOwnerDeletion owner references.
+#: What cache.py calls, nothing more (trainer 2.2.1/2.3.0 `pkg/initializers/dataset/cache.py`): get its TrainJob
+#: (upstream's role forgot it: trainer#3945), create a ServiceAccount, a LeaderWorkerSet and a Service owned by
+#: that TrainJob (`trainjobs/finalizers` for their blockOwnerDeletion), then poll the LeaderWorkerSet with `get`.
+#: Upstream also grants list/watch and `delete` on ServiceAccounts: cache.py never lists, and its only delete
+#: is a clean-up on failure of the ServiceAccount it created, which the TrainJob's owner reference removes
+#: anyway (garbage collection). RBAC cannot say "only what you created": a `delete` would let the
+#: initializer's pod delete every ServiceAccount of the namespace, so it has none (the clean-up logs a 403).
 CACHE_RULES: tuple[dict[str, Any], ...] = (
-    {
-        "apiGroups": ["leaderworkerset.x-k8s.io"],
-        "resources": ["leaderworkersets"],
-        "verbs": ["create", "get", "list", "watch"],
-    },
-    {"apiGroups": [""], "resources": ["services"], "verbs": ["create", "get", "list", "watch"]},
-    {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["create", "delete", "get", "list", "watch"]},
+    {"apiGroups": ["leaderworkerset.x-k8s.io"], "resources": ["leaderworkersets"], "verbs": ["create", "get"]},
+    {"apiGroups": [""], "resources": ["services"], "verbs": ["create"]},
+    {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["create"]},
     {"apiGroups": ["trainer.kubeflow.org"], "resources": ["trainjobs"], "verbs": ["get"]},
     {"apiGroups": ["trainer.kubeflow.org"], "resources": ["trainjobs/finalizers"], "verbs": ["update"]},
 )
+#: What cache.py names the objects it creates for TrainJob `<name>`: `<name>-cache` (ServiceAccount and
+#: LeaderWorkerSet, whose pods run as that ServiceAccount) and `<name>-cache-service`.
+CACHE_SUFFIX = "-cache"
+SERVICE_SUFFIX = "-cache-service"
+#: The env cache.py puts into the cache pods (and nothing else).
+CACHE_POD_ENV = ("METADATA_LOC", "TABLE_NAME", "SCHEMA_NAME")
+#: The IRSA annotations cache.py sets on the per-job ServiceAccount.
+ROLE_ANNOTATION = "eks.amazonaws.com/role-arn"
+STS_ANNOTATION = "eks.amazonaws.com/sts-regional-endpoints"
+
+
+def pinned_env(cfg: DataCacheConfig, image: str) -> dict[str, str]:
+    """The cache initializer's settings the platform pins in the cache runtime (a member's `initializer.dataset.env`
+    may only repeat them): which image the cache pods run, how many, how large, with which cloud role."""
+    c = cfg.cluster
+    return {
+        "CACHE_IMAGE": image,
+        "CLUSTER_SIZE": str(c.size),
+        "HEAD_CPU": c.head_cpu,
+        "HEAD_MEM": c.head_memory,
+        "WORKER_CPU": c.worker_cpu,
+        "WORKER_MEM": c.worker_memory,
+        "IAM_ROLE": c.iam_role,
+    }
 
 
 def cache_image(cfg: DataCacheConfig, trainer_version: str) -> str:

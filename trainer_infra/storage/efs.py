@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import Field, StringConstraints
 
@@ -26,16 +26,11 @@ class EfsBackend(StrictModel):
 class EfsStorage(StorageDefaults):
     name = "efs"
     settings_model = EfsBackend
+    driver = "efs.csi.aws.com"
 
-    def provisioner(self, settings: Any) -> str | None:
-        return "efs.csi.aws.com"
-
-    def parameters(self, settings: Any) -> dict[str, str]:
-        s: EfsBackend = settings
-        out = {"provisioningMode": "efs-ap", "fileSystemId": s.file_system_id, "directoryPerms": s.directory_perms}
-        if s.base_path:
-            out["basePath"] = s.base_path
-        return dict(sorted(out.items()))
+    def parameters(self, s: EfsBackend) -> dict[str, str | None]:
+        ap = {"provisioningMode": "efs-ap", "fileSystemId": s.file_system_id, "directoryPerms": s.directory_perms}
+        return {**ap, "basePath": s.base_path}
 
 
 BACKEND = EfsStorage()

@@ -20,12 +20,9 @@ class ExistingBackend(StrictModel):
 class ExistingStorage(StorageDefaults):
     name = "existing"
     settings_model = ExistingBackend
+    driver = None
 
-    def provisioner(self, settings: Any) -> str | None:
-        return None
-
-    def class_name(self, settings: Any) -> str | None:
-        s: ExistingBackend = settings
+    def class_name(self, s: ExistingBackend) -> str | None:
         return s.class_name
 
     def parameters(self, settings: Any) -> dict[str, str]:

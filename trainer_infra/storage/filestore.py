@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -21,19 +21,12 @@ class FilestoreBackend(StrictModel):
 class FilestoreStorage(StorageDefaults):
     name = "filestore"
     settings_model = FilestoreBackend
+    driver = "filestore.csi.storage.gke.io"
 
-    def provisioner(self, settings: Any) -> str | None:
-        return "filestore.csi.storage.gke.io"
+    def parameters(self, s: FilestoreBackend) -> dict[str, str | None]:
+        return {"tier": s.tier, "network": s.network, "connect-mode": s.connect_mode}
 
-    def parameters(self, settings: Any) -> dict[str, str]:
-        s: FilestoreBackend = settings
-        out = {"tier": s.tier, "network": s.network}
-        if s.connect_mode:
-            out["connect-mode"] = s.connect_mode
-        return dict(sorted(out.items()))
-
-    def minimum_bytes(self, settings: Any) -> tuple[int, str] | None:
-        s: FilestoreBackend = settings
+    def minimum_bytes(self, s: FilestoreBackend) -> tuple[int, str] | None:
         size = {"standard": 1024, "premium": 2560, "enterprise": 1024, "zonal": 1024}[s.tier]
         return size * GI, f"Filestore {s.tier} instances start at {size}Gi"
 

@@ -34,7 +34,14 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from trainer_infra.manifests.runtime import get_in, is_step_job, is_training, pod_spec, replicated_jobs
+from trainer_infra.manifests.runtime import (
+    JOBSET_NAME_LABEL,
+    get_in,
+    is_step_job,
+    is_training,
+    pod_spec,
+    replicated_jobs,
+)
 from trainer_infra.storage.config import StorageConfig
 
 VOLUME = "initializer"
@@ -43,11 +50,10 @@ RUNTIME_WORKSPACE = "/workspace"  # where catalog files (and upstream's) mount t
 FIXED_WORKSPACE_IMAGES = re.compile(r"(^|/)kubeflow/trainer/(dataset|model)-initializer([:@]|$)")
 _UNDER_WORKSPACE = re.compile(r"(?<![\w./-])/workspace(?=/|$|[\s:;,])")
 JOB_NAME_ENV = "TRAIN_JOB_NAME"
-JOB_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 JOBS_DIR = "jobs"
 SUB_PATH = f"{JOBS_DIR}/$({JOB_NAME_ENV})"
 CHECKPOINT_ENV = "CHECKPOINT_DIR"
-JOB_NAME_FIELD = f"metadata.labels['{JOB_NAME_LABEL}']"
+JOB_NAME_FIELD = f"metadata.labels['{JOBSET_NAME_LABEL}']"
 
 
 def job_name_env() -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -48,13 +48,12 @@ THROUGHPUT: dict[str, tuple[int, ...]] = {
 class LustreStorage(StorageDefaults):
     name = "lustre"
     settings_model = LustreBackend
+    driver = None  # provisioner() picks it by provider
 
-    def provisioner(self, settings: Any) -> str | None:
-        s: LustreBackend = settings
+    def provisioner(self, s: LustreBackend) -> str | None:
         return "fsx.csi.aws.com" if s.provider == "fsx" else "lustre.csi.storage.gke.io"
 
-    def parameters(self, settings: Any) -> dict[str, str]:
-        s: LustreBackend = settings
+    def parameters(self, s: LustreBackend) -> dict[str, str]:
         out: dict[str, str] = {}
         if s.provider == "fsx":
             out = {"deploymentType": s.deployment_type, "fileSystemTypeVersion": "2.15"}
@@ -68,12 +67,10 @@ class LustreStorage(StorageDefaults):
             out["perUnitStorageThroughput"] = str(s.per_unit_storage_throughput)
         return dict(sorted(out.items()))
 
-    def minimum_bytes(self, settings: Any) -> tuple[int, str] | None:
-        s: LustreBackend = settings
+    def minimum_bytes(self, s: LustreBackend) -> tuple[int, str] | None:
         return (1200 * GI, "FSx for Lustre file systems start at 1200Gi") if s.provider == "fsx" else None
 
-    def checks(self, settings: Any) -> list[ConfigIssue]:
-        s: LustreBackend = settings
+    def checks(self, s: LustreBackend) -> list[ConfigIssue]:
         at = "storage.lustre"
         other = {"fsx": "gke", "gke": "fsx"}[s.provider]
         issues = [

@@ -117,23 +117,16 @@ def in_cluster_server(backend: NfsBackend, image_mirror: str | None) -> list[Man
 class NfsStorage(StorageDefaults):
     name = "nfs"
     settings_model = NfsBackend
+    driver = "nfs.csi.k8s.io"
 
-    def provisioner(self, settings: Any) -> str | None:
-        return "nfs.csi.k8s.io"
-
-    def parameters(self, settings: Any) -> dict[str, str]:
-        s: NfsBackend = settings
+    def parameters(self, s: NfsBackend) -> dict[str, str | None]:
         server = server_address(s) if s.in_cluster_server.enabled else str(s.server)
-        out = {"server": server, "share": s.share}
-        if s.mount_permissions:
-            out["mountPermissions"] = s.mount_permissions
-        return dict(sorted(out.items()))
+        return {"server": server, "share": s.share, "mountPermissions": s.mount_permissions}
 
     def mount_options(self, settings: Any) -> list[str]:
         return ["hard", "nfsvers=4.1"]
 
-    def checks(self, settings: Any) -> list[ConfigIssue]:
-        s: NfsBackend = settings
+    def checks(self, s: NfsBackend) -> list[ConfigIssue]:
         if s.in_cluster_server.enabled and s.server:
             hint = "use either an external server or the in-cluster one"
             return [ConfigIssue("storage.nfs.server", "set together with inClusterServer.enabled", s.server, hint)]

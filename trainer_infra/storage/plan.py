@@ -27,7 +27,7 @@ def storage_class(storage: StorageConfig, allow_data_loss: bool) -> ManagedObjec
         "kind": "StorageClass",
         "metadata": meta.metadata(storage.class_name),
         "provisioner": provisioner,
-        "parameters": backend.parameters(settings),
+        "parameters": {k: v for k, v in sorted(backend.parameters(settings).items()) if v is not None},
         "reclaimPolicy": storage.reclaim_policy,
         "volumeBindingMode": storage.volume_binding_mode,
         "allowVolumeExpansion": storage.allow_volume_expansion,

@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from trainer_infra.core.objects import ManagedObject, PlanPart
 from trainer_infra.tenancy.admission.model import AdmissionSettings
 from trainer_infra.tenancy.admission.policy import admission_objects, namespace_annotations
+from trainer_infra.tenancy.deputies import CacheDeputy
+from trainer_infra.tenancy.deputy_admission import deputy_policies
 from trainer_infra.tenancy.limits import limit_objects
 from trainer_infra.tenancy.namespaces import team_namespace
 from trainer_infra.tenancy.network import NetworkSettings, network_policies
@@ -25,8 +27,10 @@ def tenancy_plan(
     cluster_queues: Mapping[str, str],
     admission: AdmissionSettings,
     network: NetworkSettings | None,
+    cache: CacheDeputy | None = None,
 ) -> PlanPart:
-    """`cluster_queues`: team name → its ClusterQueue; `network` None: no NetworkPolicies."""
+    """`cluster_queues`: team name → its ClusterQueue; `network` None: no NetworkPolicies; `cache`: the data
+    cache's deputy (None: no data cache)."""
     if not teams:
         return PlanPart()
     objects: list[ManagedObject] = shared_roles(trainer_namespace)
@@ -43,5 +47,6 @@ def tenancy_plan(
             objects += [ManagedObject(p) for p in network_policies(team.resolved_namespace, team.name, network)]
     # the policies read the allow-lists from the namespaces: never applied before them (a first `up` that adds the
     # annotations would otherwise refuse the teams' jobs for a moment)
-    objects += [ManagedObject(o, after=tuple(namespaces)) for o in admission_objects(admission)]
+    policies = [*admission_objects(admission), *deputy_policies(admission, cache)]
+    objects += [ManagedObject(o, after=tuple(namespaces)) for o in policies]
     return PlanPart(objects=tuple(objects))

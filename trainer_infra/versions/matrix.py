@@ -51,6 +51,12 @@ class ComponentMatrix(StrictModel):
         return next((r for r in self.releases if r.version == version), None)
 
     @property
+    def default_release(self) -> Release:
+        found = self.release(self.default)
+        assert found is not None, "checked at load (_default_is_a_release)"
+        return found
+
+    @property
     def versions(self) -> list[str]:
         return [r.version for r in self.releases]
 

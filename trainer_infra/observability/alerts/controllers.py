@@ -5,6 +5,7 @@ Every metric is exported by controller-runtime in the pinned controllers or by P
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field
@@ -56,36 +57,43 @@ class RatioAlert(AlertBase):
     for_: Duration = Field(default="15m", alias="for")
 
 
-def _failure_ratio(
-    name: str, by: str, errors: str, total: str, s: RatioAlert, summary: str, what: str
-) -> dict[str, Any]:
-    """`errors` over `total` (two counter selectors) by `by`, above `s.ratio` over `s.window`, for `s.for_`."""
-    return alert(
-        name,
-        f"sum by ({by}) (rate({errors}[{s.window}]))\n/ sum by ({by}) (rate({total}[{s.window}]))\n> {s.ratio:g}",
-        s.severity,
-        summary,
-        f"More than {s.ratio:.0%} of {what}",
-        s.for_,
-    )
+@dataclass(frozen=True)
+class _FailureRatio:
+    """One rule: the rate of the `errors` counter over that of `total`, of the controllers' jobs, by `by`, above
+    `ratio` over `window`, for `for`."""
+
+    name: str
+    by: str
+    errors: str  # a counter
+    total: str
+    summary: str
+    failed: str  # what failed, as the description says it
+    consequence: str = ""
+    error_matchers: str = ""  # more label matchers of `errors` (`code!="200"`)
+
+    def __call__(self, facts: PlatformFacts, s: RatioAlert) -> list[dict[str, Any]]:
+        def rate(counter: str, matchers: str = "") -> str:
+            selector = ", ".join(m for m in (_jobs(facts), matchers) if m)
+            return f"sum by ({self.by}) (rate({counter}{{{selector}}}[{s.window}]))"
+
+        description = f"More than {s.ratio:.0%} of {self.failed} over {s.window}, for {s.for_}{self.consequence}."
+        expr = f"{rate(self.errors, self.error_matchers)}\n/ {rate(self.total)}\n> {s.ratio:g}"
+        return [alert(self.name, expr, s.severity, self.summary, description, s.for_)]
 
 
-def _reconcile_errors(facts: PlatformFacts, rec: RatioAlert) -> list[dict[str, Any]]:
-    jobs = _jobs(facts)
-    return [
-        _failure_ratio(
-            "TrainerPlatformReconcileErrors",
-            "namespace, job, controller",
-            f"controller_runtime_reconcile_errors_total{{{jobs}}}",
-            f"controller_runtime_reconcile_total{{{jobs}}}",
-            rec,
-            "Controller {{ $labels.controller }} ({{ $labels.job }}) fails reconciles",
-            f"reconciles of {{{{ $labels.controller }}}} returned an error over {rec.window}, for {rec.for_}.",
-        )
-    ]
-
-
-RECONCILE_ERRORS = Alert("reconcile_errors", "controllers", RatioAlert, _reconcile_errors)
+RECONCILE_ERRORS = Alert(
+    "reconcile_errors",
+    "controllers",
+    RatioAlert,
+    _FailureRatio(
+        "TrainerPlatformReconcileErrors",
+        by="namespace, job, controller",
+        errors="controller_runtime_reconcile_errors_total",
+        total="controller_runtime_reconcile_total",
+        summary="Controller {{ $labels.controller }} ({{ $labels.job }}) fails reconciles",
+        failed="reconciles of {{ $labels.controller }} returned an error",
+    ),
+)
 
 
 class WebhookErrorsAlert(RatioAlert):
@@ -96,23 +104,21 @@ class WebhookErrorsAlert(RatioAlert):
     for_: Duration = Field(default="10m", alias="for")
 
 
-def _webhook_errors(facts: PlatformFacts, wh: WebhookErrorsAlert) -> list[dict[str, Any]]:
-    jobs = _jobs(facts)
-    return [
-        _failure_ratio(
-            "TrainerPlatformWebhookErrors",
-            "namespace, job, webhook",
-            f'controller_runtime_webhook_requests_total{{{jobs}, code!="200"}}',
-            f"controller_runtime_webhook_requests_total{{{jobs}}}",
-            wh,
-            "Webhook {{ $labels.webhook }} ({{ $labels.job }}) answers with HTTP errors",
-            f"admission requests to {{{{ $labels.webhook }}}} failed over {wh.window}, for {wh.for_}: creates "
-            "and updates of its objects fail or bypass validation.",
-        )
-    ]
-
-
-WEBHOOK_ERRORS = Alert("webhook_errors", "controllers", WebhookErrorsAlert, _webhook_errors)
+WEBHOOK_ERRORS = Alert(
+    "webhook_errors",
+    "controllers",
+    WebhookErrorsAlert,
+    _FailureRatio(
+        "TrainerPlatformWebhookErrors",
+        by="namespace, job, webhook",
+        errors="controller_runtime_webhook_requests_total",
+        total="controller_runtime_webhook_requests_total",
+        summary="Webhook {{ $labels.webhook }} ({{ $labels.job }}) answers with HTTP errors",
+        failed="admission requests to {{ $labels.webhook }} failed",
+        consequence=": creates and updates of its objects fail or bypass validation",
+        error_matchers='code!="200"',
+    ),
+)
 
 
 class WebhookLatencyAlert(AlertBase):

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from trainer_infra.manifests.pod_rules import PodSchema
+
+if TYPE_CHECKING:
+    from trainer_infra.tenancy.deputies import CacheDeputy
 
 #: the team namespace's annotations that hold its allow-lists (comma-separated names), by `variables.team` key
 ALLOW_LISTS = {
@@ -34,6 +38,8 @@ class AdmissionSettings:
     kueue_identity: str | None  # None: Kueue does not manage TrainJobs (no queue or suspend rule)
     priority_classes: tuple[str, ...] = ()
     data_cache_service_account: str | None = None
+    #: the data cache's deputy (pinned images, settings, runtimes); None: no data cache
+    data_cache: CacheDeputy | None = None
 
 
 @dataclass(frozen=True)

@@ -5,17 +5,27 @@ from __future__ import annotations
 
 from trainer_infra.manifests.pod_rules import RULES as POD_RULES
 from trainer_infra.manifests.pod_rules import Lists, PodRule
+from trainer_infra.storage.data_cache import CACHE_SUFFIX
 from trainer_infra.tenancy.admission.cel import lit
 from trainer_infra.tenancy.admission.model import AdmissionRule, AdmissionSettings, AdmittedKind
 
+LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+
 
 def _lists(kind: AdmittedKind, settings: AdmissionSettings) -> Lists:
-    # a JobSet may also run as the data cache initializer, whose account only the platform's cache runtime names
-    wide = kind.name == "JobSet" and settings.data_cache_service_account
+    # a JobSet (and its pods) may also run as the data cache initializer, whose account only the platform's cache
+    # runtime names; a cache cluster's pods run as their LeaderWorkerSet's own `<trainjob>-cache` account
+    wide = kind.name in ("JobSet", "Pod") and settings.data_cache_service_account
     extra = [settings.data_cache_service_account] if wide else []
+    lws = ""
+    if kind.name == "Pod" and settings.data_cache_service_account:
+        name = f"object.metadata.labels['{LWS_NAME_LABEL}']"
+        labelled = f"has(object.metadata.labels) && '{LWS_NAME_LABEL}' in object.metadata.labels"
+        own = f"{labelled} && {name}.endsWith('{CACHE_SUFFIX}')"
+        lws = f" + ({own} ? [{name}] : [])"
     return Lists(
         claims="variables.team.claims",
-        service_accounts=f"(variables.team.serviceAccounts + {lit(sorted(extra))})",
+        service_accounts=f"(variables.team.serviceAccounts + {lit(sorted(extra))}{lws})",
         priority_classes=lit(sorted(settings.priority_classes)),
     )
 

@@ -115,43 +115,52 @@ def admission_objects(settings: AdmissionSettings, team_label: str = meta.TEAM_L
     if not settings.teams:
         return []
     out: list[dict[str, Any]] = []
-    selector = {"matchExpressions": [{"key": team_label, "operator": "Exists"}]}
     for kind in KINDS:
-        name = policy_name(kind.name)
-        out.append(
-            {
-                "apiVersion": API,
-                "kind": "ValidatingAdmissionPolicy",
-                "metadata": meta.metadata(name),
-                "spec": {
-                    "failurePolicy": "Fail",
-                    "matchConditions": [{"name": "spec-or-labels-changed", "expression": CHANGED}],
-                    "matchConstraints": {
-                        "namespaceSelector": selector,
-                        "resourceRules": [
-                            {
-                                "apiGroups": [kind.group],
-                                "apiVersions": [kind.version],
-                                "operations": list(kind.operations),
-                                "resources": [kind.resource],
-                            }
-                        ],
-                    },
-                    "variables": policy_variables(kind.name, settings),
-                    "validations": policy_validations(kind.name, settings),
-                },
-            }
-        )
-        out.append(
-            {
-                "apiVersion": API,
-                "kind": "ValidatingAdmissionPolicyBinding",
-                "metadata": meta.metadata(name),
-                "spec": {
-                    "policyName": name,
-                    "validationActions": ["Deny"],
-                    "matchResources": {"namespaceSelector": selector},
-                },
-            }
-        )
+        resource = (kind.group, kind.version, kind.resource, kind.operations)
+        variables = policy_variables(kind.name, settings)
+        validations = policy_validations(kind.name, settings)
+        out += team_policy(policy_name(kind.name), resource, variables, validations, team_label=team_label)
     return out
+
+
+def team_policy(
+    name: str,
+    resource: tuple[str, str, str, tuple[str, ...]],
+    variables: list[dict[str, str]],
+    validations: list[dict[str, Any]],
+    match: tuple[str, str] = ("spec-or-labels-changed", CHANGED),
+    team_label: str = meta.TEAM_LABEL,
+) -> list[dict[str, Any]]:
+    """A ValidatingAdmissionPolicy on team namespaces and its Deny binding; `resource`: group, version,
+    plural, operations; `match`: the one match condition (name, CEL)."""
+    group, version, plural, operations = resource
+    selector = {"matchExpressions": [{"key": team_label, "operator": "Exists"}]}
+    policy = {
+        "apiVersion": API,
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": meta.metadata(name),
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConditions": [{"name": match[0], "expression": match[1]}],
+            "matchConstraints": {
+                "namespaceSelector": selector,
+                "resourceRules": [
+                    {
+                        "apiGroups": [group],
+                        "apiVersions": [version],
+                        "operations": list(operations),
+                        "resources": [plural],
+                    }
+                ],
+            },
+            "variables": variables,
+            "validations": validations,
+        },
+    }
+    binding = {
+        "apiVersion": API,
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": meta.metadata(name),
+        "spec": {"policyName": name, "validationActions": ["Deny"], "matchResources": {"namespaceSelector": selector}},
+    }
+    return [policy, binding]
