@@ -38,7 +38,7 @@ def _actionlint() -> str:
 
 
 def test_there_is_a_pr_and_a_deploy_workflow() -> None:
-    assert {w.name for w in WORKFLOWS} == {"preview.yml", "deploy.yml", "pulumi-up.yml"}
+    assert {w.name for w in WORKFLOWS} == {"preview.yml", "deploy.yml", "pulumi-up.yml", "drift.yml"}
 
 
 def test_actionlint() -> None:
@@ -177,3 +177,50 @@ def test_the_pr_workflow_comments_the_real_preview_as_the_docs_say() -> None:
     assert "secrets." not in str(job["steps"][comment]), "the comment step sees no cloud credentials"
     docs = (ROOT / "docs" / "preview.md").read_text()
     assert "one comment per stack" in docs and "comment-on-pr" not in docs
+
+
+def test_the_drift_workflow_checks_every_deployed_stack_as_the_docs_say() -> None:
+    """docs/drift.md: daily and on demand, `.ci/pulumi-drift` per deployed stack, read-only credentials from
+    `drift-<stack>`, main's code only, the diff in the job summary and drift failing the job."""
+    doc = yaml.safe_load((ROOT / ".github/workflows/drift.yml").read_text())
+    triggers = doc[True]  # YAML 1.1 reads the key `on` as a boolean
+    assert set(triggers) == {"schedule", "workflow_dispatch"} and triggers["schedule"][0]["cron"]
+    job = doc["jobs"]["drift"]
+    deployed = [
+        j["with"]["stack"] for j in yaml.safe_load((ROOT / ".github/workflows/deploy.yml").read_text())["jobs"].values()
+    ]
+    assert job["strategy"]["matrix"]["stack"] == deployed
+    assert job["environment"] == "drift-${{ matrix.stack }}" and job["if"] == "github.ref == 'refs/heads/main'"
+    assert job["permissions"] == {"contents": "read"}
+    run = next(str(s["run"]) for s in job["steps"] if ".ci/pulumi-drift" in str(s.get("run", "")))
+    assert "GITHUB_STEP_SUMMARY" in run and 'exit "$rc"' in run
+    script = (ROOT / ".ci/pulumi-drift").read_text()
+    assert "pulumi preview --refresh --expect-no-changes --diff" in script
+    assert "drift.yml" in (ROOT / "docs" / "drift.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("exit_code", "says", "expected"),
+    [
+        (0, "", 0),
+        (7, "", 1),
+        (255, "error: no changes were expected for preview but changes were proposed", 1),
+        (255, "error: could not connect", 2),
+        (2, "", 2),
+    ],
+)
+def test_the_drift_check_tells_drift_from_a_failed_check(
+    tmp_path: Path, exit_code: int, says: str, expected: int
+) -> None:
+    """Drift (exit 1) fails the scheduled run with the diff; a check that could not run is exit 2, not drift."""
+    fake = tmp_path / "pulumi"
+    fake.write_text(f'#!/usr/bin/env bash\necho "args: $*"\necho "{says}" >&2\nexit {exit_code}\n')
+    fake.chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}", "PULUMI_STACK": "dev"}
+    done = subprocess.run(
+        [str(ROOT / ".ci" / "pulumi-drift"), "--color", "never"], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == expected, done.stdout
+    assert (
+        "args: preview --refresh --expect-no-changes --diff --non-interactive --stack dev --color never" in done.stdout
+    )

@@ -33,6 +33,7 @@ STACK = "e2e"
 #: A throwaway passphrase for the e2e's own secrets provider (the state lives in a temporary directory).
 PASSPHRASE = "trainer-platform-e2e"
 PREVIEW_SCRIPT = REPO_ROOT / ".ci" / "pulumi-preview"
+DRIFT_SCRIPT = REPO_ROOT / ".ci" / "pulumi-drift"
 
 
 class PulumiError(RuntimeError):
@@ -191,10 +192,14 @@ class PulumiProject:
         """The PR workflow's preview (``.ci/pulumi-preview``): ``--diff`` with the policy pack enforced."""
         return self._exec(["bash", str(PREVIEW_SCRIPT), *extra], check=check, timeout=timeout)
 
+    def drift(self, timeout: float = 1800) -> Result:
+        """The scheduled drift check (``.ci/pulumi-drift``): exit 0 none, 1 drift, 2 the check failed."""
+        return self._exec(["bash", str(DRIFT_SCRIPT)], check=False, timeout=timeout)
+
     def up(self, *extra: str, check: bool = True, timeout: float = 1800, env: dict[str, str] | None = None) -> Result:
-        return self.run(
-            "up", "--yes", "--skip-preview", "--stack", STACK, *extra, check=check, timeout=timeout, env=env
-        )
+        """With the policy pack enforced, as the deploy workflow runs it (pulumi-up.yml, ``policyPacks: policy``)."""
+        args = ("up", "--yes", "--skip-preview", "--stack", STACK, "--policy-pack", str(self.policy_dir), *extra)
+        return self.run(*args, check=check, timeout=timeout, env=env)
 
     def destroy(self, *extra: str, check: bool = True) -> Result:
         """With its preview, as documented: the preview refuses protected deletions before anything is deleted."""

@@ -196,6 +196,15 @@ def test_up_installs_the_platform_from_the_charts(deployed: Deployed) -> None:
     _webhook_rejects_invalid_cluster_queue(deployed)
     for (ns, name), secret in _cert_secrets(deployed).items():
         assert secret.get("data", {}).get("tls.crt"), f"{ns}/{name} has no certificate"
+    # the controllers own the certificates: Pulumi applied the chart's placeholders without `data`
+    # (else a refreshed preview, the drift check, proposes replacing them with the controllers' content)
+    applied = {
+        (r["inputs"]["metadata"].get("namespace"), r["inputs"]["metadata"]["name"]): r["inputs"]
+        for r in deployed.project.export()["deployment"]["resources"]
+        if r["type"] == "kubernetes:core/v1:Secret"
+    }
+    for key in CERT_SECRETS:
+        assert "data" not in applied[key], f"{key}: the chart's empty certificate was applied by Pulumi"
 
 
 def test_sdk_scenario_on_what_pulumi_deployed(deployed: Deployed) -> None:
@@ -245,7 +254,58 @@ def test_upgrade_with_a_new_team_keeps_the_webhook_certificates(deployed: Deploy
     _webhook_rejects_invalid_cluster_queue(deployed)
 
 
+def test_drift_is_shown_by_the_check_and_repaired_by_the_next_up(deployed: Deployed) -> None:
+    """An admin's hand edits (docs/drift.md): a ClusterQueue quota, a deleted LocalQueue, a relabelled namespace.
+    The drift check is clean on the undisturbed stack (the controllers' own writes, such as the webhook
+    certificates, are not drift), names each hand edit and fails; the next `up --refresh` puts them back."""
+    client = deployed.sandbox.client
+    certificates = _cert_secrets(deployed)
+    queue = client.get("kueue.x-k8s.io/v1beta2", "ClusterQueue", "nlp")
+    quota = queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]
+    enforce = client.get("v1", "Namespace", "nlp")["metadata"]["labels"]["pod-security.kubernetes.io/enforce"]
+    clean = deployed.timed("drift check (local, none)", deployed.project.drift())
+    assert clean.returncode == 0, diagnostics(clean.output)
+    _hand_edit(client, "kueue.x-k8s.io/v1beta2", "ClusterQueue", "nlp", None, _with_quota(queue, "1"))
+    client.delete("kueue.x-k8s.io/v1beta2", "LocalQueue", "default", "nlp")
+    relabel = {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "privileged"}}}
+    _hand_edit(client, "v1", "Namespace", "nlp", None, relabel)
+    found = deployed.timed("drift check (local, three hand edits)", deployed.project.drift())
+    assert found.returncode == 1, found.output[-6000:]
+    for shown in ("clusterqueue-nlp", "localqueue-nlp-default", "namespace-nlp", "nominalQuota", "enforce"):
+        assert shown in found.output, (shown, found.output[-6000:])
+    assert "to replace" not in found.output and "to delete" not in found.output, found.output[-6000:]
+    # as the deploy workflow runs it (pulumi-up.yml: `refresh: true`)
+    deployed.timed("up --refresh (local, repairs three hand edits)", deployed.project.up("--refresh"))
+    repaired = client.get("kueue.x-k8s.io/v1beta2", "ClusterQueue", "nlp")
+    assert repaired["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0] == quota
+    assert client.get("kueue.x-k8s.io/v1beta2", "LocalQueue", "default", "nlp")
+    assert client.get("v1", "Namespace", "nlp")["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == enforce
+    after = deployed.timed("drift check (local, after the repair)", deployed.project.drift())
+    assert after.returncode == 0, diagnostics(after.output)
+    for key, secret in _cert_secrets(deployed).items():
+        assert secret.get("data") == certificates[key].get("data"), f"{key}: webhook certificate changed"
+    _webhook_rejects_invalid_cluster_queue(deployed)
+
+
+def _with_quota(queue: Obj, value: str) -> Obj:
+    groups = json.loads(json.dumps(queue["spec"]["resourceGroups"]))
+    groups[0]["flavors"][0]["resources"][0]["nominalQuota"] = value
+    return {"spec": {"resourceGroups": groups}}
+
+
+def _hand_edit(client: Any, api_version: str, kind: str, name: str, namespace: str | None, patch: Obj) -> None:
+    """As `kubectl patch` does it: a merge patch under kubectl's field manager."""
+    path = client.path(api_version, kind, namespace, name)
+    client.request(
+        "PATCH", path, patch, params={"fieldManager": "kubectl-patch"}, content_type="application/merge-patch+json"
+    )
+
+
 def test_policy_pack_in_the_engine_blocks_a_violating_change(deployed: Deployed) -> None:
+    """In the PR preview and in `up` as the deploy workflow runs it (`policyPacks: policy`): refused by the
+    engine running the pack, and nothing of the change applied."""
+    client = deployed.sandbox.client
+    before = {d["metadata"]["name"]: d for d in client.list("apps/v1", "Deployment", "kueue-system")}
     deployed.set_config(
         components={
             **deployed.base["config"]["trainer-platform:components"],
@@ -258,11 +318,20 @@ def test_policy_pack_in_the_engine_blocks_a_violating_change(deployed: Deployed)
     )
     try:
         result = deployed.project.preview(check=False)
+        refused = deployed.timed("up (local, refused by the policy pack)", deployed.project.up(check=False))
     finally:
         deployed.set_config()
-    assert result.returncode != 0, result.output[-3000:]
-    assert "controllers-request-resources" in result.output, result.output[-3000:]
-    assert SENTINEL not in result.output
+    for run in (result, refused):
+        assert run.returncode != 0, run.output[-3000:]
+        assert "controllers-request-resources" in run.output, diagnostics(run.output)
+        assert SENTINEL not in run.output
+    after = {d["metadata"]["name"]: d for d in client.list("apps/v1", "Deployment", "kueue-system")}
+    assert after.keys() == before.keys()
+    for name, deployment in after.items():
+        kept = deployment["metadata"]["generation"] == before[name]["metadata"]["generation"]
+        assert kept, f"kueue-system/{name} was changed by an `up` the policy pack refused"
+        for container in deployment["spec"]["template"]["spec"]["containers"]:
+            assert container.get("resources", {}).get("requests"), f"{name}/{container['name']} lost its requests"
 
 
 def test_secrets_never_appear_in_state_output_or_messages(deployed: Deployed) -> None:

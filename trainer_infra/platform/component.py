@@ -40,6 +40,11 @@ class TrainingPlatform(pulumi.ComponentResource):
             f"{prefix}k8s",
             kubeconfig=kubeconfig,
             context=cluster.context,
+            # The stack is the truth for every field it sets: an admin's `kubectl edit` takes those fields over
+            # (server-side apply field managers), and without force the repairing `up --refresh` would stop at a
+            # field conflict instead of putting them back (docs/drift.md). Fields the stack does not set stay
+            # with their managers (webhook caBundles, the controllers' certificates, status).
+            enable_patch_force=True,
             opts=pulumi.ResourceOptions(parent=self),
         )
         child = pulumi.ResourceOptions(parent=self, provider=self.provider)

@@ -9,11 +9,12 @@ installer, needs internet and we own the runtimes anyway.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
+from pulumi.runtime import rpc
 
 from trainer_infra.core.objects import HelmRelease
 
@@ -36,21 +37,43 @@ def protect_crds(protect: bool) -> pulumi.ResourceTransform:
     return transform
 
 
-def controller_filled(props: Mapping[str, Any]) -> bool:
+def controller_filled(data: Any) -> bool:
     """A chart Secret whose every `data` value is empty is a placeholder its controller fills at run time
     (JobSet 0.12's and Trainer 2.2's webhook certificates)."""
-    data = props.get("data")
     return isinstance(data, Mapping) and bool(data) and all(v in ("", None) for v in data.values())
 
 
-def leave_controller_secrets(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
+async def plain(value: Any) -> Any:
+    """A property as a transform receives it, as plain data. The engine hands a chart Secret's `data` over as
+    one Pulumi secret (an RPC secret or an `Output`, by the SDK's wire format), never as the map itself."""
+    if isinstance(value, pulumi.Output):
+        return await plain(await value.future())
+    if rpc.is_rpc_secret(value):
+        return await plain(rpc.unwrap_rpc_secret(value))
+    if isinstance(value, Mapping):
+        return {k: await plain(v) for k, v in value.items()}
+    return value
+
+
+def leave_controller_secrets(
+    args: pulumi.ResourceTransformArgs,
+) -> Awaitable[pulumi.ResourceTransformResult | None] | None:
     """Create such a Secret without `data` and never diff `data`: the controller owns its content.
 
     Applied as the chart ships it, Pulumi's server-side apply co-owns the empty keys; a later `pulumi up`
     that touches the Secret then conflicts with the controller's field ownership (kubernetes-sigs/jobset#1205)
-    or, forced, blanks the certificates and every admission through that webhook fails.
+    or, forced, blanks the certificates and every admission through that webhook fails; and a refreshed
+    preview (the drift check) proposes replacing the Secret with the controller's certificates (`data` is
+    immutable for the provider).
     """
-    if args.type_ != SECRET_TYPE or not controller_filled(args.props):
+    # decided here for every other object, so that the offline render (which calls transforms synchronously)
+    # and the engine (which awaits one that needs it) both run it
+    return _without_data(args) if args.type_ == SECRET_TYPE else None
+
+
+async def _without_data(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
+    data = await plain(args.props.get("data"))
+    if not controller_filled(data):
         return None
     props = {k: v for k, v in args.props.items() if k != "data"}
     opts = pulumi.ResourceOptions.merge(args.opts, pulumi.ResourceOptions(ignore_changes=["data"]))
