@@ -33,6 +33,10 @@ KUBE_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 #: The pod sandbox image the real node runs, as kubeadm 1.34 pins it (cmd/kubeadm/app/constants.PauseVersion).
 #: Not in ``VersionSet``: its key names the cache folder of every other binary.
 PAUSE_VERSION = "3.10.1"
+#: The real node's cluster networking (``cluster_network.py``), pinned here for the same reason: cluster DNS and
+#: the NetworkPolicy enforcer (kube-proxy is the ``k8s.io/kubernetes`` of the set).
+COREDNS_VERSION = "1.15.0"
+KUBE_ROUTER_VERSION = "2.1.0"
 
 
 @dataclass(frozen=True)
@@ -154,6 +158,16 @@ class Builder:
         self._run(["go", "build", "-ldflags=-s -w", "-o", str(out), "."], target, work, self.go_env())
         self._install(out, target)
 
+    def build_coredns(self, target: Target) -> None:
+        """CoreDNS with the cluster DNS plugins only (see controlplane/coredns), at the pinned version."""
+        work = self._wrapper_dir("coredns")
+        (work / "go.mod").write_text(coredns_go_mod(target.version))
+        out = self.set_dir / "tmp" / target.name
+        out.parent.mkdir(parents=True, exist_ok=True)
+        ldflags = f"-s -w -X github.com/coredns/coredns/coremain.GitCommit=v{target.version}"
+        self._run(["go", "build", f"-ldflags={ldflags}", "-o", str(out), "."], target, work, self.go_env())
+        self._install(out, target)
+
     def build_promql_names(self, target: Target) -> None:
         """Our PromQL name extractor, against the pinned Prometheus parser (see controlplane/promql)."""
         work = self._wrapper_dir("promql")
@@ -262,6 +276,19 @@ class Builder:
             Target("promql-names", "prometheus", v.prometheus, Builder.build_promql_names, tool=True),
             Target("kubelet", "kubernetes", v.kubernetes, Builder.build_kube, node=True),
             Target("pause", "pause", PAUSE_VERSION, Builder.build_pause, node=True),
+            Target("kube-proxy", "kubernetes", v.kubernetes, Builder.build_kube, node=True),
+            Target("coredns", "coredns", COREDNS_VERSION, Builder.build_coredns, node=True),
+            Target(
+                "kube-router",
+                "kube-router",
+                KUBE_ROUTER_VERSION,
+                from_module(
+                    "github.com/cloudnativelabs/kube-router/v2",
+                    "./cmd/kube-router",
+                    "github.com/cloudnativelabs/kube-router/v2/pkg/version.Version",
+                ),
+                node=True,
+            ),
         ]
 
     def reuse(self, target: Target) -> Path | None:
@@ -351,6 +378,14 @@ def etcd_go_mod(version: str) -> str:
     return f"module trainer-platform/e2e/controlplane/etcd\n\ngo 1.24\n\nrequire go.etcd.io/etcd/server/v3 v{version}\n"
 
 
+def coredns_go_mod(version: str) -> str:
+    """go.mod of the CoreDNS wrapper at the requested CoreDNS version (its go directive: CoreDNS 1.15 needs 1.26)."""
+    return (
+        "module trainer-platform/e2e/controlplane/coredns\n\ngo 1.26\n\n"
+        f"require github.com/coredns/coredns v{version}\n"
+    )
+
+
 def promql_go_mod(version: str) -> str:
     """go.mod of the PromQL name extractor at the requested Prometheus module version."""
     return (
@@ -389,7 +424,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--force", action="store_true", help="rebuild even if binaries exist")
     parser.add_argument("--only", action="append", help="build only this binary (repeatable)")
-    parser.add_argument("--node", action="store_true", help="also build the real node's kubelet and pause")
+    parser.add_argument(
+        "--node",
+        action="store_true",
+        help="also build the real node's kubelet, pause, kube-proxy, CoreDNS and kube-router",
+    )
     parser.add_argument("--print-dir", action="store_true", help="print the bin directory and exit")
     parser.add_argument("--write-kube-gomod", action="store_true", help="regenerate the committed kube go.mod")
     args = parser.parse_args(argv)

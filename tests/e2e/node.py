@@ -19,7 +19,6 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import shlex
 import shutil
 import signal
 import subprocess
@@ -56,6 +55,9 @@ PACKAGES: dict[str, tuple[str, ...]] = {
     "iptables": ("/usr/sbin/iptables",),
     "busybox-static": ("/bin/busybox",),
     "mmdebstrap": ("/usr/bin/mmdebstrap",),  # builds the runtime stand-in images (runtime_images.py)
+    # cluster networking (cluster_network.py): kube-router's policies are ipsets; the tests read conntrack
+    "ipset": ("/usr/sbin/ipset",),
+    "conntrack": ("/usr/sbin/conntrack",),
 }
 INSTALL = "apt-get install -y --no-install-recommends " + " ".join(PACKAGES)
 #: cgroup v1 controllers the kubelet and runc need (this machine kind mounts each at /sys/fs/cgroup/<name>)
@@ -156,16 +158,19 @@ def mounts_under(*roots: Path) -> list[str]:
     return sorted(set(found), key=lambda p: (-p.count("/"), p))
 
 
+#: iptables-save's lines for the built-in chains (their policies stay; every other chain is someone's)
+BUILTIN_CHAINS = (":INPUT ", ":OUTPUT ", ":FORWARD ", ":PREROUTING ", ":POSTROUTING ")
+
+
 def iptables_rules() -> list[str]:
     """Every user chain and rule of this network namespace: ``<tool> <table>: <line of iptables-save>``."""
-    builtin = (":INPUT ", ":OUTPUT ", ":FORWARD ", ":PREROUTING ", ":POSTROUTING ")
     lines = []
     for tool in ("iptables", "ip6tables"):
         table = ""
         for line in _run([f"{tool}-save"], check=False).stdout.splitlines():
             if line.startswith("*"):
                 table = line[1:]
-            elif line.startswith("-A") or (line.startswith(":") and not line.startswith(builtin)):
+            elif line.startswith("-A") or (line.startswith(":") and not line.startswith(BUILTIN_CHAINS)):
                 lines.append(f"{tool} {table}: {line}")
     return sorted(lines)
 
@@ -612,18 +617,26 @@ class RealNode:
         return [p for p in sorted(NETNS_DIR.glob("cni-*")) if p.name not in before]
 
     def _restore_rules(self) -> None:
-        """Drop the rules and chains the kubelet and the CNI plugins added (the namespace is ours alone)."""
+        """Drop the rules and chains the kubelet, the CNI plugins and the cluster network added (the namespace is
+        ours alone): each changed table is saved, stripped of them and restored whole, so a rule whose comment
+        holds quotes (kube-router's) goes as surely as any other."""
         before = set(self._snapshot.rules) if self._snapshot else set()
-        added = [r for r in iptables_rules() if r not in before]
-        rules = [r for r in added if r.split(": ", 1)[1].startswith("-A")]
-        chains = [r for r in added if r.split(": ", 1)[1].startswith(":")]
-        for entry in [*rules, *chains]:  # a chain goes once nothing jumps to it
-            where, line = entry.split(": ", 1)
-            tool, table = where.split()
-            if line.startswith("-A"):
-                _run([tool, "-t", table, "-D", *shlex.split(line)[1:]], check=False)
-            else:
-                _run([tool, "-t", table, "-X", line[1:].split()[0]], check=False)
+        for tool in ("iptables", "ip6tables"):
+            kept, table, changed = [], "", False
+            for line in _run([f"{tool}-save"], check=False).stdout.splitlines():
+                if line.startswith("*"):
+                    table = line[1:]
+                ours = line.startswith("-A") or (line.startswith(":") and not line.startswith(BUILTIN_CHAINS))
+                if ours and f"{tool} {table}: {line}" not in before:
+                    changed = True
+                    continue
+                kept.append(line)
+            if changed:
+                proc = subprocess.run(
+                    [f"{tool}-restore"], input="\n".join(kept) + "\n", capture_output=True, text=True, check=False
+                )
+                if proc.returncode != 0:
+                    raise NodeError(f"`{tool}-restore` of the rules before the node failed: {proc.stderr.strip()}")
 
     def _remove_cgroups(self) -> None:
         """rmdir the node's cgroup subtree bottom-up in every controller (empty once every task is gone)."""

@@ -13,6 +13,7 @@ import time
 
 from tests.e2e import netns, runtime_images
 from tests.e2e.build import Builder, BuildError
+from tests.e2e.cluster_network import NETWORK_BINARIES
 from tests.e2e.node import NODE_SANDBOX_BINARIES
 from tests.e2e.toolchain import Toolchain
 from tests.e2e.versions import REPO_ROOT, VersionSet
@@ -20,8 +21,9 @@ from tests.e2e.versions import REPO_ROOT, VersionSet
 PULUMI_TESTS = "tests/e2e/test_pulumi.py"
 #: every file that drives the real Pulumi toolchain on a chart sandbox (test_pulumi.py, test_pulumi_scale.py)
 PULUMI_PREFIX = "tests/e2e/test_pulumi"
-#: the real node (kubelet + containerd): opt-in, ``E2E_NODE=1`` or naming a file (``make e2e-node``)
-NODE_TESTS = ("tests/e2e/test_node.py", "tests/e2e/test_node_training.py")
+#: the real node (kubelet + containerd): opt-in, ``E2E_NODE=1`` or naming a file (``make e2e-node``); the
+#: node, a job training on it, cluster networking on it
+NODE_TESTS = ("tests/e2e/test_node.py", "tests/e2e/test_node_training.py", "tests/e2e/test_node_network.py")
 #: every file that starts a real node (they run in a session with its own network and mount namespaces)
 NODE_PREFIX = "tests/e2e/test_node"
 #: the toolchain steps that cost CPU-minutes cold (the venv and the plugin script take a few minutes at most)
@@ -75,8 +77,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if pulumi:
             toolchain.preflight()  # a missing archive fails now, not after the control plane's build
-        # the node's own tests run on a control plane without the platform's controllers: build only that
-        only = set(NODE_SANDBOX_BINARIES) if named and all(NODE_TESTS[0] in arg for arg in named) else None
+        # the node's own tests and its networking run on a control plane without the platform's controllers
+        own = (NODE_TESTS[0], NODE_TESTS[2])
+        only = (
+            {*NODE_SANDBOX_BINARIES, *NETWORK_BINARIES}
+            if named and all(any(f in arg for f in own) for arg in named)
+            else None
+        )
         built = Builder(versions).build(only, node=node)
         if node and (not named or any(NODE_TESTS[1] in arg for arg in named)):
             # the runtime stand-in images (test_node_training.py) need the Debian archive: built here, before a
