@@ -14,7 +14,8 @@ import time
 from tests.e2e import netns, runtime_images
 from tests.e2e.build import Builder, BuildError
 from tests.e2e.cluster_network import NETWORK_BINARIES
-from tests.e2e.node import NODE_SANDBOX_BINARIES
+from tests.e2e.node import NODE_SANDBOX_BINARIES, NodeError
+from tests.e2e.node import preflight as node_preflight
 from tests.e2e.toolchain import Toolchain
 from tests.e2e.versions import REPO_ROOT, VersionSet
 
@@ -43,8 +44,9 @@ def with_pulumi(args: list[str], mode: str, toolchain: Toolchain) -> bool:
         if os.geteuid() == 0:
             return True
         print(
-            "[e2e] the real install path (test_pulumi.py) is skipped: it needs root (`unshare --net`, and the podlet's "
-            "mount namespaces). Run `make e2e` as root, or set E2E_PULUMI=0 to skip it without this note.",
+            "[e2e] the real install path (test_pulumi.py) is skipped: it needs root (`unshare --net --mount`, and its "
+            "real node: containerd, runc, cgroups). Run `make e2e` as root, or set E2E_PULUMI=0 to skip it without "
+            "this note.",
             flush=True,
         )
         return False
@@ -77,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if pulumi:
             toolchain.preflight()  # a missing archive fails now, not after the control plane's build
+            # the charts' controllers run as pods on a real node: a missing package is named before any build
+            node_preflight(in_session=False)
         # the node's own tests and its networking run on a control plane without the platform's controllers
         own = (NODE_TESTS[0], NODE_TESTS[2])
         only = (
@@ -84,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
             if named and all(any(f in arg for f in own) for arg in named)
             else None
         )
-        built = Builder(versions).build(only, node=node)
+        # the pulumi session's chart sandbox runs a real node too (kubelet, pause, kube-proxy, CoreDNS, kube-router)
+        built = Builder(versions).build(only, node=node or pulumi)
         if node and (not named or any(NODE_TESTS[1] in arg for arg in named)):
             # the runtime stand-in images (test_node_training.py) need the Debian archive: built here, before a
             # session enters its own network namespace
@@ -95,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         if pulumi:
             # the real Pulumi toolchain (CLI, language host, Kubernetes provider, matching SDKs) for test_pulumi.py
             built.update(toolchain.build())
-    except BuildError as exc:
+    except (BuildError, NodeError) as exc:
         print(f"[e2e] build failed: {exc}", file=sys.stderr)
         return 1
     build_s = time.monotonic() - start
@@ -127,10 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     env = {**os.environ, "E2E_NO_BUILD": "1", **({"E2E_NODE": "1"} if node else {})}
     for pytest_args in sessions:
         cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *pytest_args]
-        if any(PULUMI_PREFIX in arg for arg in pytest_args):
-            cmd = netns.wrap(cmd)  # its chart sandbox needs a podCIDR made local: never in the host's network
-        elif any(NODE_PREFIX in arg for arg in pytest_args):
-            cmd = netns.wrap(cmd, mount=True)  # the real node's bridge, rules and mounts stay in the session
+        if any(PULUMI_PREFIX in arg or NODE_PREFIX in arg for arg in pytest_args):
+            # the real node's bridge, rules and mounts (the chart sandbox's too) stay in the session
+            cmd = netns.wrap(cmd, mount=True)
         code = max(code, subprocess.call(cmd, cwd=REPO_ROOT, env=env))
     print(f"[e2e] build {build_s:.0f} s, tests {time.monotonic() - test_start:.0f} s, exit {code}", flush=True)
     return code

@@ -1,10 +1,12 @@
 """The real install path: `pulumi preview`/`up`/`destroy` with the real engine, provider and charts.
 
-One ``ChartSandbox`` (an empty control plane + kwok + the podlet) and one Pulumi project for the module; the
-tests run in order and each builds on the state the previous one left (that is the user's path too):
-preview on an empty cluster → up → the SDK scenario on what Pulumi deployed → a second up changes nothing →
-an upgrade (a new team) leaves the webhook certificates alone → the policy pack blocks a violating change →
-secrets never leak → destroy refuses protected data until the documented opt-in.
+One ``ChartSandbox`` (an empty control plane + kwok + a real node on which the charts' controllers run as pods)
+and one Pulumi project for the module; the tests run in order and each builds on the state the previous one
+left (that is the user's path too): preview on an empty cluster → up → the SDK scenario on what Pulumi deployed
+→ a second up changes nothing → an upgrade (a new team) leaves the webhook certificates alone → the policy pack
+blocks a violating change → secrets never leak → destroy refuses protected data until the documented opt-in.
+No controller pod may restart, be OOM-killed or lose readiness on the way (checked after the first up and
+before the destroy).
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ import pytest
 import yaml
 
 from tests.e2e.chart_registry import ChartRegistry
-from tests.e2e.chart_sandbox import SYSTEM_NODE, ChartSandbox
+from tests.e2e.chart_sandbox import REAL_NODE, ChartSandbox
 from tests.e2e.kube import ApiError, wait_for
+from tests.e2e.node import MIRROR
 from tests.e2e.platform import Platform
 from tests.e2e.pulumi_stack import (
     Installation,
@@ -36,6 +39,7 @@ from tests.e2e.render import RenderOutput, bind_claims, check_versions, render_s
 from tests.e2e.test_deputies import MEMBER_ATTACKS, bystander_job
 from tests.e2e.test_scenarios import sdk_flow
 from tests.e2e.versions import REPO_ROOT, VersionSet
+from trainer_infra.core.images import mirror_image
 
 pytestmark = pytest.mark.e2e
 
@@ -85,15 +89,30 @@ class Deployed:
         return result
 
     def failure_context(self) -> str:
-        podlet = self.sandbox.podlet.describe() if self.sandbox.podlet else "(no podlet)"
-        return f"podlet:\n{podlet}"
+        return f"the real node:\n{self.sandbox.describe()}"
+
+    def wait_controllers_ready(self) -> None:
+        """Every controller pod Ready on the real node; a crash loop, an OOM kill or a failed probe fails at once
+        (with the pod's last log lines) instead of timing out."""
+
+        def ready() -> bool:
+            problems = self.sandbox.controller_problems()
+            broken = [p for p in problems if "restarted" in p or "OOM" in p or "BackOff" in p or "on node" in p]
+            if broken:
+                raise AssertionError("controller pods failed:\n" + "\n".join(broken))
+            return not problems
+
+        try:
+            wait_for("the charts' controller pods to be Ready on the real node", ready, 300)
+        except TimeoutError as exc:
+            raise AssertionError(f"{exc}\n{self.failure_context()}") from None
 
 
 @pytest.fixture(scope="module")
 def plain_render(tmp_path_factory: pytest.TempPathFactory) -> RenderOutput:
     """The offline render of the stack Pulumi deploys: ``stacks/Pulumi.local.yaml`` as it is (no e2e extras)."""
     render = render_stack("local", tmp_path_factory.mktemp("render") / "out")
-    # the podlet runs the sandbox's binaries for the charts' images: refuse a mismatch now, not as a gate timeout
+    # the controller images are made from the sandbox's binaries: refuse a mismatch now, not as a pull failure
     check_versions(render, VersionSet.from_env())
     return render
 
@@ -108,6 +127,9 @@ def deployed(tmp_path_factory: pytest.TempPathFactory, plain_render: RenderOutpu
         bind_claims(deployed.sandbox.client, plain_render.of_kind("PersistentVolumeClaim"))
         yield deployed
         print(f"[e2e] pulumi timings: {json.dumps(deployed.timings)}")
+        print(f"[e2e] chart sandbox start: {json.dumps(deployed.sandbox.times)}")
+        if deployed.sandbox.controller_pods():  # a session that stopped before the destroy: check them now
+            deployed.sandbox.assert_controllers_healthy()
 
 
 def test_preview_on_an_empty_cluster_lists_every_object(deployed: Deployed) -> None:
@@ -179,14 +201,19 @@ def test_up_installs_the_platform_from_the_charts(deployed: Deployed) -> None:
     except Exception as exc:
         raise AssertionError(f"{exc}\n{deployed.failure_context()}") from None
     client = deployed.sandbox.client
-    # the controllers serving the cluster are the chart's Pods, run with the chart's configuration
-    podlet = deployed.sandbox.podlet
-    assert podlet is not None
-    running = {p.namespace for p in podlet.pods.values() if p.process.alive()}
-    assert {"jobset-system", "kueue-system", "kubeflow-system"} <= running, deployed.failure_context()
-    for ns in ("jobset-system", "kueue-system", "kubeflow-system"):
-        for pod in client.list("v1", "Pod", ns):
-            assert pod["spec"]["nodeName"] == SYSTEM_NODE
+    # the controllers serving the cluster are the charts' pods, containers on the real node from the images the
+    # mirror served under the charts' references (the images the e2e made from the pinned sources)
+    deployed.wait_controllers_ready()
+    published = deployed.sandbox.published
+    seen = set()
+    for pod in deployed.sandbox.controller_pods():
+        assert pod["spec"]["nodeName"] == REAL_NODE, (pod["metadata"]["name"], pod["spec"].get("nodeName"))
+        for status in pod["status"]["containerStatuses"]:
+            upstream = next(u for u in published if status["image"] == mirror_image(u, MIRROR))
+            assert status["imageID"] == f"{status['image'].rsplit(':', 1)[0]}@{published[upstream]}", status
+            seen.add(upstream)
+    assert seen == set(published), f"published but never run: {sorted(set(published) - seen)}"
+    deployed.sandbox.assert_controllers_healthy()
     # webhooks are the charts' (Service references, caBundle injected by the controllers), reached via Services
     for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
         for cfg in client.list("admissionregistration.k8s.io/v1", kind):
@@ -349,6 +376,8 @@ def test_secrets_never_appear_in_state_output_or_messages(deployed: Deployed) ->
 
 def test_destroy_refuses_protected_data_until_the_documented_opt_in(deployed: Deployed) -> None:
     client = deployed.sandbox.client
+    # the last moment the controllers run: none restarted, was OOM-killed or lost readiness in the session
+    deployed.sandbox.assert_controllers_healthy()
     refused = deployed.project.destroy(check=False)
     assert refused.returncode != 0
     assert "protected" in refused.output
