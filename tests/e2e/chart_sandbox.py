@@ -77,6 +77,15 @@ NFS_DRIVER_VALUES: Obj = {
 }
 
 
+#: Found by the first run on the real node: on a first install the engine creates a chart's Deployment before its
+#: CRDs (``helm.v4.Chart`` orders CRDs only before their custom resources, not before the controller that serves
+#: them; the Trainer chart's CRDs took minutes under load), and Trainer 2.2's manager exits when its API group is
+#: not served yet (``Could not initialize runtimes``); the kubelet restarts it until the CRDs exist. A restart whose
+#: previous run ended with this message is that race, reported as such (``first_install_race``); any other restart,
+#: and any restart after the first ``up``, fails the test.
+CRD_RACE = "unable to retrieve the complete list of server APIs"
+
+
 class ControllerPodError(AssertionError):
     """A controller pod crash-looped, was OOM-killed, or is not Ready."""
 
@@ -166,9 +175,11 @@ class ChartSandbox(Sandbox):
             pods += [p for p in self.client.list("v1", "Pod", ns) if not p["metadata"].get("deletionTimestamp")]
         return pods
 
-    def controller_problems(self) -> list[str]:
-        """Every controller pod that restarted, was OOM-killed, is not Ready or runs elsewhere than the real node,
-        each with its container's last log lines (the previous run's when it restarted)."""
+    def controller_problems(self, allowed: dict[str, int] | None = None) -> list[str]:
+        """Every controller pod that restarted (more often than ``allowed`` says for ``<ns>/<pod>/<container>``),
+        was OOM-killed, is not Ready or runs elsewhere than the real node, each with its container's last log
+        lines (the previous run's when it restarted)."""
+        allowed = allowed or {}
         problems = []
         pods = self.controller_pods()
         for ns in CONTROLLER_NAMESPACES:
@@ -186,7 +197,7 @@ class ChartSandbox(Sandbox):
             for cs in status.get("initContainerStatuses", []) + status.get("containerStatuses", []):
                 last = cs.get("lastState", {}).get("terminated") or {}
                 now = cs.get("state", {})
-                if cs.get("restartCount", 0):
+                if cs.get("restartCount", 0) > allowed.get(f"{where}/{cs['name']}", 0):
                     found.append(
                         f"container {cs['name']} restarted {cs['restartCount']}× (last exit {last.get('exitCode')} "
                         f"{last.get('reason')})"
@@ -217,9 +228,28 @@ class ChartSandbox(Sandbox):
                 out.append(f"--- {container['name']}{' (previous)' if previous else ''}:\n{text}")
         return "\n".join(out) or "(no logs)"
 
-    def assert_controllers_healthy(self) -> None:
-        """No controller pod restarted, was OOM-killed, or is not Ready: a crash loop fails with its logs."""
-        problems = self.controller_problems()
+    def first_install_race(self) -> dict[str, int]:
+        """``<ns>/<pod>/<container>`` → restarts of each container whose previous run ended in ``CRD_RACE`` (and
+        was not OOM-killed); other restarts are left to ``controller_problems``."""
+        found = {}
+        for pod in self.controller_pods():
+            meta = pod["metadata"]
+            for cs in pod.get("status", {}).get("containerStatuses", []):
+                last = cs.get("lastState", {}).get("terminated") or {}
+                if not cs.get("restartCount", 0) or last.get("reason") == "OOMKilled":
+                    continue
+                try:
+                    previous = self.client.log(meta["name"], meta["namespace"], cs["name"], previous=True, tail=25)
+                except ApiError:
+                    continue
+                if CRD_RACE in previous:
+                    found[f"{meta['namespace']}/{meta['name']}/{cs['name']}"] = int(cs["restartCount"])
+        return found
+
+    def assert_controllers_healthy(self, allowed: dict[str, int] | None = None) -> None:
+        """No controller pod restarted (beyond ``allowed``), was OOM-killed, or is not Ready: a crash loop fails
+        with its logs."""
+        problems = self.controller_problems(allowed)
         if problems:
             raise ControllerPodError("controller pods are not healthy:\n" + "\n".join(problems))
 
