@@ -32,6 +32,15 @@ NONROOT = 65532
 COMPRESS_LEVEL = 1
 
 
+#: the API group each controller serves (its CRDs): what it waits for, or exits without, at start
+API_GROUPS = {
+    "jobset-manager": "jobset.x-k8s.io",
+    "kueue-manager": "kueue.x-k8s.io",
+    "trainer-controller-manager": "trainer.kubeflow.org",
+    "lws-manager": "leaderworkerset.x-k8s.io",
+}
+
+
 @dataclass(frozen=True)
 class ControllerImage:
     """One chart container: the upstream reference it is published under and the binary that stands for it."""
