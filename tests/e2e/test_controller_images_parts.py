@@ -46,7 +46,7 @@ def test_every_chart_controller_has_an_image_at_the_built_version() -> None:
         "ghcr.io/kubeflow/trainer/trainer-controller-manager:v2.2.1": "trainer-controller-manager",
         "registry.k8s.io/lws/lws:v0.8.0": "lws-manager",
     }
-    with pytest.raises(ValueError, match="the sandbox built lws-manager v0.9.0"):
+    with pytest.raises(ValueError, match=r"the sandbox built lws-manager v0\.9\.0"):
         controller_images(dataclasses.replace(VersionSet(), lws="0.9.0"))
 
 
