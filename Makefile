@@ -39,7 +39,7 @@ bench: $(STAMP)  ## render 1,000 teams × 10/50 pools beside Pulumi's mock-engin
 e2e: $(STAMP)  ## real etcd/kube-apiserver/kwok/JobSet/Kueue/Trainer, then the real `pulumi preview/up/destroy` (root; builds once into ~/.cache; E2E_PULUMI=0 skips the Pulumi part)
 	$(PY) -m tests.e2e.run
 
-e2e-pulumi: $(STAMP)  ## `make e2e`, failing instead of skipping when the Pulumi part cannot run
+e2e-pulumi: $(STAMP) e2e-node-deps  ## `make e2e`, failing instead of skipping when the Pulumi part (its controllers run on a real node) cannot run
 	E2E_PULUMI=1 $(PY) -m tests.e2e.run
 
 e2e-node-deps:  ## Debian's containerd, runc, CNI plugins, iptables, busybox-static, ipset and conntrack for the real node (root)
@@ -48,7 +48,7 @@ e2e-node-deps:  ## Debian's containerd, runc, CNI plugins, iptables, busybox-sta
 e2e-node: $(STAMP) e2e-node-deps  ## a real node (kubelet + containerd) beside the kwok nodes; a pod pulls from the mirror and runs (root)
 	E2E_NODE=1 $(PY) -m tests.e2e.run -m e2e tests/e2e/test_node.py tests/e2e/test_node_training.py tests/e2e/test_node_network.py
 
-bench-pulumi: $(STAMP)  ## preview + up of a 1,000-team synthetic stack through the real engine (BENCH_TEAMS=N; root)
+bench-pulumi: $(STAMP) e2e-node-deps  ## preview + up of a 1,000-team synthetic stack through the real engine (BENCH_TEAMS=N; root)
 	$(PY) -m tests.e2e.run -m e2e tests/e2e/test_pulumi_scale.py
 
 bench-scheduling: $(STAMP)  ## a seeded 2,000-job trace on the real Kueue: derived queues vs one flat FIFO queue vs static partitions (needs the e2e binaries; ≈ 25 min)

@@ -100,7 +100,10 @@ def main(argv: list[str] | None = None) -> int:
         if pulumi:
             # the real Pulumi toolchain (CLI, language host, Kubernetes provider, matching SDKs) for test_pulumi.py
             built.update(toolchain.build())
-    except (BuildError, NodeError) as exc:
+    except NodeError as exc:
+        print(f"[e2e] cannot run: {exc}", file=sys.stderr)
+        return 1
+    except BuildError as exc:
         print(f"[e2e] build failed: {exc}", file=sys.stderr)
         return 1
     build_s = time.monotonic() - start
