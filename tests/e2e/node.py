@@ -118,8 +118,11 @@ class NodeError(SandboxError):
     """The real node cannot start here (a package, kernel feature or privilege is missing) or failed."""
 
 
-def preflight() -> None:
-    """Name every missing prerequisite with the command that fixes it; never fall back to kwok."""
+def preflight(*, in_session: bool = True) -> None:
+    """Name every missing prerequisite with the command that fixes it; never fall back to kwok.
+
+    ``in_session=False``: what can be checked before the session's namespaces exist (the runner, before it
+    builds anything)."""
     problems = []
     if os.geteuid() != 0:
         problems.append("it must run as root (containerd, runc, mounts, cgroups)")
@@ -132,7 +135,7 @@ def preflight() -> None:
             f"cgroup v1 controllers {absent} are not mounted under {CGROUP_FS} (this harness drives the cgroup v1 "
             "hierarchy this machine kind has; a cgroup v2 host needs cgroupDriver/cgroupRoot handling it lacks)"
         )
-    if not netns.private():
+    if in_session and not netns.private():
         problems.append(
             f"it must run in a network namespace of its own (found devices {netns.devices()}): "
             "run it through `make e2e-node` (python -m tests.e2e.run starts the session with `unshare --net --mount`)"
@@ -215,6 +218,7 @@ class RealNode:
         pod_cidr: str = "10.252.0.0/24",
         labels: dict[str, str] | None = None,
         cluster_dns: str | None = None,
+        taints: list[dict[str, str]] | None = None,
     ) -> None:
         self.sandbox = sandbox
         self.workdir = workdir.resolve()
@@ -227,6 +231,8 @@ class RealNode:
         self.labels = {"e2e.trainer-platform/node": "real", **(labels or {})}
         #: the address pods resolve names at (``clusterDNS``); None: pods get no name server
         self.cluster_dns = cluster_dns
+        #: registered with the Node (``registerWithTaints``): only pods that tolerate them land here
+        self.taints = list(taints or [])
         self.bridge = "e2ecni0"
         #: one cgroup subtree of its own in every controller: removable whole, never confused with the host's
         self.cgroup_root = f"/trainer-platform-e2e-{os.getpid()}"
@@ -337,6 +343,7 @@ class RealNode:
             "staticPodPath": "",
             "clusterDomain": "cluster.local",
             **({"clusterDNS": [self.cluster_dns]} if self.cluster_dns else {}),
+            **({"registerWithTaints": self.taints} if self.taints else {}),
             "resolvConf": str(self.workdir / "resolv.conf"),
             "podLogsDir": str(self._dir("pod-logs")),
             "volumePluginDir": str(self._dir("volume-plugins")),
