@@ -108,7 +108,9 @@ def test_local_stack_runs_its_own_nfs_server_and_claims_wait_for_it() -> None:
 def test_nfs_driver_values_are_merged_last_so_the_node_plugin_can_be_kept_off_nodes() -> None:
     """The chart's node plugin tolerates every taint: an admin keeps it off nodes that never mount NFS (a system
     pool; the e2e's real node, whose kernel has no NFS client) with `storage.nfs.driver.values`."""
-    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}}
+    affinity: dict[str, Any] = {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}
+    }
     driver_cfg = {"values": {"node": {"affinity": affinity}, "storageClass": {"create": True}}}
     storage = {"nfs": {"inClusterServer": {"enabled": True}, "driver": driver_cfg}}
     raw = {**MINIMAL, "images": {"registryMirror": "mirror.example.com/k8s"}, "storage": storage, "teams": TEAMS}
