@@ -40,6 +40,9 @@ API_GROUPS = {
     "lws-manager": "leaderworkerset.x-k8s.io",
 }
 
+#: the binaries the images are made of
+CONTROLLER_BINARIES = tuple(API_GROUPS)
+
 
 @dataclass(frozen=True)
 class ControllerImage:

@@ -14,6 +14,7 @@ import time
 from tests.e2e import netns, runtime_images
 from tests.e2e.build import Builder, BuildError
 from tests.e2e.cluster_network import NETWORK_BINARIES
+from tests.e2e.controller_images import CONTROLLER_BINARIES
 from tests.e2e.node import NODE_SANDBOX_BINARIES, NodeError
 from tests.e2e.node import preflight as node_preflight
 from tests.e2e.toolchain import Toolchain
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         # the node's own tests and its networking run on a control plane without the platform's controllers
         own = (NODE_TESTS[0], NODE_TESTS[2])
         only = (
-            {*NODE_SANDBOX_BINARIES, *NETWORK_BINARIES}
+            {*NODE_SANDBOX_BINARIES, *NETWORK_BINARIES, *CONTROLLER_BINARIES}
             if named and all(any(f in arg for f in own) for arg in named)
             else None
         )

@@ -18,6 +18,7 @@ import pytest
 from tests.e2e import node as node_mod
 from tests.e2e.build import Builder
 from tests.e2e.chart_registry import ChartRegistry
+from tests.e2e.controller_images import CONTROLLER_BINARIES, build_all
 from tests.e2e.kube import ApiError, KubeClient, wait_for
 from tests.e2e.node import MIRROR, NodeSandbox, RealNode, publish
 from tests.e2e.oci_images import USER_ID, Image, busybox_image, busybox_version, pause_image
@@ -50,7 +51,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     times: dict[str, float] = {}
     sandbox = NodeSandbox(tmp_path_factory.mktemp("sandbox"))
     if os.environ.get("E2E_NO_BUILD") != "1":
-        Builder(sandbox.versions).build(only=set(node_mod.NODE_SANDBOX_BINARIES))
+        Builder(sandbox.versions).build(only={*node_mod.NODE_SANDBOX_BINARIES, *CONTROLLER_BINARIES})
     with sandbox:
         sandbox.create_kwok_node("kwok-beside-real", labels={"e2e.trainer-platform/pool": "kwok"})
         cert = sandbox.ca.issue("registry", "e2e-registry", hosts=("127.0.0.1",))
@@ -189,6 +190,32 @@ def test_image_missing_from_the_mirror_fails_naming_the_image(env: Env) -> None:
     assert missing in state["message"], state
     refused = "/v2/" + missing.split("/", 1)[1].replace(":", "/manifests/")
     assert any(r[1] == refused and r[2] == 404 for r in env.registry.requests), env.registry.requests
+
+
+def test_controller_images_run_as_the_charts_run_them(env: Env) -> None:
+    """Each chart controller's image (``controller_images.py``: JobSet, Kueue, Trainer, LWS, made from the binaries
+    the e2e builds) pulled through the mirror under the chart's reference and started as the charts start it:
+    ``command: [/manager]``, ``runAsNonRoot`` without a ``runAsUser`` (the kubelet refuses an image whose USER is not
+    a numeric non-root id), a read-only root, no capabilities. ``--help`` stops it before it needs a cluster."""
+    client = env.sandbox.client
+    _restricted_namespace(client)
+    images, built = build_all(env.sandbox.versions, env.sandbox.bin_dir)
+    env.times.update(built)
+    for index, (upstream, image) in enumerate(sorted(images.items())):
+        ref = publish(env.registry, upstream, image)
+        pod = _pod(f"controller-{index}", env.node.name, ref, "")
+        spec = pod["spec"]
+        spec["securityContext"] = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+        container = spec["containers"][0]
+        container.update(command=["/manager"], args=["--help"], volumeMounts=[])
+        spec["volumes"] = []
+        client.create(pod)
+        name = pod["metadata"]["name"]
+        done = wait_for(f"{upstream} to run", functools.partial(_finished, client, name), 120)
+        status = done["status"]["containerStatuses"][0]
+        assert done["status"]["phase"] == "Succeeded", (upstream, done["status"])
+        assert status["imageID"] == f"{ref.rsplit(':', 1)[0]}@{image.digest}", status
+        assert "config" in client.log(name, NAMESPACE), upstream  # its flags: the binary ran
 
 
 def test_teardown_leaves_nothing_behind(env: Env) -> None:
