@@ -170,23 +170,21 @@ class NodeSession:
             repository = status["image"].rsplit(":", 1)[0]
             assert status["imageID"] == f"{repository}@{self.published[status['image']]}", status
 
-    def images_not_from_the_mirror(self) -> list[str]:
-        """containerd's images (the CRI namespace: every pod's, the pause sandbox and CoreDNS included) whose
-        reference or digest is not one this session published through the mirror."""
+    def containerd_images(self) -> dict[str, str]:
+        """containerd's images in the CRI namespace (every pod's, the pause sandbox's and CoreDNS's): reference (by
+        tag or by digest) → manifest digest."""
         listing = self.node.ctr("images", "ls")
         if listing.returncode != 0:
             raise NodeError(f"`ctr images ls` failed: {listing.stderr.strip()}")
-        digests = set(self.published.values())
-        repositories = {ref.rsplit(":", 1)[0] for ref in self.published}
-        wrong = []
-        for line in listing.stdout.splitlines()[1:]:
-            ref, _, digest = line.split()[:3]
-            if ref.startswith("sha256:"):  # the image ID (config digest): the name of a reference below
-                continue
-            name = ref.split("@", 1)[0] if "@" in ref else ref.rsplit(":", 1)[0]
-            if digest not in digests or name not in repositories or not ref.startswith(f"{MIRROR}/"):
-                wrong.append(f"{ref} {digest}")
-        return wrong
+        rows = (line.split() for line in listing.stdout.splitlines()[1:])
+        # a reference named ``sha256:…`` is the image ID (the config digest) of one of the others
+        return {row[0]: row[2] for row in rows if not row[0].startswith("sha256:")}
+
+    def from_the_mirror(self, ref: str, digest: str) -> bool:
+        """``ref`` names a repository of the mirror this session published, and ``digest`` is what it published."""
+        repository = ref.split("@", 1)[0] if "@" in ref else ref.rsplit(":", 1)[0]
+        published = {r.rsplit(":", 1)[0]: d for r, d in self.published.items()}
+        return ref.startswith(f"{MIRROR}/") and digest in self.published.values() and repository in published
 
     def stop(self) -> dict[str, list[str]]:
         """CoreDNS, kube-proxy, kube-router, the node; what is left of them (empty lists: nothing)."""
@@ -248,8 +246,13 @@ def node_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeSessi
                 session.node.advertise(GPU, NODE_GPUS)
                 times["GPUs advertised"] = round(time.monotonic() - start, 1)
                 yield session
-                foreign = session.images_not_from_the_mirror()
+                held = session.containerd_images()
+                foreign = sorted(
+                    f"{ref} {digest}" for ref, digest in held.items() if not session.from_the_mirror(ref, digest)
+                )
                 assert not foreign, f"containerd holds images not published through the mirror: {foreign}"
+                ran = {pause_ref, session.network.coredns_ref}
+                assert ran <= held.keys(), (ran, held)
                 start = time.monotonic()
                 left = session.stop()
                 times["teardown (network, node)"] = round(time.monotonic() - start, 1)
