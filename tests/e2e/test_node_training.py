@@ -288,6 +288,8 @@ def test_a_killed_rank_is_restarted_by_the_failure_policy_and_resumes_from_the_c
     first = wait_for(f"rank 0 of {name} to checkpoint step 3", rank0_checkpointed, 300)
     # the kill comes from outside, as the kernel's or an operator's would: SIGKILL to the host process
     pid = _rank_process(session, first, 0)
+    status = Path(f"/proc/{pid}/status").read_text()
+    in_container = next(line.split()[-1] for line in status.splitlines() if line.startswith("NSpid:"))
     killed_log = admin.log(first["metadata"]["name"], ns)
     os.kill(pid, signal.SIGKILL)
     session.times["resume: submit → rank 0 killed at step ≥ 3"] = round(time.monotonic() - start, 1)
@@ -302,7 +304,8 @@ def test_a_killed_rank_is_restarted_by_the_failure_policy_and_resumes_from_the_c
     conditions = {c["type"]: c["status"] for c in job["status"]["conditions"]}
     assert conditions.get("Complete") == "True", job["status"]
     killed_steps = [int(s) for r, s, _ in STEP.findall(killed_log) if r == "0"]
-    assert f"rank 0 pid {pid} starts at step 0" in killed_log, killed_log  # the kill hit rank 0's process
+    # the kill hit rank 0's process (its pid inside the container's PID namespace: the last of NSpid)
+    assert f"rank 0 pid {in_container} starts at step 0" in killed_log, (in_container, killed_log)
 
     # the pods of the restart (attempt 1) started every rank from rank 0's checkpoint, and finished
     pods = admin.list("v1", "Pod", ns, label_selector=f"{selector},{RESTART_ATTEMPT}=1")
