@@ -114,6 +114,17 @@ def publish(registry: ChartRegistry, upstream: str, image: Image) -> str:
     return mirrored
 
 
+def start_or_undo(start: Callable[[], None], stop: Callable[[], None]) -> None:
+    """``start``; on failure ``stop`` at once, else at interpreter exit too (a test run that dies still stops the
+    processes, which run in sessions of their own). ``stop`` unregisters itself."""
+    atexit.register(stop)
+    try:
+        start()
+    except BaseException:
+        stop()
+        raise
+
+
 class NodeError(SandboxError):
     """The real node cannot start here (a package, kernel feature or privilege is missing) or failed."""
 
@@ -353,13 +364,8 @@ class RealNode:
         """containerd, then the kubelet; returns when the Node is Ready. On failure everything is undone."""
         preflight()
         self._snapshot = self.snapshot()
-        atexit.register(self.stop)  # a test run that dies still stops the kubelet and containerd (own sessions)
         self._atexit = True
-        try:
-            self._start()
-        except BaseException:
-            self.stop()
-            raise
+        start_or_undo(self._start, self.stop)
         return self
 
     def snapshot(self) -> Snapshot:
