@@ -55,6 +55,7 @@ PACKAGES: dict[str, tuple[str, ...]] = {
     "iptables": ("/usr/sbin/iptables",),
     "busybox-static": ("/bin/busybox",),
     "mmdebstrap": ("/usr/bin/mmdebstrap",),  # builds the runtime stand-in images (runtime_images.py)
+    "libcap2-bin": ("/usr/sbin/setcap",),  # sshd's file capability in the MPI stand-in, as upstream's
     # cluster networking (cluster_network.py): kube-router's policies are ipsets; the tests read conntrack
     "ipset": ("/usr/sbin/ipset",),
     "conntrack": ("/usr/sbin/conntrack",),

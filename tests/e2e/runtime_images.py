@@ -81,7 +81,7 @@ def upstream_image(runtime: str) -> str:
 #: where pip puts the wheels: bookworm's python3.11 reads it before its own dist-packages
 SITE = "/usr/local/lib/python3.11/dist-packages"
 #: glibc 2.36 (bookworm) runs manylinux wheels up to 2_36; pip wants every tag named when it installs for a target
-MANYLINUX = tuple(f"manylinux_2_{v}_x86_64" for v in (36, 35, 28, 27, 17)) + ("manylinux2014_x86_64",)
+MANYLINUX = (*(f"manylinux_2_{v}_x86_64" for v in (36, 35, 28, 27, 17)), "manylinux2014_x86_64")
 
 
 def wheels_hook(wheels: tuple[str, ...]) -> str:
@@ -100,7 +100,8 @@ TORCH = StandIn(
     ("python3-torch",),
     "torch-distributed",
     hooks=(
-        f"sed -i 's/{TORCHRUN_BUG}/{TORCHRUN_FIX}/' \"$1{TORCHRUN_STD}\" && grep -qF '{TORCHRUN_FIX}' \"$1{TORCHRUN_STD}\"",
+        f"sed -i 's/{TORCHRUN_BUG}/{TORCHRUN_FIX}/' \"$1{TORCHRUN_STD}\" "
+        f"&& grep -qF '{TORCHRUN_FIX}' \"$1{TORCHRUN_STD}\"",
     ),
 )
 #: xgboost-runtime: python3 and XGBoost (bookworm's 1.7.4, CPU; upstream: 3.0.2 with CUDA 12) with its Rabit
@@ -140,9 +141,13 @@ MPI_HOOKS = (
     "sed -i 's/^#* *StrictHostKeyChecking .*/    StrictHostKeyChecking no/; s/^#* *Port .*/    Port 2222/' "
     '"$1/etc/ssh/ssh_config" && echo "    UserKnownHostsFile /dev/null" >> "$1/etc/ssh/ssh_config"',
     # sshd as the user: its pid file and host key (the Secret's key) in HOME; no permission checks on the Secret
-    f"mkdir -p \"$1{MPI_HOME}\" && printf 'PidFile {MPI_HOME}/sshd.pid\\nHostKey {MPI_HOME}/.ssh/id_rsa\\n"
-    f"StrictModes no\\nPort {MPI_PORT}\\n' > \"$1{MPI_HOME}/.sshd_config\" "
-    f"&& chown -R {MPI_UID}:{MPI_UID} \"$1{MPI_HOME}\"",
+    f'mkdir -p "$1{MPI_HOME}" && printf \'PidFile {MPI_HOME}/sshd.pid\\nHostKey {MPI_HOME}/.ssh/id_rsa\\n'
+    f'StrictModes no\\nPort {MPI_PORT}\\n\' > "$1{MPI_HOME}/.sshd_config" '
+    f'&& chown -R {MPI_UID}:{MPI_UID} "$1{MPI_HOME}"',
+    # as upstream's images (mpi-operator's base, deepspeed-runtime, mlx-runtime): sshd may bind a port below 1024 as
+    # non-root. A file capability the container's bounding set lacks makes exec fail (EPERM), so this stand-in
+    # shows what Pod Security `restricted` (drop ALL) does to upstream's sshd
+    'setcap cap_net_bind_service=+eip "$1/usr/sbin/sshd"',
     # MLX's MPI backend dlopens libmpi.so (upstream's image has it from libopenmpi-dev)
     'ln -s libmpi.so.40 "$1/usr/lib/x86_64-linux-gnu/libmpi.so"',
 )
@@ -150,7 +155,6 @@ MPI_HOOKS = (
 #: expects them, python3 with mpi4py and MLX's CPU wheels. One image for both runtimes (their MPI path is the
 #: same; upstream builds both on mpi-operator's base): no DeepSpeed or torch (deepspeed-runtime's payload), no
 #: MLX CUDA. Upstream's WORKDIR and HOME /home/mpiuser, root by default (the runtimes set runAsUser 1000).
-#: Upstream also gives sshd the file capability NET_BIND_SERVICE (for a port below 1024); port 2222 needs none.
 MPI = StandIn(
     "mpi",
     ("openmpi-bin", "openssh-server", "openssh-client", "python3-mpi4py"),
@@ -187,12 +191,13 @@ def mmdebstrap_command(stand_in: StandIn, out: Path) -> list[str]:
 
 
 def image_config(stand_in: StandIn) -> dict[str, object]:
+    served = " and ".join(upstream_image(r) for r in stand_in.runtimes)
     return {
         "Env": [PATH_ENV, *stand_in.env],
         "WorkingDir": stand_in.workdir,
         "Cmd": ["/bin/bash"],
         "Labels": {
-            "org.opencontainers.image.description": f"CPU stand-in for {' and '.join(upstream_image(r) for r in stand_in.runtimes)}, Debian {SUITE} packages "
+            "org.opencontainers.image.description": f"CPU stand-in for {served}, Debian {SUITE} packages "
             f"{', '.join(stand_in.packages)} (trainer-platform e2e; not the upstream image)"
         },
     }
