@@ -20,6 +20,7 @@ Opt-in like the real node: ``E2E_NODE=1`` as root (``make e2e-node``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
@@ -29,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.kube import KubeClient, wait_for
+from tests.e2e.kube import ApiError, KubeClient, wait_for
 from tests.e2e.node import MIRROR
 from tests.e2e.node_session import MPI_RUNTIMES, NodePlatform, NodeSession, trainer_container
 from tests.e2e.platform import Team, unique
@@ -142,10 +143,22 @@ MLX_SCRIPT = (
 MPI_LINE = re.compile(r"mpi rank (\d+) of (\d+) host (\S+) uid (\d+) allreduce (\d+)")
 
 
+#: the launcher starts its command at once, as its pod starts: before the hostfile's names resolve (the pods'
+#: DNS records follow their IPs; seen on the real node: `ssh: Could not resolve hostname …-node-0-0.…: Temporary
+#: failure in name resolution`, and mpirun, not knowing its own name, tried to ssh to itself) and before the node
+#: pods' sshd listens. So it waits (3 min at most) for its own name to resolve and every other host's port 2222.
+WAIT_FOR_HOSTS = (
+    'for h in $(cut -d" " -f1 "$OMPI_MCA_orte_default_hostfile"); do for i in $(seq 180); do '
+    'if [ "${h%%.*}" = "$(hostname)" ]; then getent hosts "$h" >/dev/null && break; '
+    f'else (exec 3<>"/dev/tcp/$h/{MPI_PORT}") 2>/dev/null && break; fi; sleep 1; done; done; exec "$@"'
+)
+
+
 def _mpirun(script: str) -> list[str]:
     """The launcher's command: one rank per host of the plugin's hostfile (``OMPI_MCA_orte_default_hostfile``,
     the launcher itself first, ``runLauncherAsNode``), the remote one started through ssh."""
-    return ["mpirun", "--tag-output", "-n", str(NUM_NODES), "python3", "-c", script]
+    mpirun = ["mpirun", "--tag-output", "-n", str(NUM_NODES), "python3", "-c", script]
+    return ["bash", "-c", WAIT_FOR_HOSTS, "wait-for-hosts", *mpirun]
 
 
 @dataclass(frozen=True)
@@ -217,7 +230,14 @@ def test_every_catalog_runtime_is_run_or_says_why() -> None:
 # -- the runs --------------------------------------------------------------------------------------------------
 
 
-def _finished(admin: KubeClient, ns: str, name: str) -> Obj | None:
+def _finished(admin: KubeClient, ns: str, name: str, pods: dict[str, Obj], logs: dict[str, str]) -> Obj | None:
+    """The TrainJob once it completed or failed. Meanwhile its pods and their logs, as last seen: JobSet deletes
+    the pods still running when the job is done (the MPI node pods' sshd), and a failed attempt's on restart."""
+    for pod in admin.list("v1", "Pod", ns, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}"):
+        if pod.get("status", {}).get("phase") in ("Running", "Succeeded", "Failed"):
+            pods[pod["metadata"]["name"]] = pod
+            with contextlib.suppress(ApiError):
+                logs[pod["metadata"]["name"]] = admin.log(pod["metadata"]["name"], ns)
     job = admin.get(TJ, "TrainJob", name, ns)
     done = [c for c in job.get("status", {}).get("conditions", []) if c["type"] in ("Complete", "Failed")]
     return job if any(c["status"] == "True" for c in done) else None
@@ -267,10 +287,16 @@ def test_runtime_runs_a_real_job(runtime: str, node_session: NodeSession, node_p
     member = node_session.sandbox.user_client(team.user, team.groups)
     start = time.monotonic()
     member.create(_trainjob(name, team, runtime, kind, case.command))
-    job = wait_for(f"TrainJob {team.namespace}/{name} to finish", lambda: _finished(admin, team.namespace, name), 600)
+    pods: dict[str, Obj] = {}
+    logs: dict[str, str] = {}
+    job = wait_for(
+        f"TrainJob {team.namespace}/{name} to finish",
+        lambda: _finished(admin, team.namespace, name, pods, logs),
+        600,
+        2,
+    )
     node_session.times[f"{runtime} TrainJob created → finished"] = round(time.monotonic() - start, 1)
-    pods = admin.list("v1", "Pod", team.namespace, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}")
-    logs = {p["metadata"]["name"]: admin.log(p["metadata"]["name"], team.namespace) for p in pods}
+    _finished(admin, team.namespace, name, pods, logs)  # the last lines
     for pod_name, log in sorted(logs.items()):
         print(f"\n[node runtimes] log of {pod_name}:\n{log}", flush=True)
     conditions = {c["type"]: c["status"] for c in job["status"]["conditions"]}
@@ -281,8 +307,8 @@ def test_runtime_runs_a_real_job(runtime: str, node_session: NodeSession, node_p
     wl = next(w for w in workloads if any(o["name"] == name for o in w["metadata"].get("ownerReferences", [])))
     cq = admin.get("kueue.x-k8s.io/v1beta2", "LocalQueue", team.queue, team.namespace)["spec"]["clusterQueue"]
     assert wl["status"]["admission"]["clusterQueue"] == cq, wl["status"]
-    assert len(pods) == NUM_NODES, sorted(logs)
-    for pod in pods:
+    assert len(pods) == NUM_NODES, sorted(pods)  # one attempt: no pod failed and was replaced
+    for pod in pods.values():
         assert pod["spec"]["nodeName"] == node_session.node.name
         node_session.assert_ran_from_mirror(pod)
     case.check(logs, job)
