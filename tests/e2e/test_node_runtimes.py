@@ -150,15 +150,18 @@ MPI_LINE = re.compile(r"mpi rank (\d+) of (\d+) host (\S+) uid (\d+) allreduce (
 WAIT_FOR_HOSTS = (
     'for h in $(cut -d" " -f1 "$OMPI_MCA_orte_default_hostfile"); do for i in $(seq 180); do '
     'if [ "${h%%.*}" = "$(hostname)" ]; then getent hosts "$h" >/dev/null && break; '
-    f'else (exec 3<>"/dev/tcp/$h/{MPI_PORT}") 2>/dev/null && break; fi; sleep 1; done; done; exec "$@"'
+    f'else (exec 3<>"/dev/tcp/$h/{MPI_PORT}") 2>/dev/null && break; fi; sleep 1; done; done; "$@"'
 )
+#: after mpirun, the launcher lingers: JobSet deletes the node pods (sshd never exits) once the launcher is done, and
+#: the test reads their sshd's log while they run
+LINGER_S = 8
 
 
 def _mpirun(script: str) -> list[str]:
     """The launcher's command: one rank per host of the plugin's hostfile (``OMPI_MCA_orte_default_hostfile``,
     the launcher itself first, ``runLauncherAsNode``), the remote one started through ssh."""
     mpirun = ["mpirun", "--tag-output", "-n", str(NUM_NODES), "python3", "-c", script]
-    return ["bash", "-c", WAIT_FOR_HOSTS, "wait-for-hosts", *mpirun]
+    return ["bash", "-c", f"{WAIT_FOR_HOSTS}; rc=$?; sleep {LINGER_S}; exit $rc", "wait-for-hosts", *mpirun]
 
 
 @dataclass(frozen=True)
@@ -208,6 +211,9 @@ def _check_mpi(logs: dict[str, str], job: Obj) -> None:
     for _, size, _, uid, total in lines:
         assert int(size) == NUM_NODES and int(uid) == MPI_UID, lines
         assert int(total) == sum(range(1, NUM_NODES + 1)), lines
+    # the launcher's ssh client met the node pod's sshd (its host key, port 2222) ...
+    assert re.search(rf"Permanently added '\[{name}-node-0-0\.{name}\]:{MPI_PORT}'", launcher), launcher
+    # ... which let mpiuser in with the plugin's key
     node = next(log for pod, log in logs.items() if "-node-" in pod)
     assert re.search(rf"Server listening on \S+ port {MPI_PORT}", node), node
     assert re.search(rf"Accepted publickey for {MPI_USER} from \S+ port \d+ ssh2", node), node
@@ -237,7 +243,9 @@ def _finished(admin: KubeClient, ns: str, name: str, pods: dict[str, Obj], logs:
         if pod.get("status", {}).get("phase") in ("Running", "Succeeded", "Failed"):
             pods[pod["metadata"]["name"]] = pod
             with contextlib.suppress(ApiError):
-                logs[pod["metadata"]["name"]] = admin.log(pod["metadata"]["name"], ns)
+                log = admin.log(pod["metadata"]["name"], ns)
+                if not log.startswith("unable to retrieve container logs"):  # the container is gone already
+                    logs[pod["metadata"]["name"]] = log
     job = admin.get(TJ, "TrainJob", name, ns)
     done = [c for c in job.get("status", {}).get("conditions", []) if c["type"] in ("Complete", "Failed")]
     return job if any(c["status"] == "True" for c in done) else None
@@ -293,7 +301,7 @@ def test_runtime_runs_a_real_job(runtime: str, node_session: NodeSession, node_p
         f"TrainJob {team.namespace}/{name} to finish",
         lambda: _finished(admin, team.namespace, name, pods, logs),
         600,
-        2,
+        1,
     )
     node_session.times[f"{runtime} TrainJob created → finished"] = round(time.monotonic() - start, 1)
     _finished(admin, team.namespace, name, pods, logs)  # the last lines
