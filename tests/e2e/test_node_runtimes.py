@@ -32,7 +32,7 @@ import pytest
 
 from tests.e2e.kube import ApiError, KubeClient, wait_for
 from tests.e2e.node import MIRROR
-from tests.e2e.node_session import MPI_RUNTIMES, NodePlatform, NodeSession, trainer_container
+from tests.e2e.node_session import GPU, MPI_RUNTIMES, TRAINER_ID, NodePlatform, NodeSession, trainer_container
 from tests.e2e.platform import Team, unique
 from tests.e2e.runtime_images import (
     JAX,
@@ -55,10 +55,7 @@ pytestmark = [
 
 Obj = dict[str, Any]
 TJ = "trainer.kubeflow.org/v1alpha1"
-GPU = "nvidia.com/gpu"
 NUM_NODES = 2
-#: the uid the platform's securityContext injection gives non-MPI runtimes (runtimes.securityContext)
-TRAINER_ID = 1000
 
 #: the catalog: every runtime file
 CATALOG = sorted(p.stem for p in (REPO_ROOT / "runtimes").glob("*.yaml") if not p.name.startswith("_"))
