@@ -1,10 +1,11 @@
-"""CPU stand-ins for the catalog's runtime images, built from Debian packages (issue #28, item 4).
+"""CPU stand-ins for the catalog's runtime images, built from Debian packages and PyPI wheels (issue #28, item 4).
 
-No registry with the upstream images (``pytorch/pytorch:…-cuda…``) is reachable here, so the real node runs an
-image that carries what the runtime's command needs, published under the catalog's exact reference through
-``images.registryMirror``. It **stands in** for the upstream image: Debian bookworm's ``python3-torch`` (1.13.1,
-CPU only, with ``torchrun``) instead of PyTorch 2.10 with CUDA; ``WORKDIR /workspace`` and no ``USER`` (root) as
-upstream's, so the platform's securityContext injection is what makes it run as uid 1000.
+No registry with the upstream images (``pytorch/pytorch:…-cuda…``, Trainer's xgboost/deepspeed/mlx runtimes,
+NVIDIA's JAX) is reachable here, so the real node runs images that carry what each runtime's command needs,
+published under the catalog's exact references through ``images.registryMirror``. They **stand in** for the
+upstream images: e.g. Debian bookworm's ``python3-torch`` (1.13.1, CPU only, with ``torchrun``) instead of
+PyTorch 2.10 with CUDA; the working directory, HOME, user and sshd settings as upstream's (no ``USER``: root, so
+the platform's securityContext injection or the runtime's ``runAsUser`` is what makes them run as uid 1000).
 
 Built by ``mmdebstrap`` (Debian's package; ``make e2e-node-deps``) from ``deb.debian.org`` into one layer, then
 cached in ``<e2e cache>/images/<name>-<key>/`` (``key`` hashes the build command and the image config): a cold
@@ -138,7 +139,7 @@ MPI_HOOKS = (
     f"&& echo '{MPI_USER}:!:19000:0:99999:7:::' >> \"$1/etc/shadow\"",
     # ssh_config as mpi-operator's base image: no host key prompt, no known_hosts to write (the .ssh folder is a
     # read-only Secret), port 2222 (its Host * block is the file's last)
-    "sed -i 's/^#* *StrictHostKeyChecking .*/    StrictHostKeyChecking no/; s/^#* *Port .*/    Port 2222/' "
+    f"sed -i 's/^#* *StrictHostKeyChecking .*/    StrictHostKeyChecking no/; s/^#* *Port .*/    Port {MPI_PORT}/' "
     '"$1/etc/ssh/ssh_config" && echo "    UserKnownHostsFile /dev/null" >> "$1/etc/ssh/ssh_config"',
     # sshd as the user: its pid file and host key (the Secret's key) in HOME; no permission checks on the Secret
     f'mkdir -p "$1{MPI_HOME}" && printf \'PidFile {MPI_HOME}/sshd.pid\\nHostKey {MPI_HOME}/.ssh/id_rsa\\n'
