@@ -147,18 +147,19 @@ MPI_LINE = re.compile(r"mpi rank (\d+) of (\d+) host (\S+) uid (\d+) allreduce (
 WAIT_FOR_HOSTS = (
     'for h in $(cut -d" " -f1 "$OMPI_MCA_orte_default_hostfile"); do for i in $(seq 180); do '
     'if [ "${h%%.*}" = "$(hostname)" ]; then getent hosts "$h" >/dev/null && break; '
-    f'else (exec 3<>"/dev/tcp/$h/{MPI_PORT}") 2>/dev/null && break; fi; sleep 1; done; done; "$@"'
+    f'else (exec 3<>"/dev/tcp/$h/{MPI_PORT}") 2>/dev/null && break; fi; sleep 1; done; done; exec "$@"'
 )
-#: after mpirun, the launcher lingers: JobSet deletes the node pods (sshd never exits) once the launcher is done, and
-#: the test reads their sshd's log while they run
-LINGER_S = 8
+#: the plugin's ssh arguments (``OMPI_MCA_plm_rsh_args``) and ``-v``: the launcher's ssh client logs how it logged
+#: in (the node pods' own sshd log goes with them: JobSet deletes them once the launcher is done)
+RSH_ARGS = "-o ConnectionAttempts=10 -v"
 
 
 def _mpirun(script: str) -> list[str]:
     """The launcher's command: one rank per host of the plugin's hostfile (``OMPI_MCA_orte_default_hostfile``,
     the launcher itself first, ``runLauncherAsNode``), the remote one started through ssh."""
-    mpirun = ["mpirun", "--tag-output", "-n", str(NUM_NODES), "python3", "-c", script]
-    return ["bash", "-c", f"{WAIT_FOR_HOSTS}; rc=$?; sleep {LINGER_S}; exit $rc", "wait-for-hosts", *mpirun]
+    mpirun = ["mpirun", "--mca", "plm_rsh_args", RSH_ARGS, "--tag-output", "-n", str(NUM_NODES)]
+    mpirun += ["python3", "-c", script]
+    return ["bash", "-c", WAIT_FOR_HOSTS, "wait-for-hosts", *mpirun]
 
 
 @dataclass(frozen=True)
@@ -208,12 +209,11 @@ def _check_mpi(logs: dict[str, str], job: Obj) -> None:
     for _, size, _, uid, total in lines:
         assert int(size) == NUM_NODES and int(uid) == MPI_UID, lines
         assert int(total) == sum(range(1, NUM_NODES + 1)), lines
-    # the launcher's ssh client met the node pod's sshd (its host key, port 2222) ...
-    assert re.search(rf"Permanently added '\[{name}-node-0-0\.{name}\]:{MPI_PORT}'", launcher), launcher
-    # ... which let mpiuser in with the plugin's key
-    node = next(log for pod, log in logs.items() if "-node-" in pod)
-    assert re.search(rf"Server listening on \S+ port {MPI_PORT}", node), node
-    assert re.search(rf"Accepted publickey for {MPI_USER} from \S+ port \d+ ssh2", node), node
+    # the launcher's ssh client met the node pod's sshd (its host key, port 2222) and logged in with the plugin's key
+    node_host = rf"{name}-node-0-0\.{name}"
+    assert re.search(rf"Permanently added '\[{node_host}\]:{MPI_PORT}'", launcher), launcher
+    assert re.search(rf"Authenticating to {node_host}:{MPI_PORT} as '{MPI_USER}'", launcher), launcher
+    assert re.search(rf'Authenticated to {node_host} \(\[[\d.]+\]:{MPI_PORT}\) using "publickey"', launcher), launcher
 
 
 CASES = {
