@@ -8,8 +8,8 @@ reads what the processes printed:
 - ``jax-distributed``: 2 processes form one ``jax.distributed`` cluster at Trainer's coordinator address, see 2
   processes and gather each other's values;
 - ``deepspeed-distributed`` and ``mlx-distributed``: the launcher's ``mpirun`` starts rank 1 in the node pod over
-  real SSH (the plugin's key Secret, the node pod's sshd as uid 1000 on port 2222; sshd logs the login), both
-  ranks report from their own hosts and allreduce (mpi4py; MLX's MPI backend).
+  real SSH (the plugin's key Secret, the node pod's sshd as uid 1000 on port 2222; the launcher's ``ssh -v``
+  shows the login), both ranks report from their own hosts and allreduce (mpi4py; MLX's MPI backend).
 
 The images are CPU stand-ins built from Debian packages and PyPI wheels (tests/e2e/runtime_images.py), published
 under the catalog's exact references through ``images.registryMirror``: what each runtime's command needs, not the
