@@ -57,6 +57,8 @@ PACKAGES: dict[str, tuple[str, ...]] = {
     "iptables": ("/usr/sbin/iptables",),
     "busybox-static": ("/bin/busybox",),
     "mmdebstrap": ("/usr/bin/mmdebstrap",),  # builds the runtime stand-in images (runtime_images.py)
+    "libcap2-bin": ("/usr/sbin/setcap",),  # sshd's file capability in the MPI stand-in, as upstream's
+    "python3-pip": ("/usr/lib/python3/dist-packages/pip",),  # installs the stand-ins' PyPI wheels (JAX, MLX)
     # cluster networking (cluster_network.py): kube-router's policies are ipsets; the tests read conntrack
     "ipset": ("/usr/sbin/ipset",),
     "conntrack": ("/usr/sbin/conntrack",),

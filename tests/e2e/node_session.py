@@ -42,8 +42,11 @@ GPU = "nvidia.com/gpu"
 NODE_GPUS = 8
 #: the uid/gid the platform runs runtimes as (runtimes.securityContext defaults)
 TRAINER_ID = 1000
-#: the runtimes the node's stack serves
-RUNTIMES = ["torch-distributed"]
+#: the runtimes the node's stack serves to every team
+RUNTIMES = ["torch-distributed", "xgboost-distributed", "jax-distributed"]
+#: MPI runtimes, which Pod Security `restricted` refuses (docs/teams.md#pod-security), served as TrainingRuntimes
+#: to the second team only (`baseline`): the first is `restricted`
+MPI_RUNTIMES = ["deepspeed-distributed", "mlx-distributed"]
 #: whole-JobSet restarts of the node's stack (the catalog's default is 3): a job that fails for good (the OOM
 #: scenario) fails after one restart, a killed one (the resume scenario) still gets its restart
 MAX_RESTARTS = 1
@@ -84,7 +87,11 @@ def node_stack() -> dict[str, Any]:
         ],
         "storage": {"existing": {"className": "e2e-host-directory"}},
         "dataCache": {"enabled": False},
-        "runtimes": {"enabled": RUNTIMES, "faultTolerance": {"maxRestarts": MAX_RESTARTS}},
+        "runtimes": {
+            "enabled": RUNTIMES,
+            "teams": [{"team": teams[1]["name"], "runtime": name} for name in MPI_RUNTIMES],
+            "faultTolerance": {"maxRestarts": MAX_RESTARTS},
+        },
         "teams": teams,
     }
 

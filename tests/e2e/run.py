@@ -22,7 +22,12 @@ PULUMI_PREFIX = "tests/e2e/test_pulumi"
 #: the real node (kubelet + containerd): opt-in, ``E2E_NODE=1`` or naming a file (``make e2e-node``); the node,
 #: cluster networking on it (before the platform is applied: its namespaces are its own), then the platform's
 #: scenarios (one session, tests/e2e/node_session.py)
-NODE_TESTS = ("tests/e2e/test_node.py", "tests/e2e/test_node_network.py", "tests/e2e/test_node_training.py")
+NODE_TESTS = (
+    "tests/e2e/test_node.py",
+    "tests/e2e/test_node_network.py",
+    "tests/e2e/test_node_training.py",
+    "tests/e2e/test_node_runtimes.py",
+)
 #: the node files that use the platform (``node_platform``: the runtime stand-in images)
 NODE_PLATFORM_TESTS = NODE_TESTS[2:]
 #: every file that starts a real node (they run in a session with its own network and mount namespaces)
