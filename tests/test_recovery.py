@@ -60,11 +60,15 @@ QUEUE = _resource("ConfigMap", "queue", "nlp")
 CLAIM = _resource("PersistentVolumeClaim", "workspace", "nlp")
 
 
-def test_nothing_pending_changes_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+def test_nothing_pending_changes_nothing_but_a_left_lock(capsys: pytest.CaptureFixture[str]) -> None:
+    """A run killed before its first operation leaves only its lock (a DIY backend's lock file)."""
+    report = Pulumi(_state([QUEUE], []))
+    assert cmd_recover(_args(), report) == 0
+    assert report.commands() == ["stack"]
+    assert "no interrupted operation" in capsys.readouterr().out
     pulumi = Pulumi(_state([QUEUE], []))
     assert cmd_recover(_args("--yes"), pulumi) == 0
-    assert pulumi.commands() == ["stack"]
-    assert "no interrupted operation" in capsys.readouterr().out
+    assert pulumi.commands() == ["stack", "cancel"]
 
 
 def test_pending_operations_are_reported_and_refused_without_yes(capsys: pytest.CaptureFixture[str]) -> None:

@@ -167,14 +167,18 @@ def cmd_recover(args: argparse.Namespace, run: Runner = _run_pulumi) -> int:
     if recovery.refused:
         print("refused (decide by hand, docs/recovery.md):\n  " + "\n  ".join(recovery.refused), file=sys.stderr)
         return 2
+    if not args.yes:
+        if not recovery.pending:
+            print(f"stack {args.stack}: no interrupted operation recorded")
+            return 0
+        print(f"stack {args.stack}: {len(recovery.pending)} interrupted operations; `--yes` recovers them")
+        return 1
+    # the killed run's lock, also when it was killed before any operation began: a DIY backend keeps its lock
+    # file, Pulumi Cloud the update "in progress" (`cancel` fails when there is none: not an error here)
+    run(["cancel", "--yes", "--non-interactive", "--stack", args.stack], {})
     if not recovery.pending and not args.adopt_existing:
         print(f"stack {args.stack}: no interrupted operation recorded")
         return 0
-    if not args.yes:
-        print(f"stack {args.stack}: {len(recovery.pending)} interrupted operations; `--yes` recovers them")
-        return 1
-    # the killed run's lock: a DIY backend keeps its lock file, Pulumi Cloud the update "in progress"
-    run(["cancel", "--yes", "--non-interactive", "--stack", args.stack], {})
     if recovery.pending and run(refresh_args(args.stack), {}).returncode != 0:
         print("trainer-infra recover: the refresh failed; nothing else was changed", file=sys.stderr)
         return 2

@@ -177,6 +177,22 @@ def _key(resource: Obj) -> tuple[str, str, str] | None:
     return str(inputs["kind"]), str(meta.get("namespace", "")), str(meta["name"])
 
 
+def _live_uids(stack: Stack, checkpoint: Obj) -> dict[tuple[str, str, str], str]:
+    """UIDs of the objects of the checkpoint's pending creates that exist in the cluster."""
+    found = {}
+    for op in checkpoint.get("pending_operations") or []:
+        inputs = (op.get("resource") or {}).get("inputs") or {}
+        meta = inputs.get("metadata") or {}
+        if op.get("type") != "creating" or "kind" not in inputs or "name" not in meta:
+            continue
+        try:
+            obj = stack.client.get(inputs["apiVersion"], inputs["kind"], meta["name"], meta.get("namespace"))
+        except ApiError:
+            continue
+        found[(inputs["kind"], meta.get("namespace", ""), meta["name"])] = obj["metadata"]["uid"]
+    return found
+
+
 def _pending(checkpoint: Obj, operation: str) -> list[str]:
     return [p.urn for p in pending_operations(checkpoint) if p.operation == operation]
 
@@ -224,6 +240,9 @@ def test_up_killed_while_the_charts_are_created_is_recovered(stack: Stack) -> No
     stack.outcomes["pending creates left"] = len(creates)
     stack.outcomes["resources recorded at the kill"] = len(left.get("resources", []))
     assert creates, left.get("pending_operations")
+    # the objects whose create was in flight and reached the cluster: adopted later, never deleted and recreated
+    reached = _live_uids(stack, left)
+    stack.outcomes["interrupted creates found in the cluster"] = len(reached)
     # what Pulumi says and refuses before the recovery: the report names each interrupted create
     report = stack.recover()
     assert report.returncode == 1, report.output[-3000:]
@@ -233,6 +252,7 @@ def test_up_killed_while_the_charts_are_created_is_recovered(stack: Stack) -> No
     assert recovered.returncode == 0, recovered.output[-6000:]
     stack.timed("up --refresh (after the recovery)", stack.project.up("--refresh"))
     stack.converged("after the killed first up")
+    assert {k: v for k, v in _live_uids(stack, left).items() if k in reached} == reached
     # the controllers serve: the charts are whole
     for ns in ("jobset-system", "kueue-system", "kubeflow-system"):
         assert stack.client.list("apps/v1", "Deployment", ns), ns
@@ -310,7 +330,12 @@ def test_skip_checkpoints_loses_what_the_killed_up_did(stack: Stack) -> None:
     assert not after.get("pending_operations")
     assert len(after["resources"]) == len(before["resources"])
     bind_claims(stack.client, [_claim(stack, "e2e-skip")])
-    # the next plain `up` fails on each object the lost run had created
+    uids = {
+        "claim": _uid(stack, "PersistentVolumeClaim", "workspace", "e2e-skip"),
+        "ns": _uid(stack, "Namespace", "e2e-skip"),
+    }
+    # the next plain `up` (after `pulumi cancel`: the killed run's lock) fails on each object the lost run created
+    stack.project.run("cancel", "--yes", "--stack", STACK)
     failed = stack.timed("up (after a skip-checkpoints kill)", stack.project.up(check=False))
     assert failed.returncode != 0
     assert "already exists" in failed.output, diagnostics(failed.output)
@@ -320,6 +345,15 @@ def test_skip_checkpoints_loses_what_the_killed_up_did(stack: Stack) -> None:
     assert adopted.returncode == 0, adopted.output[-6000:]
     stack.timed("up --refresh (after the adoption)", stack.project.up("--refresh"))
     stack.converged("after the skip-checkpoints kill")
+    # adopted, not recreated: the objects the lost run created are the same ones
+    assert uids == {
+        "claim": _uid(stack, "PersistentVolumeClaim", "workspace", "e2e-skip"),
+        "ns": _uid(stack, "Namespace", "e2e-skip"),
+    }
+
+
+def _uid(stack: Stack, kind: str, name: str, namespace: str | None = None) -> str:
+    return str(stack.client.get("v1", kind, name, namespace)["metadata"]["uid"])
 
 
 def _exists(stack: Stack, kind: str, namespace: str) -> bool:
