@@ -30,8 +30,9 @@ import yaml
 
 from tests.e2e import leftovers
 from tests.e2e.kube import ApiError, wait_for
-from tests.e2e.pulumi_stack import STACK, Installation, PulumiProject, Result, diagnostics, installation, record_timing
-from tests.e2e.render import RenderOutput, bind_claims, render_stack
+from tests.e2e.pulumi_stack import STACK, Result, diagnostics, installation
+from tests.e2e.render import bind_claims, render_stack
+from tests.e2e.test_pulumi import Deployed
 from tests.e2e.versions import REPO_ROOT
 from trainer_infra.recovery import pending_operations
 
@@ -46,28 +47,14 @@ KILL_WAIT = 900.0
 
 
 @dataclass
-class Stack:
-    installed: Installation
-    base: Obj
-    render: RenderOutput
-    kept: dict[str, Any] = field(default_factory=dict)
-    outcomes: dict[str, Any] = field(default_factory=dict)
+class Stack(Deployed):
+    """The shared stack of test_pulumi.py, plus the engine run in the background and killed."""
 
-    @property
-    def project(self) -> PulumiProject:
-        return self.installed.project
+    outcomes: dict[str, Any] = field(default_factory=dict)
 
     @property
     def client(self) -> Any:
         return self.installed.sandbox.client
-
-    def set_config(self, **overrides: Any) -> None:
-        self.project.write_stack(self.installed.config(self.base, **{**self.kept, **overrides}))
-
-    def timed(self, name: str, result: Result) -> Result:
-        record_timing(name, result)
-        self.outcomes[name] = result.seconds
-        return result
 
     # -- the engine in the background -----------------------------------------------------------------------
     def start(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
@@ -222,7 +209,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         found.set_config()
         bind_claims(found.client, render.of_kind("PersistentVolumeClaim"))
         yield found
-        print(f"[e2e] recovery outcomes: {json.dumps(found.outcomes)}")
+        print(f"[e2e] recovery outcomes: {json.dumps(found.outcomes)}; timings: {json.dumps(found.timings)}")
 
 
 def test_up_killed_while_the_charts_are_created_is_recovered(stack: Stack) -> None:
