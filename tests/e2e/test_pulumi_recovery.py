@@ -362,6 +362,8 @@ def test_interrupted_teardown_destroy_is_finished_by_running_it_again(stack: Sta
     left = stack.kill_when(proc, "a pending delete", lambda cp: bool(_pending(cp, "deleting")))
     stack.outcomes["destroy: resources left at the kill"] = len(left.get("resources", []))
     stack.outcomes["destroy: pending deletes"] = len(_pending(left, "deleting"))
+    # docs/recovery.md: the killed run's lock, then the same command again
+    stack.project.run("cancel", "--yes", "--stack", STACK)
     again = stack.timed("destroy (again, after the kill)", stack.project.destroy())
     assert again.returncode == 0
     state = stack.project.export()["deployment"]
