@@ -144,7 +144,7 @@ class Stack(Deployed):
         }
         for api_version, kind in sorted(kinds):
             try:
-                items = self.client.list(api_version, kind)
+                items = self.client.list_all(api_version, kind)["items"]  # every namespace
             except ApiError:
                 continue  # a kind whose CRD is not installed
             for obj in items:
