@@ -95,6 +95,15 @@ def accelerator_seconds(jobs: Iterable[JobOutcome], until: float) -> float:
     return sum(j.accelerators * a.length(until) for j in jobs for a in j.admissions)
 
 
+def team_shares(jobs: Iterable[JobOutcome], until: float) -> dict[str, float]:
+    """Each team's fraction of the admitted accelerator-seconds (what the fleet gave it)."""
+    held: dict[str, float] = {}
+    for j in jobs:
+        held[j.team] = held.get(j.team, 0.0) + sum(j.accelerators * a.length(until) for a in j.admissions)
+    total = sum(held.values())
+    return {t: (v / total if total else 0.0) for t, v in sorted(held.items())}
+
+
 def makespan(jobs: Sequence[JobOutcome], until: float) -> float:
     """From the first job's creation to the last one's end (`until` if one still runs or waits)."""
     created = [j.created for j in jobs if j.created is not None]

@@ -9,6 +9,7 @@ because each pod carries its (compressed) duration in an annotation, which the c
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -107,6 +108,8 @@ class Replay:
         self.lock = threading.Lock()
         self.stop_event = threading.Event()
         self.submit_lag = 0.0
+        #: the machine's 1-minute load average, every 30 wall seconds (how contended the replay was)
+        self.load: list[float] = []
 
     def now(self) -> float:
         """Trace seconds since the replay started."""
@@ -220,9 +223,13 @@ class Replay:
                     break
                 if wall - last_note >= 30:
                     last_note = wall
+                    self.load.append(os.getloadavg()[0])
                     with self.lock:
                         finished = sum(1 for j in self.jobs.values() if j.finished is not None)
-                    self.progress(f"{wall - self.start:.0f} s: {finished}/{len(self.jobs)} jobs finished")
+                    self.progress(
+                        f"{wall - self.start:.0f} s: {finished}/{len(self.jobs)} jobs finished, "
+                        f"load average {self.load[-1]:.1f}"
+                    )
                 time.sleep(0.05)
         except KeyboardInterrupt:
             self.stopped_early = "interrupted (Ctrl-C); the report covers what was measured until then"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -50,6 +51,13 @@ def summary(run: Run) -> dict[str, Any]:
         "compression": run.compression,
         "wall_seconds": round(run.wall_seconds, 1),
         "wall_phases": {k: round(v, 1) for k, v in run.phases.items()},
+        "cpu_seconds": {k: round(v, 1) for k, v in sorted(run.cpu_seconds.items(), key=lambda kv: -kv[1])},
+        "kueue_changes": run.kueue_changes,
+        "machine": {
+            "cpus": os.cpu_count(),
+            "load_average_mean": _round(sum(run.load_average) / len(run.load_average), 1) if run.load_average else None,
+            "load_average_max": _round(max(run.load_average, default=math.nan), 1),
+        },
         "submit_lag_max": round(run.submit_lag, 1),
         "trace_seconds": round(run.until, 1),
         "makespan": _round(metrics.makespan(replayed, run.until), 1),
@@ -60,6 +68,7 @@ def summary(run: Run) -> dict[str, Any]:
             t: _round(v) for t, v in metrics.weighted_shares(replayed, run.weights, WINDOW, run.until).items()
         },
         "weights": dict(sorted(run.weights.items())),
+        "team_shares": {t: _round(v) for t, v in metrics.team_shares(replayed, run.until).items()},
         "waits": {t: {k: _round(v, 1) for k, v in asdict(s).items()} for t, s in metrics.waits_by_team(jobs).items()},
         "preemptions": pre.count,
         "preempted_accelerator_seconds": round(pre.lost_accelerator_seconds, 1),
