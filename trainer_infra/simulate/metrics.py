@@ -121,6 +121,16 @@ def utilisation(jobs: Sequence[JobOutcome], capacity: int, until: float) -> floa
     return accelerator_seconds(jobs, until) / (capacity * span)
 
 
+def goodput(jobs: Sequence[JobOutcome], capacity: int, until: float) -> float:
+    """Utilisation without the preempted stretches: the share of the fleet that did work kept (a preempted
+    job restarts from scratch, so what it held until the preemption was thrown away)."""
+    span = makespan(jobs, until)
+    if capacity <= 0 or span <= 0:
+        return 0.0
+    kept = accelerator_seconds(jobs, until) - preemptions(jobs).lost_accelerator_seconds
+    return kept / (capacity * span)
+
+
 def percentile(values: Sequence[float], p: float) -> float:
     """Nearest-rank percentile (the smallest value with at least p% of values at or below it)."""
     if not values:

@@ -62,6 +62,7 @@ def summary(run: Run) -> dict[str, Any]:
         "trace_seconds": round(run.until, 1),
         "makespan": _round(metrics.makespan(replayed, run.until), 1),
         "utilisation": _round(metrics.utilisation(replayed, run.capacity, run.until)),
+        "goodput": _round(metrics.goodput(replayed, run.capacity, run.until)),
         "admitted_accelerator_seconds": _round(metrics.accelerator_seconds(replayed, run.until), 1),
         "weighted_fairness": _round(metrics.weighted_fairness(replayed, run.weights, WINDOW, run.until)),
         "weighted_shares": {
@@ -180,7 +181,7 @@ def write(run: Run, out: Path, plots: bool = True) -> list[str]:
 def table(rows: Sequence[tuple[str, dict[str, Any]]]) -> str:
     """A fixed-width comparison of runs (`make bench-scheduling`)."""
     teams = sorted({t for _, s in rows for t in s["waits"]})
-    head = ["config", "util", "fairness", "preempt", "lost acc-h", *(f"p95 wait {t} (min)" for t in teams)]
+    head = ["config", "util", "goodput", "fairness", "preempt", "lost acc-h", *(f"p95 wait {t} (min)" for t in teams)]
     lines = [head]
     for label, s in rows:
         waits = [s["waits"].get(t, {}).get("p95") for t in teams]
@@ -188,6 +189,7 @@ def table(rows: Sequence[tuple[str, dict[str, Any]]]) -> str:
             [
                 label,
                 f"{s['utilisation']:.3f}" if s["utilisation"] is not None else "-",
+                f"{s['goodput']:.3f}" if s.get("goodput") is not None else "-",
                 f"{s['weighted_fairness']:.3f}" if s["weighted_fairness"] is not None else "-",
                 str(s["preemptions"]),
                 f"{s['preempted_accelerator_seconds'] / 3600:.0f}",
