@@ -68,8 +68,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--load", type=float, default=1.1, help="offered load of the trace (default: %(default)s)")
     p.add_argument("--median-duration", type=float, default=1800.0)
     p.add_argument("--max-duration", type=float, default=6 * 3600.0)
-    p.add_argument("--compression", type=float, default=900.0, help="trace seconds per wall second")
-    p.add_argument("--max-wall", type=float, default=900.0, help="bound of each replay, wall seconds")
+    # 150×: the 2,000-job trace (≈ 105 h of work at full capacity) in ≈ 47 wall minutes per configuration; a job
+    # then holds its quota ≈ 150 × (a few wall seconds of control-plane latency) beyond its duration
+    p.add_argument("--compression", type=float, default=150.0, help="trace seconds per wall second")
+    p.add_argument("--max-wall", type=float, default=4500.0, help="bound of each replay, wall seconds")
     p.add_argument("--configs", nargs="+", default=["derived", "flat", "partitions"])
     p.add_argument("--out", type=Path, default=ROOT / "build" / "bench-scheduling")
     p.add_argument(

@@ -3,11 +3,13 @@ own latency could reach and scales the requeue backoff to the same trace time; n
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from trainer_infra.simulate.timers import TIMEOUT_FLOOR, compressed_settings, seconds
 
-STACK = {
+STACK: dict[str, Any] = {
     "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare"]},
     "waitForPodsReady": {
         "timeout": "1m",

@@ -25,7 +25,8 @@ def load_summary(path: Path) -> Summary:
     try:
         data = json.loads(file.read_text())
     except (OSError, ValueError) as exc:
-        raise ConfigError([ConfigIssue(str(path), f"not a simulate report: {exc}", None, "pass --out of simulate")])
+        hint = "pass the --out folder of simulate, or its summary.json"
+        raise ConfigError([ConfigIssue(str(path), f"not a simulate report: {exc}", None, hint)]) from None
     if not isinstance(data, dict) or "waits" not in data or "utilisation" not in data:
         raise ConfigError([ConfigIssue(str(file), "not a simulate summary.json (no waits/utilisation)")])
     return data
@@ -84,7 +85,7 @@ def render(base: Summary, head: Summary, *, markdown: bool = True) -> str:
         b, h = _share(base, team), _share(head, team)
         cells.append(f"{_pct(b)} → {_pct(h)} {_delta(b, h, lambda d: f'{100 * d:.1f} pt')}".rstrip())
         rows.append(cells)
-    fleet = [
+    fleet: list[tuple[str, str, Callable[[float], str]]] = [
         ("utilisation", "utilisation", lambda v: f"{v:.3f}"),
         ("weighted fairness", "weighted_fairness", lambda v: f"{v:.3f}"),
         ("preemptions", "preemptions", lambda v: f"{v:.0f}"),
