@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -96,6 +98,10 @@ def simulate(
 
     replay_rows, never = partition(facts, rows)
     cpu: dict[str, float] = {}
+    if threading.current_thread() is threading.main_thread():
+        # a shell starts background commands with SIGINT ignored, and Python keeps it so: `kill -INT` (what a
+        # script or CI uses to stop a run early) would then be lost instead of ending the replay with its report
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     versions = VersionSet.from_env()
     mismatches = chart_mismatches(releases, versions)
     if mismatches:
