@@ -52,7 +52,7 @@ e2e-node: $(STAMP) e2e-node-deps  ## a real node (kubelet + containerd) beside t
 bench-pulumi: $(STAMP)  ## preview + up of a 1,000-team synthetic stack through the real engine (BENCH_TEAMS=N; root)
 	$(PY) -m tests.e2e.run -m e2e tests/e2e/test_pulumi_scale.py
 
-bench-scheduling: $(STAMP)  ## a seeded 2,000-job trace on the real Kueue: derived queues vs one flat FIFO queue vs static partitions (needs the e2e binaries; ≈ 25 min)
+bench-scheduling: $(STAMP)  ## a seeded 2,000-job trace on the real Kueue: derived queues vs one flat FIFO queue vs static partitions (needs the e2e binaries; ≈ 50 min per configuration at 150×, bounded at 75)
 	$(PY) -m tests.bench_scheduling
 
 sandbox-up: $(STAMP)  ## try the platform without a cluster: the local stack on the e2e control plane
