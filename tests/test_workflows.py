@@ -240,3 +240,18 @@ def test_the_drift_check_tells_drift_from_a_failed_check(
     assert (
         "args: preview --refresh --expect-no-changes --diff --non-interactive --stack dev --color never" in done.stdout
     )
+
+
+def test_the_simulate_step_is_opt_in_and_posts_beside_the_offline_diff() -> None:
+    """Only the `simulate` label starts it (adding the label reruns nothing else), it sees no secret, and its
+    comment is updated in place like the offline diff's; the trace it replays is one the repository names."""
+    doc = yaml.safe_load((ROOT / ".github/workflows/preview.yml").read_text())
+    jobs = doc["jobs"]
+    assert "labeled" in doc[True]["pull_request"]["types"]  # yaml reads the key `on` as True
+    assert "'simulate'" in jobs["simulate"]["if"] and "github.event.label.name == 'simulate'" in jobs["simulate"]["if"]
+    for name in ("offline-diff", "preview"):
+        assert "github.event.action != 'labeled'" in jobs[name]["if"], name
+    assert "secrets." not in yaml.safe_dump(jobs["simulate"])
+    run = "\n".join(str(step.get("run", "")) for step in jobs["simulate"]["steps"])
+    assert 'pr-comment "simulate:$STACK"' in run and "trainer-infra simulate-diff" in run
+    assert (ROOT / "docs/simulate/pr-traces/local.csv").is_file()

@@ -29,6 +29,7 @@ from trainer_infra.render.enforce import enforce
 from trainer_infra.render.fleet import render_fleet
 from trainer_infra.render.output import Rendered, assemble, summary, write
 from trainer_infra.simulate import command as simulate_command
+from trainer_infra.simulate import compare as simulate_compare
 from trainer_infra.simulate.facts import stack_facts
 from trainer_infra.stack.build import build_plan
 from trainer_infra.stack.config import StackConfig
@@ -316,6 +317,13 @@ def parser() -> argparse.ArgumentParser:
     )
     add_recover_arguments(rec)
     rec.set_defaults(fn=cmd_recover)
+    sd = sub.add_parser(
+        "simulate-diff",
+        help="per team, what changed between two simulate reports of the same trace (wait, share, utilisation); "
+        "exit 1 when they are not comparable as they are",
+    )
+    simulate_compare.add_arguments(sd)
+    sd.set_defaults(fn=simulate_compare.cmd_simulate_diff)
     return p
 
 

@@ -55,6 +55,8 @@ PACKAGES: dict[str, tuple[str, ...]] = {
     "iptables": ("/usr/sbin/iptables",),
     "busybox-static": ("/bin/busybox",),
     "mmdebstrap": ("/usr/bin/mmdebstrap",),  # builds the runtime stand-in images (runtime_images.py)
+    "libcap2-bin": ("/usr/sbin/setcap",),  # sshd's file capability in the MPI stand-in, as upstream's
+    "python3-pip": ("/usr/lib/python3/dist-packages/pip",),  # installs the stand-ins' PyPI wheels (JAX, MLX)
     # cluster networking (cluster_network.py): kube-router's policies are ipsets; the tests read conntrack
     "ipset": ("/usr/sbin/ipset",),
     "conntrack": ("/usr/sbin/conntrack",),
@@ -112,6 +114,17 @@ def publish(registry: ChartRegistry, upstream: str, image: Image) -> str:
     repository, _, tag = mirrored.partition("/")[2].rpartition(":")
     registry.publish(repository, tag, image)
     return mirrored
+
+
+def start_or_undo(start: Callable[[], None], stop: Callable[[], None]) -> None:
+    """``start``; on failure ``stop`` at once, else at interpreter exit too (a test run that dies still stops the
+    processes, which run in sessions of their own). ``stop`` unregisters itself."""
+    atexit.register(stop)
+    try:
+        start()
+    except BaseException:
+        stop()
+        raise
 
 
 class NodeError(SandboxError):
@@ -353,13 +366,8 @@ class RealNode:
         """containerd, then the kubelet; returns when the Node is Ready. On failure everything is undone."""
         preflight()
         self._snapshot = self.snapshot()
-        atexit.register(self.stop)  # a test run that dies still stops the kubelet and containerd (own sessions)
         self._atexit = True
-        try:
-            self._start()
-        except BaseException:
-            self.stop()
-            raise
+        start_or_undo(self._start, self.stop)
         return self
 
     def snapshot(self) -> Snapshot:
