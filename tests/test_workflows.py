@@ -65,7 +65,7 @@ def test_actions_pinned_by_sha_permissions_minimal_and_prod_gated() -> None:
         for name, job in doc["jobs"].items():
             assert "write-all" not in str(job.get("permissions")), name
     deploy = yaml.safe_load((ROOT / ".github/workflows/deploy.yml").read_text())["jobs"]
-    assert deploy["prod"]["needs"] == "dev" and deploy["prod"]["with"] == {"stack": "prod"}
+    assert deploy["prod"]["needs"] == "dev" and deploy["prod"]["with"]["stack"] == "prod"
     up = yaml.safe_load((ROOT / ".github/workflows/pulumi-up.yml").read_text())["jobs"]["up"]
     assert up["environment"] == "${{ inputs.stack }}", "prod's approval rule applies through its environment"
     preview = (ROOT / ".github/workflows/preview.yml").read_text()
@@ -177,6 +177,22 @@ def test_the_pr_workflow_comments_the_real_preview_as_the_docs_say() -> None:
     assert "secrets." not in str(job["steps"][comment]), "the comment step sees no cloud credentials"
     docs = (ROOT / "docs" / "preview.md").read_text()
     assert "one comment per stack" in docs and "comment-on-pr" not in docs
+
+
+def test_a_deploy_refuses_to_up_over_an_interrupted_run_unless_started_to_recover() -> None:
+    """docs/recovery.md: before `up`, `trainer-infra recover` lists the pending operations a killed run left and
+    fails the job (exit 1); only a manual run with `recover` carries the recovery out, with the policy pack."""
+    steps = yaml.safe_load((ROOT / ".github/workflows/pulumi-up.yml").read_text())["jobs"]["up"]["steps"]
+    check = next(i for i, s in enumerate(steps) if "trainer-infra recover" in str(s.get("run", "")))
+    up = next(i for i, s in enumerate(steps) if (s.get("with") or {}).get("command") == "up")
+    assert check < up
+    script = steps[check]["run"]
+    assert 'recover --stack "$STACK"\n' in script + "\n"  # the refusal: no --yes
+    assert 'if [ "$RECOVER" = "true" ]' in script and "--yes -- --policy-pack policy" in script
+    assert steps[check]["env"]["RECOVER"] == "${{ inputs.recover }}"
+    deploy = yaml.safe_load((ROOT / ".github/workflows/deploy.yml").read_text())
+    assert deploy[True]["workflow_dispatch"]["inputs"]["recover"]["default"] is False  # `on:` parses as True
+    assert all(job["with"]["recover"] == "${{ inputs.recover == true }}" for job in deploy["jobs"].values())
 
 
 def test_the_drift_workflow_checks_every_deployed_stack_as_the_docs_say() -> None:
