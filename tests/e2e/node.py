@@ -17,6 +17,8 @@ kubelet takes ``cgroupDriver`` from its config; containerd 1.6 reads registry ho
 from __future__ import annotations
 
 import atexit
+import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -603,13 +605,23 @@ class RealNode:
         return True
 
     def _kill_strays(self) -> None:
-        """A shim outlives containerd by design; one still naming our work directory is ours to end."""
+        """A shim outlives containerd by design; one still naming our work directory is ours to end (after a few
+        seconds to finish on its own: under load a shim may still be exiting). Killed, it cannot remove its socket:
+        that goes too (containerd 1.6 names it ``/run/containerd/s/<sha256 of address/namespace/id>``)."""
+        strays = leftovers.processes_of(self.workdir)
+        if strays:
+            with contextlib.suppress(TimeoutError):
+                wait_for("the shims to exit", lambda: not leftovers.processes_of(self.workdir), 10)
         for entry in leftovers.processes_of(self.workdir):
-            pid = int(entry.split(":", 1)[0])
+            pid, _, cmdline = entry.partition(": ")
             try:
-                os.kill(pid, signal.SIGKILL)
+                os.kill(int(pid), signal.SIGKILL)
             except ProcessLookupError:
                 continue
+            args = cmdline.split()
+            if "-id" in args and "-namespace" in args:
+                name = f"{self.socket}/{args[args.index('-namespace') + 1]}/{args[args.index('-id') + 1]}"
+                (SHIM_SOCKETS / hashlib.sha256(name.encode()).hexdigest()).unlink(missing_ok=True)
 
     def _log_links(self) -> list[Path]:
         """The kubelet's links in /var/log/containers to this node's pod logs."""

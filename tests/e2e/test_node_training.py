@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.e2e.kube import KubeClient, wait_for
-from tests.e2e.node_session import GPU, TRAINER_ID, NodePlatform, NodeSession, acl
+from tests.e2e.node_session import GPU, MAX_RESTARTS, TRAINER_ID, NodePlatform, NodeSession, acl
 from tests.e2e.platform import Team
 
 pytestmark = [
@@ -86,6 +89,39 @@ def _finished(admin: KubeClient, ns: str, name: str) -> Obj | None:
     return job if any(c["status"] == "True" for c in done) else None
 
 
+def _train(session: NodeSession, team: Team, func: Callable[[], None], nodes: int, memory: str) -> tuple[Any, str]:
+    """``team``'s member submits ``func`` with the SDK on the catalog's torch runtime, through the team's queue,
+    one (advertised) GPU, half a CPU and ``memory`` (requests = limits, as the SDK sets them) per node."""
+    from kubeflow.common.types import KubernetesBackendConfig
+    from kubeflow.trainer import CustomTrainer, TrainerClient
+    from kubeflow.trainer.options import Labels
+
+    kubeconfig = session.sandbox.user_kubeconfig(team.user, team.groups)
+    sdk = TrainerClient(backend_config=KubernetesBackendConfig(namespace=team.namespace, config_file=str(kubeconfig)))
+    name = sdk.train(
+        runtime=sdk.get_runtime(RUNTIME),
+        trainer=CustomTrainer(
+            func=func, num_nodes=nodes, resources_per_node={"gpu": 1, "cpu": "500m", "memory": memory}
+        ),
+        options=[Labels(labels={"kueue.x-k8s.io/queue-name": team.queue})],
+    )
+    return sdk, name
+
+
+def _assert_quota_released(admin: KubeClient, team: Team, name: str) -> None:
+    """The TrainJob's Workload is finished and its ClusterQueue reserves no GPU any more."""
+    cq = admin.get("kueue.x-k8s.io/v1beta2", "LocalQueue", team.queue, team.namespace)["spec"]["clusterQueue"]
+    wait_for(f"{cq}'s GPUs to be released", lambda: _gpus_reserved(admin, cq) == 0, 60)
+    wl = _workload(admin, team.namespace, name)
+    finished = [c for c in wl["status"]["conditions"] if c["type"] == "Finished"]
+    assert finished and finished[0]["status"] == "True", wl["status"]
+
+
+def _workload(admin: KubeClient, ns: str, name: str) -> Obj:
+    workloads = admin.list("kueue.x-k8s.io/v1beta2", "Workload", ns)
+    return next(w for w in workloads if any(o["name"] == name for o in w["metadata"].get("ownerReferences", [])))
+
+
 def _gpus_reserved(admin: KubeClient, cluster_queue: str) -> int:
     usage = admin.get("kueue.x-k8s.io/v1beta2", "ClusterQueue", cluster_queue).get("status", {})
     return sum(
@@ -99,10 +135,6 @@ def _gpus_reserved(admin: KubeClient, cluster_queue: str) -> int:
 def test_team_member_trains_with_the_sdk_on_the_real_node(
     node_session: NodeSession, node_platform: NodePlatform
 ) -> None:
-    from kubeflow.common.types import KubernetesBackendConfig
-    from kubeflow.trainer import CustomTrainer, TrainerClient
-    from kubeflow.trainer.options import Labels
-
     session, env = node_session, node_platform
     admin = session.sandbox.client
     team: Team = env.platform.render_teams()[0]
@@ -110,21 +142,8 @@ def test_team_member_trains_with_the_sdk_on_the_real_node(
     labels = admin.get("v1", "Namespace", ns)["metadata"]["labels"]
     assert labels.get("pod-security.kubernetes.io/enforce") == "restricted", labels
 
-    sdk = TrainerClient(
-        backend_config=KubernetesBackendConfig(
-            namespace=ns, config_file=str(session.sandbox.user_kubeconfig(team.user, team.groups))
-        )
-    )
     start = time.monotonic()
-    name = sdk.train(
-        runtime=sdk.get_runtime(RUNTIME),
-        trainer=CustomTrainer(
-            func=train_linear_model,
-            num_nodes=NUM_NODES,
-            resources_per_node={"gpu": 1, "cpu": "500m", "memory": "2Gi"},
-        ),
-        options=[Labels(labels={"kueue.x-k8s.io/queue-name": team.queue})],
-    )
+    sdk, name = _train(session, team, train_linear_model, NUM_NODES, "2Gi")
     job = wait_for(f"TrainJob {ns}/{name} to finish", lambda: _finished(admin, ns, name), 900)
     session.times["TrainJob created → finished"] = round(time.monotonic() - start, 1)
     pods = admin.list("v1", "Pod", ns, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}")
@@ -135,8 +154,7 @@ def test_team_member_trains_with_the_sdk_on_the_real_node(
     assert conditions.get("Complete") == "True", (job["status"], logs)
 
     # Kueue admitted it through the team's queue onto the flavor of the real node's pool
-    workloads = admin.list("kueue.x-k8s.io/v1beta2", "Workload", ns)
-    wl = next(w for w in workloads if any(o["name"] == name for o in w["metadata"].get("ownerReferences", [])))
+    wl = _workload(admin, ns, name)
     cq = admin.get("kueue.x-k8s.io/v1beta2", "LocalQueue", team.queue, ns)["spec"]["clusterQueue"]
     admission = wl["status"]["admission"]
     assert admission["clusterQueue"] == cq
@@ -181,5 +199,170 @@ def test_team_member_trains_with_the_sdk_on_the_real_node(
     assert (made.st_uid, made.st_gid, made.st_mode & 0o002) == (0, 0, 0), (made.st_uid, made.st_gid, oct(made.st_mode))
     assert os.getxattr(job_dir, "system.posix_acl_access") == acl(TRAINER_ID, TRAINER_ID)
 
-    # the quota is free again
-    wait_for(f"{cq}'s GPUs to be released", lambda: _gpus_reserved(admin, cq) == 0, 60)
+    _assert_quota_released(admin, team, name)
+
+
+# -- resume: a rank killed from outside, the JobSet restarted, training continued from the checkpoint -----------
+
+
+def train_resumable() -> None:
+    """20 steps of one second; rank 0 checkpoints every step (written aside, then renamed: a kill never leaves
+    half a file); every rank starts from the checkpoint when there is one."""
+    import os
+    import time
+
+    import torch
+    import torch.distributed as dist
+
+    dist.init_process_group(backend="gloo")
+    rank = dist.get_rank()
+
+    def say(line: str) -> None:
+        print(line + "\n", end="", flush=True)
+
+    path = os.path.join(os.environ["CHECKPOINT_DIR"], "resume.pt")
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(1, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    first = 0
+    if os.path.exists(path):
+        state = torch.load(path)
+        model.module.load_state_dict(state["model"])
+        first = state["step"] + 1
+    dist.barrier()  # every rank has read the checkpoint before rank 0 writes the next one
+    say(f"rank {rank} pid {os.getpid()} starts at step {first}")
+    x = torch.linspace(-1, 1, 64).unsqueeze(1)
+    for step in range(first, 20):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), 3 * x + 1)
+        loss.backward()
+        optimizer.step()
+        if rank == 0:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            torch.save({"step": step, "model": model.module.state_dict()}, path + ".new")
+            os.replace(path + ".new", path)
+        say(f"rank {rank} step {step} loss {loss.item():.6f}")
+        time.sleep(1)
+    say(f"rank {rank} finished")
+    dist.destroy_process_group()
+
+
+STARTS = re.compile(r"rank (\d+) pid (\d+) starts at step (\d+)")
+RESTART_ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"
+
+
+def _rank_process(session: NodeSession, pod: Obj, rank: int) -> int:
+    """The host PID of rank ``rank``'s python process in ``pod``'s container: one of the container's processes
+    (containerd's task listing), the one whose environment torchrun gave ``RANK=<rank>``."""
+    container = pod["status"]["containerStatuses"][0]["containerID"].removeprefix("containerd://")
+    listing = session.node.ctr("tasks", "ps", container)
+    assert listing.returncode == 0, listing.stderr
+    for pid in (int(line.split()[0]) for line in listing.stdout.splitlines()[1:]):
+        try:
+            env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if f"RANK={rank}".encode() in env:
+            return pid
+    raise AssertionError(f"no process with RANK={rank} in {pod['metadata']['name']}: {listing.stdout}")
+
+
+def test_a_killed_rank_is_restarted_by_the_failure_policy_and_resumes_from_the_checkpoint(
+    node_session: NodeSession, node_platform: NodePlatform
+) -> None:
+    session, env = node_session, node_platform
+    admin = session.sandbox.client
+    team: Team = env.platform.render_teams()[0]
+    ns = team.namespace
+    start = time.monotonic()
+    _, name = _train(session, team, train_resumable, NUM_NODES, "2Gi")
+    selector = f"jobset.sigs.k8s.io/jobset-name={name}"
+
+    def rank0_checkpointed() -> Obj | None:
+        for pod in admin.list("v1", "Pod", ns, label_selector=f"{selector},batch.kubernetes.io/job-completion-index=0"):
+            if pod["status"].get("phase") == "Running":
+                steps = [int(s) for r, s, _ in STEP.findall(admin.log(pod["metadata"]["name"], ns)) if r == "0"]
+                if steps and max(steps) >= 3:
+                    return pod
+        return None
+
+    first = wait_for(f"rank 0 of {name} to checkpoint step 3", rank0_checkpointed, 300)
+    # the kill comes from outside, as the kernel's or an operator's would: SIGKILL to the host process
+    pid = _rank_process(session, first, 0)
+    status = Path(f"/proc/{pid}/status").read_text()
+    in_container = next(line.split()[-1] for line in status.splitlines() if line.startswith("NSpid:"))
+    killed_log = admin.log(first["metadata"]["name"], ns)
+    os.kill(pid, signal.SIGKILL)
+    session.times["resume: submit → rank 0 killed at step ≥ 3"] = round(time.monotonic() - start, 1)
+    job = wait_for(f"TrainJob {ns}/{name} to finish", lambda: _finished(admin, ns, name), 600)
+    session.times["resume: submit → Complete after the restart"] = round(time.monotonic() - start, 1)
+
+    # the JobSet's failurePolicy restarted it once (the catalog's; this stack allows MAX_RESTARTS), and it completed
+    jobset = admin.get("jobset.x-k8s.io/v1alpha2", "JobSet", name, ns)
+    policy = jobset["spec"]["failurePolicy"]
+    assert policy["maxRestarts"] == MAX_RESTARTS and policy["restartStrategy"] == "Recreate", policy
+    assert jobset["status"].get("restarts") == 1, jobset["status"]
+    conditions = {c["type"]: c["status"] for c in job["status"]["conditions"]}
+    assert conditions.get("Complete") == "True", job["status"]
+    killed_steps = [int(s) for r, s, _ in STEP.findall(killed_log) if r == "0"]
+    # the kill hit rank 0's process (its pid inside the container's PID namespace: the last of NSpid)
+    assert f"rank 0 pid {in_container} starts at step 0" in killed_log, (in_container, killed_log)
+
+    # the pods of the restart (attempt 1) started every rank from rank 0's checkpoint, and finished
+    pods = admin.list("v1", "Pod", ns, label_selector=f"{selector},{RESTART_ATTEMPT}=1")
+    logs = "\n".join(admin.log(p["metadata"]["name"], ns) for p in pods)
+    print(f"\n[node training] after the kill at rank 0 step {max(killed_steps)}:\n{logs}", flush=True)
+    starts = {int(rank): int(step) for rank, _, step in STARTS.findall(logs)}
+    assert len(starts) >= NUM_NODES and len(set(starts.values())) == 1, starts
+    resumed = starts[0]
+    assert 0 < resumed <= max(killed_steps) + 1, (resumed, killed_steps)
+    assert all(f"rank {r} finished" in logs for r in starts), logs
+    # ... and trained the remaining steps only
+    assert {int(s) for r, s, _ in STEP.findall(logs) if r == "0"} == set(range(resumed, 20)), logs
+    checkpoint = env.exports / ns / "workspace" / "jobs" / name / "checkpoints" / "resume.pt"
+    assert checkpoint.is_file() and not checkpoint.with_name("resume.pt.new").exists()
+    for pod in pods:
+        session.assert_ran_from_mirror(pod)
+    _assert_quota_released(admin, team, name)
+
+
+# -- OOM: a job over its memory limit ----------------------------------------------------------------------------
+
+
+def exceed_memory() -> None:
+    """Allocate (and touch) 64 MiB at a time, far past the container's limit."""
+    hog = []
+    for size in range(64):
+        hog.append(b"x" * (64 << 20))
+        print(f"holding {(size + 1) * 64} MiB\n", end="", flush=True)
+
+
+def test_a_job_over_its_memory_limit_is_oom_killed_reported_and_its_quota_released(
+    node_session: NodeSession, node_platform: NodePlatform
+) -> None:
+    session, env = node_session, node_platform
+    admin = session.sandbox.client
+    team: Team = env.platform.render_teams()[0]
+    ns = team.namespace
+    start = time.monotonic()
+    _, name = _train(session, team, exceed_memory, 1, "1Gi")
+    job = wait_for(f"TrainJob {ns}/{name} to finish", lambda: _finished(admin, ns, name), 600)
+    session.times["OOM: submit → TrainJob Failed"] = round(time.monotonic() - start, 1)
+    pods = admin.list("v1", "Pod", ns, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}")
+    for pod in pods:
+        print(f"\n[node training] OOM pod {pod['metadata']['name']}: {pod['status']}", flush=True)
+
+    # what the member sees: the pod's container OOMKilled (the kernel's cgroup v1 memory controller at the limit)
+    # ... the container's limit was what the SDK asked for
+    assert pods, name
+    for pod in pods:
+        assert pod["spec"]["containers"][0]["resources"]["limits"]["memory"] == "1Gi"
+        terminated = pod["status"]["containerStatuses"][0]["state"]["terminated"]
+        assert terminated["reason"] == "OOMKilled" and terminated["exitCode"] != 0, terminated
+        session.assert_ran_from_mirror(pod)
+    # ... the JobSet restarted it as often as the policy allows, then failed, and so did the TrainJob
+    jobset = admin.get("jobset.x-k8s.io/v1alpha2", "JobSet", name, ns)
+    assert jobset["status"].get("restarts") == MAX_RESTARTS, jobset["status"]
+    failed = next(c for c in job["status"]["conditions"] if c["type"] == "Failed")
+    print(f"\n[node training] OOM TrainJob condition: {failed}", flush=True)
+    assert failed["status"] == "True", job["status"]
+    _assert_quota_released(admin, team, name)
