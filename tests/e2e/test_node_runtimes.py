@@ -73,7 +73,7 @@ CANNOT_RUN = {
     "role; neither the image's source nor a table store exists here (cache.py's objects are checked field for "
     "field in test_deputies.py instead)",
 }
-#: runtimes that ran on the real node but not reliably enough yet to gate CI (``E2E_MPI=1`` runs them)
+#: runtimes that ran on the real node but not reliably enough yet to gate CI (``E2E_UNRELIABLE=1`` runs them)
 MPI_NOT_YET = (
     "ran on the real node (2026-11-25: mpirun over SSH, rank 0 in the launcher, rank 1 started through the node "
     "pod's sshd, both allreduce 3; sshd logged `Accepted publickey for mpiuser`), but of 5 runs at load 25-36, 2 "
@@ -81,7 +81,17 @@ MPI_NOT_YET = (
     "is now read from the launcher's `ssh -v`, not yet run) and 1 on DNS: the launcher's ssh could not resolve a "
     "node name it had just resolved (`Temporary failure in name resolution`; ssh does not retry)"
 )
-NOT_YET_RELIABLE = {"deepspeed-distributed": MPI_NOT_YET, "mlx-distributed": MPI_NOT_YET}
+XGBOOST_NOT_YET = (
+    "ran on the real node (2 workers joined worker 0's Rabit tracker, allreduce 3, the same model on both), but "
+    "of 4 full node sessions on 2026-11-25 one failed: both attempts of the job ended at once in Rabit's "
+    "`ReconnectLink` with `send: Broken pipe` on the tracker connection (the tracker, in worker 0's pod, closed "
+    "it; cause not found yet); the same test alone and the next full session passed"
+)
+NOT_YET_RELIABLE = {
+    "deepspeed-distributed": MPI_NOT_YET,
+    "mlx-distributed": MPI_NOT_YET,
+    "xgboost-distributed": XGBOOST_NOT_YET,
+}
 #: runtimes another file of this session runs
 RUN_ELSEWHERE = {
     "torch-distributed": "tests/e2e/test_node_training.py (the SDK's train(), torchrun over gloo on 2 nodes)",
@@ -284,8 +294,8 @@ def test_runtime_runs_a_real_job(runtime: str, node_session: NodeSession, node_p
         pytest.skip(f"{runtime} cannot run here: {CANNOT_RUN[runtime]}")
     if runtime in RUN_ELSEWHERE:
         pytest.skip(f"{runtime} runs in {RUN_ELSEWHERE[runtime]}")
-    if runtime in NOT_YET_RELIABLE and os.environ.get("E2E_MPI") != "1":
-        pytest.skip(f"{runtime} not yet reliable here (E2E_MPI=1 runs it): {NOT_YET_RELIABLE[runtime]}")
+    if runtime in NOT_YET_RELIABLE and os.environ.get("E2E_UNRELIABLE") != "1":
+        pytest.skip(f"{runtime} not yet reliable here (E2E_UNRELIABLE=1 runs it): {NOT_YET_RELIABLE[runtime]}")
     case = CASES[runtime]
     admin = node_session.sandbox.client
     team = node_platform.platform.render_teams()[1 if case.mpi else 0]
