@@ -349,13 +349,7 @@ def _exists(stack: Stack, kind: str, namespace: str) -> bool:
 
 def test_interrupted_teardown_destroy_is_finished_by_running_it_again(stack: Stack) -> None:
     client = stack.client
-    for ns in client.list("v1", "Namespace"):
-        for tj in client.list("trainer.kubeflow.org/v1alpha1", "TrainJob", ns["metadata"]["name"]):
-            client.delete("trainer.kubeflow.org/v1alpha1", "TrainJob", tj["metadata"]["name"], ns["metadata"]["name"])
-    stack.set_config(allowDataLoss=True)
-    lowered = stack.project.workdir / "teardown-policy-config.json"
-    lowered.write_text(json.dumps({"data-is-protected": "advisory"}))
-    stack.project.up("--policy-pack-config", str(lowered))
+    stack.unprotect_for_teardown()
     resources = stack.project.export()["deployment"]["resources"]
     retained = {r["urn"] for r in resources if r.get("retainOnDelete")}
     proc = stack.start("destroy", "--yes", "--stack", STACK)
