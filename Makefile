@@ -4,9 +4,9 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 STACK  ?= local
 # the real node's Debian packages (tests/e2e/node.py PACKAGES)
-NODE_PACKAGES := containerd runc containernetworking-plugins iptables busybox-static mmdebstrap ipset conntrack
+NODE_PACKAGES := containerd runc containernetworking-plugins iptables busybox-static mmdebstrap libcap2-bin python3-pip ipset conntrack
 
-.PHONY: render validate test lint typecheck unit bench bench-pulumi bench-scheduling docs clean e2e e2e-pulumi e2e-node e2e-node-deps sandbox-up sandbox-down
+.PHONY: render validate test lint typecheck unit bench bench-pulumi bench-scheduling docs clean e2e e2e-pulumi e2e-node e2e-node-deps e2e-recovery sandbox-up sandbox-down
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -46,12 +46,16 @@ e2e-node-deps:  ## Debian's containerd, runc, CNI plugins, iptables, busybox-sta
 	dpkg -s $(NODE_PACKAGES) >/dev/null 2>&1 || { apt-get update -q && apt-get install -y --no-install-recommends $(NODE_PACKAGES); }
 
 e2e-node: $(STAMP) e2e-node-deps  ## a real node (kubelet + containerd) beside the kwok nodes; a pod pulls from the mirror and runs (root)
-	E2E_NODE=1 $(PY) -m tests.e2e.run -m e2e tests/e2e/test_node.py tests/e2e/test_node_training.py tests/e2e/test_node_network.py
+	E2E_NODE=1 $(PY) -m tests.e2e.run -m e2e tests/e2e/test_node.py tests/e2e/test_node_network.py tests/e2e/test_node_training.py \
+		tests/e2e/test_node_runtimes.py
+
+e2e-recovery: $(STAMP)  ## an interrupted `pulumi up` (engine killed, API server stopped, skip-checkpoints) and `destroy`, and the documented recovery (root; opt-in, see docs/recovery.md for its time)
+	$(PY) -m tests.e2e.run -m e2e tests/e2e/test_pulumi_recovery.py
 
 bench-pulumi: $(STAMP) e2e-node-deps  ## preview + up of a 1,000-team synthetic stack through the real engine (BENCH_TEAMS=N; root)
 	$(PY) -m tests.e2e.run -m e2e tests/e2e/test_pulumi_scale.py
 
-bench-scheduling: $(STAMP)  ## a seeded 2,000-job trace on the real Kueue: derived queues vs one flat FIFO queue vs static partitions (needs the e2e binaries; ≈ 25 min)
+bench-scheduling: $(STAMP)  ## a seeded 2,000-job trace on the real Kueue: derived queues vs one flat FIFO queue vs static partitions (needs the e2e binaries; ≈ 50 min per configuration at 150×, bounded at 75)
 	$(PY) -m tests.bench_scheduling
 
 sandbox-up: $(STAMP)  ## try the platform without a cluster: the local stack on the e2e control plane

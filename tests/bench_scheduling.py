@@ -68,11 +68,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--load", type=float, default=1.1, help="offered load of the trace (default: %(default)s)")
     p.add_argument("--median-duration", type=float, default=1800.0)
     p.add_argument("--max-duration", type=float, default=6 * 3600.0)
-    p.add_argument("--compression", type=float, default=900.0, help="trace seconds per wall second")
-    p.add_argument("--max-wall", type=float, default=900.0, help="bound of each replay, wall seconds")
+    # 150×: the 2,000-job trace (≈ 105 h of work at full capacity) in ≈ 47 wall minutes per configuration; a job
+    # then holds its quota ≈ 150 × (a few wall seconds of control-plane latency) beyond its duration
+    p.add_argument("--compression", type=float, default=150.0, help="trace seconds per wall second")
+    p.add_argument("--max-wall", type=float, default=4500.0, help="bound of each replay, wall seconds")
     p.add_argument("--configs", nargs="+", default=["derived", "flat", "partitions"])
     p.add_argument("--out", type=Path, default=ROOT / "build" / "bench-scheduling")
+    p.add_argument(
+        "--table-only",
+        action="store_true",
+        help="print the table of the configurations' summary.json already under --out (after running them "
+        "as separate processes, e.g. one per machine or namespace, each with its own --configs)",
+    )
     args = p.parse_args(argv)
+    if args.table_only:
+        return print_table(args.out, args.configs)
 
     objects, releases = bench_stack()
     configs = {"derived": objects, "flat": flat_fifo(objects), "partitions": static_partitions(objects)}
@@ -107,8 +117,21 @@ def main(argv: list[str] | None = None) -> int:
         write(run, args.out / name)
         results.append((name, summary(run)))
         print(f"   {name}: {time.monotonic() - started:.0f} s wall", flush=True)
+    return print_table(args.out, [name for name, _ in results])
+
+
+def print_table(out: Path, configs: list[str]) -> int:
+    """The comparison of the configurations' reports under `out` (table.json beside them)."""
+    results = [(name, json.loads((out / name / "summary.json").read_text())) for name in configs]
     print(table(results))
-    (args.out / "table.json").write_text(json.dumps(dict(results), indent=2) + "\n")
+    for name, s in results:
+        m = s.get("machine", {})
+        print(
+            f"{name}: {'complete' if s['complete'] else 'STOPPED EARLY'}, wall {s['wall_seconds']:.0f} s, "
+            f"compression {s['compression']:g}×, overhead per job {s['overhead_wall_seconds']['mean']} wall s, "
+            f"load average {m.get('load_average_mean')} (max {m.get('load_average_max')}) on {m.get('cpus')} CPUs"
+        )
+    (out / "table.json").write_text(json.dumps(dict(results), indent=2) + "\n")
     return 0
 
 

@@ -65,7 +65,7 @@ def test_actions_pinned_by_sha_permissions_minimal_and_prod_gated() -> None:
         for name, job in doc["jobs"].items():
             assert "write-all" not in str(job.get("permissions")), name
     deploy = yaml.safe_load((ROOT / ".github/workflows/deploy.yml").read_text())["jobs"]
-    assert deploy["prod"]["needs"] == "dev" and deploy["prod"]["with"] == {"stack": "prod"}
+    assert deploy["prod"]["needs"] == "dev" and deploy["prod"]["with"]["stack"] == "prod"
     up = yaml.safe_load((ROOT / ".github/workflows/pulumi-up.yml").read_text())["jobs"]["up"]
     assert up["environment"] == "${{ inputs.stack }}", "prod's approval rule applies through its environment"
     preview = (ROOT / ".github/workflows/preview.yml").read_text()
@@ -179,6 +179,22 @@ def test_the_pr_workflow_comments_the_real_preview_as_the_docs_say() -> None:
     assert "one comment per stack" in docs and "comment-on-pr" not in docs
 
 
+def test_a_deploy_refuses_to_up_over_an_interrupted_run_unless_started_to_recover() -> None:
+    """docs/recovery.md: before `up`, `trainer-infra recover` lists the pending operations a killed run left and
+    fails the job (exit 1); only a manual run with `recover` carries the recovery out, with the policy pack."""
+    steps = yaml.safe_load((ROOT / ".github/workflows/pulumi-up.yml").read_text())["jobs"]["up"]["steps"]
+    check = next(i for i, s in enumerate(steps) if "trainer-infra recover" in str(s.get("run", "")))
+    up = next(i for i, s in enumerate(steps) if (s.get("with") or {}).get("command") == "up")
+    assert check < up
+    script = steps[check]["run"]
+    assert 'recover --stack "$STACK"\n' in script + "\n"  # the refusal: no --yes
+    assert 'if [ "$RECOVER" = "true" ]' in script and "--yes -- --policy-pack policy" in script
+    assert steps[check]["env"]["RECOVER"] == "${{ inputs.recover }}"
+    deploy = yaml.safe_load((ROOT / ".github/workflows/deploy.yml").read_text())
+    assert deploy[True]["workflow_dispatch"]["inputs"]["recover"]["default"] is False  # `on:` parses as True
+    assert all(job["with"]["recover"] == "${{ inputs.recover == true }}" for job in deploy["jobs"].values())
+
+
 def test_the_drift_workflow_checks_every_deployed_stack_as_the_docs_say() -> None:
     """docs/drift.md: daily and on demand, `.ci/pulumi-drift` per deployed stack, read-only credentials from
     `drift-<stack>`, main's code only, the diff in the job summary and drift failing the job."""
@@ -224,3 +240,18 @@ def test_the_drift_check_tells_drift_from_a_failed_check(
     assert (
         "args: preview --refresh --expect-no-changes --diff --non-interactive --stack dev --color never" in done.stdout
     )
+
+
+def test_the_simulate_step_is_opt_in_and_posts_beside_the_offline_diff() -> None:
+    """Only the `simulate` label starts it (adding the label reruns nothing else), it sees no secret, and its
+    comment is updated in place like the offline diff's; the trace it replays is one the repository names."""
+    doc = yaml.safe_load((ROOT / ".github/workflows/preview.yml").read_text())
+    jobs = doc["jobs"]
+    assert "labeled" in doc[True]["pull_request"]["types"]  # yaml reads the key `on` as True
+    assert "'simulate'" in jobs["simulate"]["if"] and "github.event.label.name == 'simulate'" in jobs["simulate"]["if"]
+    for name in ("offline-diff", "preview"):
+        assert "github.event.action != 'labeled'" in jobs[name]["if"], name
+    assert "secrets." not in yaml.safe_dump(jobs["simulate"])
+    run = "\n".join(str(step.get("run", "")) for step in jobs["simulate"]["steps"])
+    assert 'pr-comment "simulate:$STACK"' in run and "trainer-infra simulate-diff" in run
+    assert (ROOT / "docs/simulate/pr-traces/local.csv").is_file()

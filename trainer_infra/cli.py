@@ -23,11 +23,13 @@ from trainer_infra.migrate import command as migrate_command
 from trainer_infra.migrate.target import Target, stack_target
 from trainer_infra.program import deploy
 from trainer_infra.queues.capacity import capacity_lines
+from trainer_infra.recovery import add_recover_arguments, cmd_recover
 from trainer_infra.render.capture import capture
 from trainer_infra.render.enforce import enforce
 from trainer_infra.render.fleet import render_fleet
 from trainer_infra.render.output import Rendered, assemble, summary, write
 from trainer_infra.simulate import command as simulate_command
+from trainer_infra.simulate import compare as simulate_compare
 from trainer_infra.simulate.facts import stack_facts
 from trainer_infra.stack.build import build_plan
 from trainer_infra.stack.config import StackConfig
@@ -308,6 +310,20 @@ def parser() -> argparse.ArgumentParser:
         cmd_simulate,
     )
     simulate_command.add_simulate_arguments(sim)
+    rec = sub.add_parser(
+        "recover",
+        help="finish an interrupted `pulumi up` (pending operations in the state; docs/recovery.md); "
+        "exit 0 nothing pending or recovered, 1 pending (without --yes), 2 refused or failed",
+    )
+    add_recover_arguments(rec)
+    rec.set_defaults(fn=cmd_recover)
+    sd = sub.add_parser(
+        "simulate-diff",
+        help="per team, what changed between two simulate reports of the same trace (wait, share, utilisation); "
+        "exit 1 when they are not comparable as they are",
+    )
+    simulate_compare.add_arguments(sd)
+    sd.set_defaults(fn=simulate_compare.cmd_simulate_diff)
     return p
 
 

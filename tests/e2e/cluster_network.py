@@ -33,7 +33,7 @@ import yaml
 
 from tests.e2e.build import COREDNS_VERSION, Builder, BuildError
 from tests.e2e.kube import ApiError, wait_for
-from tests.e2e.node import NodeError, NodeSandbox, RealNode
+from tests.e2e.node import NodeError, NodeSandbox, RealNode, start_or_undo
 from tests.e2e.oci_images import Image, Layer, image
 from tests.e2e.sandbox import TIMEOUT, Process, _terminate, free_port, spawn, wait_process
 from trainer_infra.sandbox.controlplane import SERVICE_CIDR
@@ -295,12 +295,7 @@ class ClusterNetwork:
     def start(self) -> ClusterNetwork:
         """kube-proxy, kube-router, then CoreDNS; returns when DNS is ready. On failure everything is stopped."""
         preflight()
-        atexit.register(self.stop)  # a test run that dies still stops kube-proxy and kube-router (own sessions)
-        try:
-            self._start()
-        except BaseException:
-            self.stop()
-            raise
+        start_or_undo(self._start, self.stop)
         return self
 
     def _start(self) -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from tests.e2e.build import Builder
 from tests.e2e.kube import wait_for
+from tests.e2e.node_session import node_platform, node_session  # noqa: F401 (the real node's session fixtures)
 from tests.e2e.platform import Platform, delete_trainjobs, node_ready, wait_admission_enforced
 from tests.e2e.render import RenderOutput, apply_render, controller_users, kueue_settings, render_stack
 from tests.e2e.sandbox import Sandbox

@@ -17,6 +17,8 @@ kubelet takes ``cgroupDriver`` from its config; containerd 1.6 reads registry ho
 from __future__ import annotations
 
 import atexit
+import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -55,6 +57,8 @@ PACKAGES: dict[str, tuple[str, ...]] = {
     "iptables": ("/usr/sbin/iptables",),
     "busybox-static": ("/bin/busybox",),
     "mmdebstrap": ("/usr/bin/mmdebstrap",),  # builds the runtime stand-in images (runtime_images.py)
+    "libcap2-bin": ("/usr/sbin/setcap",),  # sshd's file capability in the MPI stand-in, as upstream's
+    "python3-pip": ("/usr/lib/python3/dist-packages/pip",),  # installs the stand-ins' PyPI wheels (JAX, MLX)
     # cluster networking (cluster_network.py): kube-router's policies are ipsets; the tests read conntrack
     "ipset": ("/usr/sbin/ipset",),
     "conntrack": ("/usr/sbin/conntrack",),
@@ -112,6 +116,17 @@ def publish(registry: ChartRegistry, upstream: str, image: Image) -> str:
     repository, _, tag = mirrored.partition("/")[2].rpartition(":")
     registry.publish(repository, tag, image)
     return mirrored
+
+
+def start_or_undo(start: Callable[[], None], stop: Callable[[], None]) -> None:
+    """``start``; on failure ``stop`` at once, else at interpreter exit too (a test run that dies still stops the
+    processes, which run in sessions of their own). ``stop`` unregisters itself."""
+    atexit.register(stop)
+    try:
+        start()
+    except BaseException:
+        stop()
+        raise
 
 
 class NodeError(SandboxError):
@@ -360,13 +375,8 @@ class RealNode:
         """containerd, then the kubelet; returns when the Node is Ready. On failure everything is undone."""
         preflight()
         self._snapshot = self.snapshot()
-        atexit.register(self.stop)  # a test run that dies still stops the kubelet and containerd (own sessions)
         self._atexit = True
-        try:
-            self._start()
-        except BaseException:
-            self.stop()
-            raise
+        start_or_undo(self._start, self.stop)
         return self
 
     def snapshot(self) -> Snapshot:
@@ -602,13 +612,23 @@ class RealNode:
         return True
 
     def _kill_strays(self) -> None:
-        """A shim outlives containerd by design; one still naming our work directory is ours to end."""
+        """A shim outlives containerd by design; one still naming our work directory is ours to end (after a few
+        seconds to finish on its own: under load a shim may still be exiting). Killed, it cannot remove its socket:
+        that goes too (containerd 1.6 names it ``/run/containerd/s/<sha256 of address/namespace/id>``)."""
+        strays = leftovers.processes_of(self.workdir)
+        if strays:
+            with contextlib.suppress(TimeoutError):
+                wait_for("the shims to exit", lambda: not leftovers.processes_of(self.workdir), 10)
         for entry in leftovers.processes_of(self.workdir):
-            pid = int(entry.split(":", 1)[0])
+            pid, _, cmdline = entry.partition(": ")
             try:
-                os.kill(pid, signal.SIGKILL)
+                os.kill(int(pid), signal.SIGKILL)
             except ProcessLookupError:
                 continue
+            args = cmdline.split()
+            if "-id" in args and "-namespace" in args:
+                name = f"{self.socket}/{args[args.index('-namespace') + 1]}/{args[args.index('-id') + 1]}"
+                (SHIM_SOCKETS / hashlib.sha256(name.encode()).hexdigest()).unlink(missing_ok=True)
 
     def _log_links(self) -> list[Path]:
         """The kubelet's links in /var/log/containers to this node's pod logs."""

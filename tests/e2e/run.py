@@ -13,9 +13,7 @@ import time
 
 from tests.e2e import netns, runtime_images
 from tests.e2e.build import Builder, BuildError
-from tests.e2e.cluster_network import NETWORK_BINARIES
-from tests.e2e.controller_images import CONTROLLER_BINARIES
-from tests.e2e.node import NODE_SANDBOX_BINARIES, NodeError
+from tests.e2e.node import NodeError
 from tests.e2e.node import preflight as node_preflight
 from tests.e2e.toolchain import Toolchain
 from tests.e2e.versions import REPO_ROOT, VersionSet
@@ -23,9 +21,17 @@ from tests.e2e.versions import REPO_ROOT, VersionSet
 PULUMI_TESTS = "tests/e2e/test_pulumi.py"
 #: every file that drives the real Pulumi toolchain on a chart sandbox (test_pulumi.py, test_pulumi_scale.py)
 PULUMI_PREFIX = "tests/e2e/test_pulumi"
-#: the real node (kubelet + containerd): opt-in, ``E2E_NODE=1`` or naming a file (``make e2e-node``); the
-#: node, a job training on it, cluster networking on it
-NODE_TESTS = ("tests/e2e/test_node.py", "tests/e2e/test_node_training.py", "tests/e2e/test_node_network.py")
+#: the real node (kubelet + containerd): opt-in, ``E2E_NODE=1`` or naming a file (``make e2e-node``); the node,
+#: cluster networking on it (before the platform is applied: its namespaces are its own), then the platform's
+#: scenarios (one session, tests/e2e/node_session.py)
+NODE_TESTS = (
+    "tests/e2e/test_node.py",
+    "tests/e2e/test_node_network.py",
+    "tests/e2e/test_node_training.py",
+    "tests/e2e/test_node_runtimes.py",
+)
+#: the node files that use the platform (``node_platform``: the runtime stand-in images)
+NODE_PLATFORM_TESTS = NODE_TESTS[2:]
 #: every file that starts a real node (they run in a session with its own network and mount namespaces)
 NODE_PREFIX = "tests/e2e/test_node"
 #: the toolchain steps that cost CPU-minutes cold (the venv and the plugin script take a few minutes at most)
@@ -82,18 +88,13 @@ def main(argv: list[str] | None = None) -> int:
             toolchain.preflight()  # a missing archive fails now, not after the control plane's build
             # the charts' controllers run as pods on a real node: a missing package is named before any build
             node_preflight(in_session=False)
-        # the node's own tests and its networking run on a control plane without the platform's controllers
-        own = (NODE_TESTS[0], NODE_TESTS[2])
-        only = (
-            {*NODE_SANDBOX_BINARIES, *NETWORK_BINARIES, *CONTROLLER_BINARIES}
-            if named and all(any(f in arg for f in own) for arg in named)
-            else None
-        )
-        # the pulumi session's chart sandbox runs a real node too (kubelet, pause, kube-proxy, CoreDNS, kube-router)
-        built = Builder(versions).build(only, node=node or pulumi)
-        if node and (not named or any(NODE_TESTS[1] in arg for arg in named)):
-            # the runtime stand-in images (test_node_training.py) need the Debian archive: built here, before a
-            # session enters its own network namespace
+        # the node's files share one session (tests/e2e/node_session.py): the platform's controllers, the node
+        # and its network; the pulumi session's chart sandbox runs a real node too (kubelet, pause, kube-proxy,
+        # CoreDNS, kube-router)
+        built = Builder(versions).build(node=node or pulumi)
+        if node and (not named or any(f in arg for f in NODE_PLATFORM_TESTS for arg in named)):
+            # the runtime stand-in images (the platform's scenarios on the node) need the Debian archive: built
+            # here, before a session enters its own network namespace
             for stand_in in runtime_images.STAND_INS:
                 began = time.monotonic()
                 if runtime_images.build(stand_in):

@@ -1,10 +1,11 @@
-"""CPU stand-ins for the catalog's runtime images, built from Debian packages (issue #28, item 4).
+"""CPU stand-ins for the catalog's runtime images, built from Debian packages and PyPI wheels (issue #28, item 4).
 
-No registry with the upstream images (``pytorch/pytorch:…-cuda…``) is reachable here, so the real node runs an
-image that carries what the runtime's command needs, published under the catalog's exact reference through
-``images.registryMirror``. It **stands in** for the upstream image: Debian bookworm's ``python3-torch`` (1.13.1,
-CPU only, with ``torchrun``) instead of PyTorch 2.10 with CUDA; ``WORKDIR /workspace`` and no ``USER`` (root) as
-upstream's, so the platform's securityContext injection is what makes it run as uid 1000.
+No registry with the upstream images (``pytorch/pytorch:…-cuda…``, Trainer's xgboost/deepspeed/mlx runtimes,
+NVIDIA's JAX) is reachable here, so the real node runs images that carry what each runtime's command needs,
+published under the catalog's exact references through ``images.registryMirror``. They **stand in** for the
+upstream images: e.g. Debian bookworm's ``python3-torch`` (1.13.1, CPU only, with ``torchrun``) instead of
+PyTorch 2.10 with CUDA; the working directory, HOME, user and sshd settings as upstream's (no ``USER``: root, so
+the platform's securityContext injection or the runtime's ``runAsUser`` is what makes them run as uid 1000).
 
 Built by ``mmdebstrap`` (Debian's package; ``make e2e-node-deps``) from ``deb.debian.org`` into one layer, then
 cached in ``<e2e cache>/images/<name>-<key>/`` (``key`` hashes the build command and the image config): a cold
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -45,25 +47,126 @@ TORCHRUN_FIX = "for s in Std.__members__.values():"
 
 @dataclass(frozen=True)
 class StandIn:
-    """A stand-in image: a name, the Debian packages it carries (with their dependencies), and the catalog
-    runtime whose trainer image it stands in for."""
+    """A stand-in image: a name, the Debian packages it carries (with their dependencies), the catalog runtime
+    whose trainer image it stands in for (``also``: more runtimes served by the same image), PyPI wheels installed
+    over the packages (``wheels``: pinned requirements, binary only, for bookworm's Python), ``hooks`` run on the
+    rootfs (mmdebstrap customize hooks, ``$1`` the rootfs) and the image config upstream's Dockerfile sets."""
 
     name: str
     packages: tuple[str, ...]
     runtime: str
+    also: tuple[str, ...] = ()
+    wheels: tuple[str, ...] = ()
+    hooks: tuple[str, ...] = ()
+    workdir: str = "/workspace"
+    env: tuple[str, ...] = ()
+
+    @property
+    def runtimes(self) -> tuple[str, ...]:
+        return (self.runtime, *self.also)
 
     @property
     def upstream(self) -> str:
         """The catalog's exact image reference (the ``node`` container of the runtime's file)."""
-        doc = yaml.safe_load((REPO_ROOT / "runtimes" / f"{self.runtime}.yaml").read_text())
-        job = next(j for j in doc["spec"]["template"]["spec"]["replicatedJobs"] if j["name"] == "node")
-        containers = job["template"]["spec"]["template"]["spec"]["containers"]
-        return str(next(c for c in containers if c["name"] == "node")["image"])
+        return upstream_image(self.runtime)
+
+
+def upstream_image(runtime: str) -> str:
+    """The ``node`` container's image of a catalog runtime's file (``${TRAINER_VERSION}`` left as written)."""
+    doc = yaml.safe_load((REPO_ROOT / "runtimes" / f"{runtime}.yaml").read_text())
+    job = next(j for j in doc["spec"]["template"]["spec"]["replicatedJobs"] if j["name"] == "node")
+    containers = job["template"]["spec"]["template"]["spec"]["containers"]
+    return str(next(c for c in containers if c["name"] == "node")["image"])
+
+
+#: where pip puts the wheels: bookworm's python3.11 reads it before its own dist-packages
+SITE = "/usr/local/lib/python3.11/dist-packages"
+#: glibc 2.36 (bookworm) runs manylinux wheels up to 2_36; pip wants every tag named when it installs for a target
+MANYLINUX = (*(f"manylinux_2_{v}_x86_64" for v in (36, 35, 28, 27, 17)), "manylinux2014_x86_64")
+
+
+def wheels_hook(wheels: tuple[str, ...]) -> str:
+    """The host's pip (Debian's python3-pip, bookworm's Python 3.11 as in the image) installs binary wheels for
+    the image's Python into its site directory: no pip, compiler or network inside the rootfs."""
+    platforms = " ".join(f"--platform {p}" for p in MANYLINUX)
+    return (
+        f"python3 -m pip install --quiet --no-warn-script-location --only-binary=:all: {platforms} "
+        f'--python-version 3.11 --implementation cp --target "$1{SITE}" ' + " ".join(f"'{w}'" for w in wheels)
+    )
 
 
 #: torch-distributed's image: python3, torch (CPU) and torchrun
-TORCH = StandIn("torch", ("python3-torch",), "torch-distributed")
-STAND_INS = (TORCH,)
+TORCH = StandIn(
+    "torch",
+    ("python3-torch",),
+    "torch-distributed",
+    hooks=(
+        f"sed -i 's/{TORCHRUN_BUG}/{TORCHRUN_FIX}/' \"$1{TORCHRUN_STD}\" "
+        f"&& grep -qF '{TORCHRUN_FIX}' \"$1{TORCHRUN_STD}\"",
+    ),
+)
+#: xgboost-runtime: python3 and XGBoost (bookworm's 1.7.4, CPU; upstream: 3.0.2 with CUDA 12) with its Rabit
+#: tracker; upstream's WORKDIR /workspace, root. scipy's pythran brings g++ and boost's headers (≈ 300 MB that
+#: nothing runs): dropped from the layer.
+XGBOOST = StandIn(
+    "xgboost",
+    ("python3-xgboost",),
+    "xgboost-distributed",
+    hooks=('rm -rf "$1/usr/include" "$1/usr/lib/gcc" "$1/usr/libexec/gcc"',),
+)
+#: NVIDIA's JAX container: python3 and jax/jaxlib CPU wheels (upstream: JAX with CUDA); WORKDIR /workspace, root
+JAX = StandIn(
+    "jax",
+    ("python3", "libstdc++6"),
+    "jax-distributed",
+    wheels=(
+        "jax==0.7.1",
+        "jaxlib==0.7.1",
+        "ml_dtypes==0.6.0",
+        "numpy==2.4.6",
+        "opt_einsum==3.4.0",
+        "scipy==1.17.1",
+    ),
+)
+#: the MPI plugin's ports and paths (mpi-operator's base image, which deepspeed-runtime and mlx-runtime copy their
+#: SSH configuration from): sshd and ssh on port 2222, the user ``mpiuser`` (uid 1000, the runtimes'
+#: ``runAsUser``) with HOME /home/mpiuser, whose ``.ssh`` is the plugin's key Secret (``sshAuthMountPath``)
+MPI_USER, MPI_UID, MPI_PORT = "mpiuser", 1000, 2222
+MPI_HOME = f"/home/{MPI_USER}"
+MPI_HOOKS = (
+    f"echo '{MPI_USER}:x:{MPI_UID}:{MPI_UID}::{MPI_HOME}:/bin/bash' >> \"$1/etc/passwd\" "
+    f"&& echo '{MPI_USER}:x:{MPI_UID}:' >> \"$1/etc/group\" "
+    f"&& echo '{MPI_USER}:!:19000:0:99999:7:::' >> \"$1/etc/shadow\"",
+    # ssh_config as mpi-operator's base image: no host key prompt, no known_hosts to write (the .ssh folder is a
+    # read-only Secret), port 2222 (its Host * block is the file's last)
+    f"sed -i 's/^#* *StrictHostKeyChecking .*/    StrictHostKeyChecking no/; s/^#* *Port .*/    Port {MPI_PORT}/' "
+    '"$1/etc/ssh/ssh_config" && echo "    UserKnownHostsFile /dev/null" >> "$1/etc/ssh/ssh_config"',
+    # sshd as the user: its pid file and host key (the Secret's key) in HOME; no permission checks on the Secret
+    f'mkdir -p "$1{MPI_HOME}" && printf \'PidFile {MPI_HOME}/sshd.pid\\nHostKey {MPI_HOME}/.ssh/id_rsa\\n'
+    f'StrictModes no\\nPort {MPI_PORT}\\n\' > "$1{MPI_HOME}/.sshd_config" '
+    f'&& chown -R {MPI_UID}:{MPI_UID} "$1{MPI_HOME}"',
+    # as upstream's images (mpi-operator's base, deepspeed-runtime, mlx-runtime): sshd may bind a port below 1024 as
+    # non-root. A file capability the container's bounding set lacks makes exec fail (EPERM), so this stand-in
+    # shows what Pod Security `restricted` (drop ALL) does to upstream's sshd
+    'setcap cap_net_bind_service=+eip "$1/usr/sbin/sshd"',
+    # MLX's MPI backend dlopens libmpi.so (upstream's image has it from libopenmpi-dev)
+    'ln -s libmpi.so.40 "$1/usr/lib/x86_64-linux-gnu/libmpi.so"',
+)
+#: deepspeed-runtime and mlx-runtime: OpenMPI (bookworm's 4.1.4; upstream: 5.0.7), sshd and ssh as the MPI plugin
+#: expects them, python3 with mpi4py and MLX's CPU wheels. One image for both runtimes (their MPI path is the
+#: same; upstream builds both on mpi-operator's base): no DeepSpeed or torch (deepspeed-runtime's payload), no
+#: MLX CUDA. Upstream's WORKDIR and HOME /home/mpiuser, root by default (the runtimes set runAsUser 1000).
+MPI = StandIn(
+    "mpi",
+    ("openmpi-bin", "openssh-server", "openssh-client", "python3-mpi4py"),
+    "deepspeed-distributed",
+    also=("mlx-distributed",),
+    wheels=("mlx==0.32.4", "mlx-cpu==0.32.4"),
+    hooks=MPI_HOOKS,
+    workdir=MPI_HOME,
+    env=(f"HOME={MPI_HOME}",),
+)
+STAND_INS = (TORCH, XGBOOST, JAX, MPI)
 
 
 def mmdebstrap_command(stand_in: StandIn, out: Path) -> list[str]:
@@ -79,8 +182,8 @@ def mmdebstrap_command(stand_in: StandIn, out: Path) -> list[str]:
         "--dpkgopt=path-exclude=/usr/share/man/*",
         "--dpkgopt=path-exclude=/usr/share/locale/*",
         '--customize-hook=mkdir -p "$1/workspace"',
-        f"--customize-hook=sed -i 's/{TORCHRUN_BUG}/{TORCHRUN_FIX}/' \"$1{TORCHRUN_STD}\" "
-        f"&& grep -qF '{TORCHRUN_FIX}' \"$1{TORCHRUN_STD}\"",
+        *([f"--customize-hook={wheels_hook(stand_in.wheels)}"] if stand_in.wheels else []),
+        *(f"--customize-hook={hook}" for hook in stand_in.hooks),
         "--skip=output/dev",
         SUITE,
         str(out),
@@ -89,12 +192,13 @@ def mmdebstrap_command(stand_in: StandIn, out: Path) -> list[str]:
 
 
 def image_config(stand_in: StandIn) -> dict[str, object]:
+    served = " and ".join(upstream_image(r) for r in stand_in.runtimes)
     return {
-        "Env": [PATH_ENV],
-        "WorkingDir": "/workspace",
+        "Env": [PATH_ENV, *stand_in.env],
+        "WorkingDir": stand_in.workdir,
         "Cmd": ["/bin/bash"],
         "Labels": {
-            "org.opencontainers.image.description": f"CPU stand-in for {stand_in.upstream}, Debian {SUITE} packages "
+            "org.opencontainers.image.description": f"CPU stand-in for {served}, Debian {SUITE} packages "
             f"{', '.join(stand_in.packages)} (trainer-platform e2e; not the upstream image)"
         },
     }
@@ -147,7 +251,13 @@ def _build(stand_in: StandIn, folder: Path) -> dict[str, float]:
         mmdebstrap_command(stand_in, rootfs),
         capture_output=True,
         text=True,
-        env={"SOURCE_DATE_EPOCH": EPOCH, "PATH": PATH_ENV.removeprefix("PATH=")},
+        # pip's own settings (index, certificates) reach the wheels hook
+        env={
+            **{k: v for k, v in os.environ.items() if k.startswith("PIP_")},
+            "SOURCE_DATE_EPOCH": EPOCH,
+            "PATH": PATH_ENV.removeprefix("PATH="),
+            "PIP_NO_CACHE_DIR": "1",
+        },
         check=False,
     )
     if proc.returncode != 0:

@@ -7,7 +7,6 @@ Opt-in like the node's own tests (``E2E_NODE=1``, root); see tests/e2e/README.md
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import socket
 import subprocess
@@ -20,13 +19,8 @@ from typing import Any
 import pytest
 
 from tests.e2e import cluster_network as net
-from tests.e2e import node as node_mod
-from tests.e2e.build import Builder
-from tests.e2e.chart_registry import ChartRegistry
-from tests.e2e.cluster_network import ClusterNetwork, NetworkSandbox
 from tests.e2e.kube import KubeClient, wait_for
-from tests.e2e.node import MIRROR, RealNode, publish
-from tests.e2e.oci_images import busybox_image, busybox_version, pause_image
+from tests.e2e.node_session import NodeSession
 from tests.e2e.render import RenderOutput
 from tests.e2e.test_node import _pod as node_pod
 from trainer_infra.manifests.meta import TEAM_LABEL
@@ -45,53 +39,6 @@ PORT = 7000
 #: Service ``<jobset>`` (what torchrun's ``--master-addr`` names)
 JOBSET, RJOB = "train", "node"
 PEER_HOST = f"{JOBSET}-{RJOB}-0-0"
-
-
-@dataclass
-class Env:
-    sandbox: NetworkSandbox
-    registry: ChartRegistry
-    node: RealNode
-    network: ClusterNetwork
-    busybox_ref: str
-    times: dict[str, float] = field(default_factory=dict)
-
-
-@pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
-    node_mod.preflight()
-    net.preflight()
-    sandbox = NetworkSandbox(tmp_path_factory.mktemp("sandbox"))
-    if os.environ.get("E2E_NO_BUILD") != "1":
-        Builder(sandbox.versions).build(only={*node_mod.NODE_SANDBOX_BINARIES, *net.NETWORK_BINARIES})
-    times: dict[str, float] = {}
-    with sandbox:
-        cert = sandbox.ca.issue("registry", "e2e-registry", hosts=("127.0.0.1",))
-        with ChartRegistry([], cert=cert.cert, key=cert.key) as registry:
-            busybox_ref = publish(registry, f"docker.io/library/busybox:{busybox_version()}", busybox_image())
-            pause_ref = publish(registry, node_mod.PAUSE_IMAGE, pause_image(Builder(sandbox.versions).binary("pause")))
-            node = RealNode(
-                sandbox,
-                tmp_path_factory.mktemp("node"),
-                registry_hosts={MIRROR.split("/")[0]: f"https://{registry.host}"},
-                registry_ca=sandbox.ca.cert_path,
-                sandbox_image=pause_ref,
-                node_ip=net.NODE_IP,
-                cluster_dns=net.DNS_SERVICE_IP,
-            )
-            network = ClusterNetwork(node, functools.partial(publish, registry))
-            try:
-                start = time.monotonic()
-                node.start()
-                times["node start"] = round(time.monotonic() - start, 1)
-                network.start()
-                times.update(network.times)
-                yield Env(sandbox, registry, node, network, busybox_ref, times)
-            finally:
-                network.stop()
-                node.stop()
-                network.remove_ipsets()
-                print(f"\n[node network] measured: {times}", flush=True)
 
 
 def _namespace(client: KubeClient, name: str, labels: dict[str, str] | None = None) -> None:
@@ -150,13 +97,14 @@ def _log_when_done(client: KubeClient, name: str, namespace: str) -> str:
     return log
 
 
-def _echo_server(client: KubeClient, env: Env, namespace: str, labels: dict[str, str], **spec: Any) -> str:
+def _echo_server(client: KubeClient, env: NodeSession, namespace: str, labels: dict[str, str], **spec: Any) -> str:
     name = spec.pop("name", "echo")
-    client.create(_pod(name, namespace, env.node.name, env.busybox_ref, ECHO, labels, **spec))
+    client.create(_pod(name, namespace, env.node.name, env.busybox_ref(), ECHO, labels, **spec))
     return _running_ip(client, name, namespace)
 
 
-def test_a_pod_resolves_services_and_jobset_hostnames_and_connects_through_them(env: Env) -> None:
+def test_a_pod_resolves_services_and_jobset_hostnames_and_connects_through_them(node_session: NodeSession) -> None:
+    env = node_session
     client = env.sandbox.client
     _namespace(client, NAMESPACE, {"pod-security.kubernetes.io/enforce": "restricted"})
     labels = {JOBSET_NAME_LABEL: JOBSET, "app": "echo"}
@@ -190,7 +138,7 @@ def test_a_pod_resolves_services_and_jobset_hostnames_and_connects_through_them(
         ]
     )
     start = time.monotonic()
-    client.create(_pod("client", NAMESPACE, env.node.name, env.busybox_ref, script, {}))
+    client.create(_pod("client", NAMESPACE, env.node.name, env.busybox_ref(), script, {}))
     log = _log_when_done(client, "client", NAMESPACE)
     env.times["DNS + Service client pod"] = round(time.monotonic() - start, 1)
     # the kubelet pointed the pod at the cluster DNS Service with the namespace's search path
@@ -258,9 +206,10 @@ def _team_objects(render: RenderOutput) -> tuple[list[str], list[Obj]]:
     return names, [o for o in namespaces if o["metadata"]["name"] in names] + policies
 
 
-def test_team_network_policies_are_enforced(env: Env, local_render: RenderOutput) -> None:
+def test_team_network_policies_are_enforced(node_session: NodeSession) -> None:
+    env = node_session
     client = env.sandbox.client
-    (team, other), objects = _team_objects(local_render)
+    (team, other), objects = _team_objects(env.render)
     for obj in objects:
         client.apply(obj)
     policies = sorted(
@@ -307,7 +256,7 @@ def test_team_network_policies_are_enforced(env: Env, local_render: RenderOutput
         }
         for (namespace, name, jobset), script in scripts.items():
             labels = {JOBSET_NAME_LABEL: jobset} if jobset else {}
-            client.create(_pod(name, namespace, env.node.name, env.busybox_ref, script, labels))
+            client.create(_pod(name, namespace, env.node.name, env.busybox_ref(), script, labels))
         member = _log_when_done(client, "member", team)
         other_member = _log_when_done(client, "other-member", other)
         control = _log_when_done(client, "control", "no-policy")
@@ -324,18 +273,12 @@ def test_team_network_policies_are_enforced(env: Env, local_render: RenderOutput
     member_ip = client.get("v1", "Pod", "member", team)["status"]["podIP"]
     control_ip = client.get("v1", "Pod", "control", "no-policy")["status"]["podIP"]
     assert member_ip not in private.accepted and control_ip in private.accepted, private.accepted
+    # the teams' namespaces are the platform's for the scenarios after this file: its pods go
+    for pod in client.list("v1", "Pod", team) + client.list("v1", "Pod", other):
+        client.delete("v1", "Pod", pod["metadata"]["name"], pod["metadata"]["namespace"])
+    wait_for("the teams' pods to go", lambda: not client.list("v1", "Pod", team) + client.list("v1", "Pod", other), 60)
 
 
-def _chains_for(env: Env, pods: list[str]) -> bool:
+def _chains_for(env: NodeSession, pods: list[str]) -> bool:
     rules = subprocess.run(["iptables-save", "-t", "filter"], capture_output=True, text=True, check=False).stdout
     return all(f"POD name:{pod} " in rules for pod in pods)
-
-
-def test_teardown_leaves_no_network_process_rule_or_ipset(env: Env) -> None:
-    start = time.monotonic()
-    env.network.stop()
-    env.node.stop()
-    env.network.remove_ipsets()
-    env.times["teardown (network, node)"] = round(time.monotonic() - start, 1)
-    left = {k: v for k, v in {**env.node.leftovers(), **env.network.leftovers()}.items() if v}
-    assert not left, f"cluster networking left {left}"

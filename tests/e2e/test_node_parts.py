@@ -119,32 +119,3 @@ def test_a_missing_package_is_named_with_the_command_that_installs_it(monkeypatc
     monkeypatch.setattr(node_mod, "PACKAGES", {"containerd": ("/nonexistent/containerd",)})
     with pytest.raises(node_mod.NodeError, match=r"\['containerd'\] are not installed: run `make e2e-node-deps`"):
         node_mod.preflight()
-
-
-def _query(name: str, qtype: int) -> bytes:
-    labels = b"".join(bytes([len(p)]) + p.encode() for p in name.split("."))
-    return (
-        b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00" + labels + b"\x00" + qtype.to_bytes(2, "big") + b"\x00\x01"
-    )
-
-
-class _Pods:
-    def list(self, api_version: str, kind: str, namespace: str) -> list[dict[str, object]]:
-        spec = {"hostname": "job-node-0-0", "subdomain": "job"}
-        pod: dict[str, object] = {"spec": spec, "status": {"podIP": "10.252.0.7"}}
-        return [pod] if namespace == "nlp" else []
-
-
-def test_pod_dns_answers_a_pods_name_under_its_headless_service_and_nothing_else() -> None:
-    """torchrun's PET_MASTER_ADDR as the pod's resolver asks for it (first search domain): the pod's IP; an AAAA
-    query for it: no record, no error; any other name (another namespace, a Service, outside): NXDOMAIN."""
-    from tests.e2e.pod_dns import NXDOMAIN, A, PodDns
-
-    dns = PodDns(_Pods(), "127.0.0.1")  # type: ignore[arg-type]
-    answer = dns.answer(_query("job-node-0-0.job.nlp.svc.cluster.local", A))
-    assert answer[:2] == b"\x12\x34" and answer[3] & 0x0F == 0 and answer[6:8] == b"\x00\x01"
-    assert answer[-4:] == bytes([10, 252, 0, 7])
-    aaaa = dns.answer(_query("job-node-0-0.job.nlp.svc.cluster.local", 28))
-    assert aaaa[3] & 0x0F == 0 and aaaa[6:8] == b"\x00\x00"
-    for other in ("job-node-0-0.job.vision.svc.cluster.local", "job.nlp.svc.cluster.local", "deb.debian.org"):
-        assert dns.answer(_query(other, A))[3] & 0x0F == NXDOMAIN, other

@@ -40,6 +40,7 @@ from tests.e2e.test_deputies import MEMBER_ATTACKS, bystander_job
 from tests.e2e.test_scenarios import sdk_flow
 from tests.e2e.versions import REPO_ROOT, VersionSet
 from trainer_infra.core.images import mirror_image
+from trainer_infra.manifests.runtime import TRAINER_API_VERSION
 
 pytestmark = pytest.mark.e2e
 
@@ -89,6 +90,21 @@ class Deployed:
         self.timings[name] = result.seconds
         record_timing(name, result)
         return result
+
+    def unprotect_for_teardown(self) -> Result:
+        """docs/data-safety.md "Tear down the whole platform", up to the destroy: TrainJobs first (Kueue and
+        Trainer keep the queues, flavors and runtimes they use), then ``allowDataLoss`` + up drops the protection
+        (deletes nothing). The pack does not read the stack's ``allowDataLoss``: the teardown lowers
+        ``data-is-protected`` for this one run (``--policy-pack-config``, docs/policy.md); enforced, the engine
+        refuses the unprotect."""
+        client = self.sandbox.client
+        for ns in client.list("v1", "Namespace"):
+            for tj in client.list(TRAINER_API_VERSION, "TrainJob", ns["metadata"]["name"]):
+                client.delete(TRAINER_API_VERSION, "TrainJob", tj["metadata"]["name"], ns["metadata"]["name"])
+        self.set_config(allowDataLoss=True)
+        lowered = self.project.workdir / "teardown-policy-config.json"
+        lowered.write_text(json.dumps({"data-is-protected": "advisory"}))
+        return self.project.up("--policy-pack-config", str(lowered))
 
     def failure_context(self) -> str:
         return f"the real node:\n{self.sandbox.describe()}"
@@ -399,17 +415,7 @@ def test_destroy_refuses_protected_data_until_the_documented_opt_in(deployed: De
     # the refusal deleted nothing, not even what is unprotected
     queue = client.get("kueue.x-k8s.io/v1beta2", "ClusterQueue", "nlp")
     assert "deletionTimestamp" not in queue["metadata"], "a refused destroy deleted the ClusterQueue"
-    # docs/data-safety.md "Tear down the whole platform": TrainJobs first (Kueue and Trainer keep the queues,
-    # flavors and runtimes they use), allowDataLoss + up drops the protection (deletes nothing), then destroy
-    for ns in client.list("v1", "Namespace"):
-        for tj in client.list("trainer.kubeflow.org/v1alpha1", "TrainJob", ns["metadata"]["name"]):
-            client.delete("trainer.kubeflow.org/v1alpha1", "TrainJob", tj["metadata"]["name"], ns["metadata"]["name"])
-    deployed.set_config(allowDataLoss=True)
-    # the pack does not read the stack's allowDataLoss: the teardown lowers `data-is-protected` for this one
-    # run, as docs/policy.md says (`--policy-pack-config`); enforced, the engine refuses the unprotect
-    lowered = deployed.project.workdir / "teardown-policy-config.json"
-    lowered.write_text(json.dumps({"data-is-protected": "advisory"}))
-    deployed.project.up("--policy-pack-config", str(lowered))
+    deployed.unprotect_for_teardown()  # then the destroy
     assert client.get("v1", "Namespace", "nlp")
     export = deployed.project.export()
     resources = export["deployment"]["resources"]

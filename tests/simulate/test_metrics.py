@@ -29,6 +29,13 @@ def test_utilisation_is_admitted_accelerator_seconds_over_capacity_times_makespa
     assert metrics.utilisation(JOBS, 8, 25) == pytest.approx(140 / (8 * 25))  # 0.7
 
 
+def test_goodput_leaves_out_what_preemption_threw_away() -> None:
+    # D (b, 8 acc) held 0-5, was preempted, ran again 10-20: 40 of its 120 accelerator-seconds were thrown away
+    d = job("D", "b", 8, 0, (0, 5, "evicted", "Preempted/InCohortReclamation"), (10, 20, "finished", ""))
+    assert metrics.utilisation([d], 8, 20) == pytest.approx(120 / 160)
+    assert metrics.goodput([d], 8, 20) == pytest.approx(80 / 160)
+
+
 def test_waits_per_team_are_admitted_minus_created_nearest_rank() -> None:
     waits = metrics.waits_by_team(JOBS)
     assert (waits["a"].p50, waits["a"].p95, waits["a"].max) == (0, 15, 15)

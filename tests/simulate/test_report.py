@@ -24,7 +24,8 @@ def run(**changes: object) -> Run:
 
 def test_summary_holds_the_metrics_and_names_what_could_never_run() -> None:
     s = summary(run())
-    assert s["utilisation"] == 0.7 and s["makespan"] == 25
+    assert s["utilisation"] == 0.7 and s["makespan"] == 25 and s["goodput"] == 0.7  # nothing preempted
+    assert s["team_shares"] == {"a": 0.429, "b": 0.571}  # (40 + 20) / 140, 80 / 140
     assert s["status"] == {"finished": 3, "never-admissible": 1}
     assert s["never_admissible"] == [{"job": "huge", "why": "more than any pool"}]
     assert s["waits"]["a"]["p95"] == 15

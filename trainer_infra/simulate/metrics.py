@@ -95,6 +95,15 @@ def accelerator_seconds(jobs: Iterable[JobOutcome], until: float) -> float:
     return sum(j.accelerators * a.length(until) for j in jobs for a in j.admissions)
 
 
+def team_shares(jobs: Iterable[JobOutcome], until: float) -> dict[str, float]:
+    """Each team's fraction of the admitted accelerator-seconds (what the fleet gave it)."""
+    held: dict[str, float] = {}
+    for j in jobs:
+        held[j.team] = held.get(j.team, 0.0) + sum(j.accelerators * a.length(until) for a in j.admissions)
+    total = sum(held.values())
+    return {t: (v / total if total else 0.0) for t, v in sorted(held.items())}
+
+
 def makespan(jobs: Sequence[JobOutcome], until: float) -> float:
     """From the first job's creation to the last one's end (`until` if one still runs or waits)."""
     created = [j.created for j in jobs if j.created is not None]
@@ -110,6 +119,16 @@ def utilisation(jobs: Sequence[JobOutcome], capacity: int, until: float) -> floa
     if capacity <= 0 or span <= 0:
         return 0.0
     return accelerator_seconds(jobs, until) / (capacity * span)
+
+
+def goodput(jobs: Sequence[JobOutcome], capacity: int, until: float) -> float:
+    """Utilisation without the preempted stretches: the share of the fleet that did work kept (a preempted
+    job restarts from scratch, so what it held until the preemption was thrown away)."""
+    span = makespan(jobs, until)
+    if capacity <= 0 or span <= 0:
+        return 0.0
+    kept = accelerator_seconds(jobs, until) - preemptions(jobs).lost_accelerator_seconds
+    return kept / (capacity * span)
 
 
 def percentile(values: Sequence[float], p: float) -> float:

@@ -9,6 +9,7 @@ because each pod carries its (compressed) duration in an annotation, which the c
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -29,6 +30,7 @@ TRAINJOB = (TRAINER_API_VERSION, "TrainJob")
 WORKLOAD = ("kueue.x-k8s.io/v1beta2", "Workload")
 CLUSTER_QUEUE = ("kueue.x-k8s.io/v1beta2", "ClusterQueue")
 MANAGER = "trainer-platform.io/simulate"
+SUBMIT_BATCH = 20
 
 
 def trainjob(row: TraceRow, facts: StackFacts, compression: float) -> Obj:
@@ -107,6 +109,8 @@ class Replay:
         self.lock = threading.Lock()
         self.stop_event = threading.Event()
         self.submit_lag = 0.0
+        #: the machine's 1-minute load average, every 30 wall seconds (how contended the replay was)
+        self.load: list[float] = []
 
     def now(self) -> float:
         """Trace seconds since the replay started."""
@@ -191,10 +195,15 @@ class Replay:
         pending = list(self.rows)
         next_sample = 0.0
         last_note = time.monotonic()
+        done = False
         try:
             while True:
                 wall = time.monotonic()
-                while pending and pending[0].submit / self.compression <= wall - self.start:
+                # at most SUBMIT_BATCH creations per pass: when the API server falls behind the trace, the
+                # bound, the samples and the progress lines still get their turn
+                batch = 0
+                while pending and pending[0].submit / self.compression <= wall - self.start and batch < SUBMIT_BATCH:
+                    batch += 1
                     row = pending.pop(0)
                     key = f"{self.facts.teams[row.team].name}/{row.name}"
                     self.jobs[key].created = self.now()
@@ -204,11 +213,13 @@ class Replay:
                     except ApiError as exc:  # a webhook or policy of the stack refused it: reported, not waited on
                         self.jobs[key].never_admissible = f"refused when created: {exc.message[:300]}"
                         self.jobs[key].created = None
+                wall = time.monotonic()
                 if wall >= next_sample:
                     self._sample()
                     next_sample = wall + self.sample_every
-                with self.lock:
-                    done = not pending and all(j.finished is not None or j.never_admissible for j in self.jobs.values())
+                if not pending:  # (before that, not done: no need to look at every job 20 times a second)
+                    with self.lock:
+                        done = all(j.finished is not None or j.never_admissible for j in self.jobs.values())
                 if done:
                     break
                 if wall >= deadline:
@@ -220,10 +231,15 @@ class Replay:
                     break
                 if wall - last_note >= 30:
                     last_note = wall
+                    self.load.append(os.getloadavg()[0])
                     with self.lock:
                         finished = sum(1 for j in self.jobs.values() if j.finished is not None)
-                    self.progress(f"{wall - self.start:.0f} s: {finished}/{len(self.jobs)} jobs finished")
-                time.sleep(0.05)
+                    self.progress(
+                        f"{wall - self.start:.0f} s: {finished}/{len(self.jobs)} jobs finished, "
+                        f"load average {self.load[-1]:.1f}"
+                    )
+                if batch < SUBMIT_BATCH:
+                    time.sleep(0.05)
         except KeyboardInterrupt:
             self.stopped_early = "interrupted (Ctrl-C); the report covers what was measured until then"
         finally:

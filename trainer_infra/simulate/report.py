@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -50,16 +51,25 @@ def summary(run: Run) -> dict[str, Any]:
         "compression": run.compression,
         "wall_seconds": round(run.wall_seconds, 1),
         "wall_phases": {k: round(v, 1) for k, v in run.phases.items()},
+        "cpu_seconds": {k: round(v, 1) for k, v in sorted(run.cpu_seconds.items(), key=lambda kv: -kv[1])},
+        "kueue_changes": run.kueue_changes,
+        "machine": {
+            "cpus": os.cpu_count(),
+            "load_average_mean": _round(sum(run.load_average) / len(run.load_average), 1) if run.load_average else None,
+            "load_average_max": _round(max(run.load_average, default=math.nan), 1),
+        },
         "submit_lag_max": round(run.submit_lag, 1),
         "trace_seconds": round(run.until, 1),
         "makespan": _round(metrics.makespan(replayed, run.until), 1),
         "utilisation": _round(metrics.utilisation(replayed, run.capacity, run.until)),
+        "goodput": _round(metrics.goodput(replayed, run.capacity, run.until)),
         "admitted_accelerator_seconds": _round(metrics.accelerator_seconds(replayed, run.until), 1),
         "weighted_fairness": _round(metrics.weighted_fairness(replayed, run.weights, WINDOW, run.until)),
         "weighted_shares": {
             t: _round(v) for t, v in metrics.weighted_shares(replayed, run.weights, WINDOW, run.until).items()
         },
         "weights": dict(sorted(run.weights.items())),
+        "team_shares": {t: _round(v) for t, v in metrics.team_shares(replayed, run.until).items()},
         "waits": {t: {k: _round(v, 1) for k, v in asdict(s).items()} for t, s in metrics.waits_by_team(jobs).items()},
         "preemptions": pre.count,
         "preempted_accelerator_seconds": round(pre.lost_accelerator_seconds, 1),
@@ -171,7 +181,7 @@ def write(run: Run, out: Path, plots: bool = True) -> list[str]:
 def table(rows: Sequence[tuple[str, dict[str, Any]]]) -> str:
     """A fixed-width comparison of runs (`make bench-scheduling`)."""
     teams = sorted({t for _, s in rows for t in s["waits"]})
-    head = ["config", "util", "fairness", "preempt", "lost acc-h", *(f"p95 wait {t} (min)" for t in teams)]
+    head = ["config", "util", "goodput", "fairness", "preempt", "lost acc-h", *(f"p95 wait {t} (min)" for t in teams)]
     lines = [head]
     for label, s in rows:
         waits = [s["waits"].get(t, {}).get("p95") for t in teams]
@@ -179,6 +189,7 @@ def table(rows: Sequence[tuple[str, dict[str, Any]]]) -> str:
             [
                 label,
                 f"{s['utilisation']:.3f}" if s["utilisation"] is not None else "-",
+                f"{s['goodput']:.3f}" if s.get("goodput") is not None else "-",
                 f"{s['weighted_fairness']:.3f}" if s["weighted_fairness"] is not None else "-",
                 str(s["preemptions"]),
                 f"{s['preempted_accelerator_seconds'] / 3600:.0f}",

@@ -30,3 +30,9 @@ class Run:
     label: str = ""
     #: the latest a TrainJob was created after its row's submit time (trace seconds): the replay's own lag
     submit_lag: float = 0.0
+    #: CPU seconds each control-plane process (and the replay itself) used during the replay
+    cpu_seconds: Mapping[str, float] = field(default_factory=dict)
+    #: what the simulation's Kueue runs with instead of the stack's settings (trainer_infra/simulate/timers.py)
+    kueue_changes: list[str] = field(default_factory=list)
+    #: the machine's 1-minute load average every 30 wall seconds of the replay
+    load_average: list[float] = field(default_factory=list)

@@ -6,8 +6,11 @@ The control plane (trainer_infra/sandbox) runs in a temporary folder with its ow
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -17,6 +20,7 @@ from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.simulate.facts import StackFacts
 from trainer_infra.simulate.metrics import JobOutcome
 from trainer_infra.simulate.run import Run
+from trainer_infra.simulate.timers import compressed_settings
 from trainer_infra.simulate.trace import TraceError, TraceRow
 
 Obj = dict[str, Any]
@@ -61,6 +65,15 @@ def partition(facts: StackFacts, rows: Sequence[TraceRow]) -> tuple[list[TraceRo
     return replay, never
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) a process of the control plane used so far; 0 when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def simulate(
     facts: StackFacts,
     releases: Sequence[Obj],
@@ -84,12 +97,18 @@ def simulate(
     from trainer_infra.simulate.replay import Replay
 
     replay_rows, never = partition(facts, rows)
+    cpu: dict[str, float] = {}
+    if threading.current_thread() is threading.main_thread():
+        # a shell starts background commands with SIGINT ignored, and Python keeps it so: `kill -INT` (what a
+        # script or CI uses to stop a run early) would then be lost instead of ending the replay with its report
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     versions = VersionSet.from_env()
     mismatches = chart_mismatches(releases, versions)
     if mismatches:
         hint = "pin the stack's components to the control plane's versions, or set E2E_<COMPONENT>_VERSION"
         raise TraceError([ConfigIssue("components", "; ".join(mismatches), None, hint)], "the stack")
     check_binaries(versions)
+    settings, kueue_changes = compressed_settings(kueue_settings(list(releases)), compression)
     phases: dict[str, float] = {}
     started = time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="trainer-simulate-"))
@@ -97,7 +116,7 @@ def simulate(
     sandbox = Sandbox(
         workdir / "control-plane",
         versions,
-        kueue_settings=kueue_settings(list(releases)),
+        kueue_settings=settings,
         controller_users=controller_users(list(releases)),
     )
     try:
@@ -110,10 +129,14 @@ def simulate(
         wait_nodes_ready(sandbox.client, [n["metadata"]["name"] for n in facts.objects if n["kind"] == "Node"])
         phases["apply stack"] = time.monotonic() - mark
         progress(f"replaying {len(replay_rows)} jobs at {compression:g}× ({len(never)} never admissible) ...")
-        mark = time.monotonic()
+        mark, cpu_mark = time.monotonic(), time.process_time()
+        at_start = {proc.name: cpu_seconds(proc.pid) for proc in sandbox.processes}
         replay = Replay(sandbox.client, facts, replay_rows, compression, bound=bound, progress=progress)
         jobs = replay.run()
         phases["replay"] = time.monotonic() - mark
+        # the replay's share only: the control plane's start (CRDs, OpenAPI) costs the API server a lot
+        cpu = {proc.name: cpu_seconds(proc.pid) - at_start.get(proc.name, 0.0) for proc in sandbox.processes}
+        cpu["replay (this process)"] = time.process_time() - cpu_mark
     finally:
         mark = time.monotonic()
         sandbox.stop()
@@ -132,4 +155,7 @@ def simulate(
         phases=phases,
         label=label,
         submit_lag=replay.submit_lag,
+        cpu_seconds=cpu,
+        load_average=replay.load,
+        kueue_changes=kueue_changes,
     )
