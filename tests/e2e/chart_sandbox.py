@@ -18,7 +18,6 @@ workload (the in-cluster NFS server, the NFS CSI driver: no NFS in this kernel) 
 
 from __future__ import annotations
 
-import datetime
 import functools
 import time
 from pathlib import Path
@@ -29,12 +28,11 @@ from tests.e2e import node as node_mod
 from tests.e2e.build import Builder
 from tests.e2e.chart_registry import ChartRegistry
 from tests.e2e.cluster_network import NETWORK_BINARIES, ClusterNetwork
-from tests.e2e.controller_images import API_GROUPS, build_all, controller_images
+from tests.e2e.controller_images import build_all
 from tests.e2e.kube import ApiError, wait_for
 from tests.e2e.node import NODE_SANDBOX_BINARIES, RealNode, publish
 from tests.e2e.oci_images import pause_image
 from tests.e2e.sandbox import TIMEOUT, Sandbox, log_tail
-from trainer_infra.core.images import mirror_image
 
 Obj = dict[str, Any]
 SYSTEM_NODE = "e2e-system"
@@ -77,21 +75,6 @@ NFS_DRIVER_VALUES: Obj = {
         }
     }
 }
-
-
-#: Found by the first run on the real node: on a first install the engine creates a chart's Deployment before its
-#: CRDs (``helm.v4.Chart`` orders CRDs only before their custom resources, not before the controller that serves
-#: them; under load the Trainer chart's CRDs came one a minute), and a controller whose API group is not served yet
-#: exits: Trainer 2.2 at once (discovery), LWS when its informer's cache sync times out (2 min). The kubelet restarts
-#: it until the CRDs exist. A restart is that race only when the previous run ended with one of these messages
-#: *and* before the last CRD of the controller's group existed for ``CRD_RACE_GRACE`` seconds
-#: (``first_install_race``); any other restart, and any restart after the first ``up``, fails the test.
-CRD_RACE = ("unable to retrieve the complete list of server APIs", "timed out waiting for cache to be synced for Kind")
-CRD_RACE_GRACE = 60
-
-
-def _seconds(stamp: str) -> float:
-    return datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC).timestamp()
 
 
 class ControllerPodError(AssertionError):
@@ -235,34 +218,6 @@ class ChartSandbox(Sandbox):
                     continue
                 out.append(f"--- {container['name']}{' (previous)' if previous else ''}:\n{text}")
         return "\n".join(out) or "(no logs)"
-
-    def first_install_race(self) -> dict[str, int]:
-        """``<ns>/<pod>/<container>`` → restarts of each container whose previous run was the first install's
-        CRD race (``CRD_RACE``); other restarts are left to ``controller_problems``."""
-        crds: dict[str, float] = {}  # group → when its last CRD was created
-        for crd in self.client.list("apiextensions.k8s.io/v1", "CustomResourceDefinition"):
-            group = crd["spec"]["group"]
-            crds[group] = max(crds.get(group, 0.0), _seconds(crd["metadata"]["creationTimestamp"]))
-        groups = {
-            mirror_image(c.reference, node_mod.MIRROR): API_GROUPS[c.binary] for c in controller_images(self.versions)
-        }
-        found = {}
-        for pod in self.controller_pods():
-            meta = pod["metadata"]
-            for cs in pod.get("status", {}).get("containerStatuses", []):
-                last = cs.get("lastState", {}).get("terminated") or {}
-                group = groups.get(cs.get("image", ""), "")
-                if not cs.get("restartCount", 0) or last.get("reason") == "OOMKilled" or group not in crds:
-                    continue
-                if _seconds(last["finishedAt"]) > crds[group] + CRD_RACE_GRACE:
-                    continue
-                try:
-                    previous = self.client.log(meta["name"], meta["namespace"], cs["name"], previous=True, tail=25)
-                except ApiError:
-                    continue
-                if any(marker in previous for marker in CRD_RACE):
-                    found[f"{meta['namespace']}/{meta['name']}/{cs['name']}"] = int(cs["restartCount"])
-        return found
 
     def assert_controllers_healthy(self, allowed: dict[str, int] | None = None) -> None:
         """No controller pod restarted (beyond ``allowed``), was OOM-killed, or is not Ready: a crash loop fails

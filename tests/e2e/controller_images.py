@@ -32,16 +32,8 @@ NONROOT = 65532
 COMPRESS_LEVEL = 1
 
 
-#: the API group each controller serves (its CRDs): what it waits for, or exits without, at start
-API_GROUPS = {
-    "jobset-manager": "jobset.x-k8s.io",
-    "kueue-manager": "kueue.x-k8s.io",
-    "trainer-controller-manager": "trainer.kubeflow.org",
-    "lws-manager": "leaderworkerset.x-k8s.io",
-}
-
 #: the binaries the images are made of
-CONTROLLER_BINARIES = tuple(API_GROUPS)
+CONTROLLER_BINARIES = ("jobset-manager", "kueue-manager", "trainer-controller-manager", "lws-manager")
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ from __future__ import annotations
 import base64
 import functools
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,8 +67,6 @@ class Deployed:
     timings: dict[str, float] = field(default_factory=dict)
     #: config changes that later steps keep (an upgrade stays applied)
     kept: dict[str, Any] = field(default_factory=dict)
-    #: restarts of the first install's CRD race (``chart_sandbox.CRD_RACE``), per ``<ns>/<pod>/<container>``
-    race_restarts: dict[str, int] = field(default_factory=dict)
 
     @property
     def sandbox(self) -> ChartSandbox:
@@ -110,9 +109,9 @@ class Deployed:
         return f"the real node:\n{self.sandbox.describe()}"
 
     def wait_controllers_ready(self) -> None:
-        """Every controller pod Ready on the real node (an OOM kill or a pod elsewhere fails at once), then no
-        restart but the first install's CRD race (``chart_sandbox.CRD_RACE``), which is recorded in
-        ``race_restarts`` and reported; every later check allows exactly those."""
+        """Every controller pod Ready on the real node (an OOM kill or a pod elsewhere fails at once), then not
+        one restart: the charts' workloads wait for their CRDs (platform/crd_order.py), so no controller starts
+        before the API it serves exists."""
 
         def ready() -> bool:
             problems = self.sandbox.controller_problems(allowed={k: 10**6 for k in self._containers()})
@@ -121,14 +120,13 @@ class Deployed:
                 raise AssertionError("controller pods failed:\n" + "\n".join(broken))
             return not problems
 
+        began = time.monotonic()
         try:
             wait_for("the charts' controller pods to be Ready on the real node", ready, 300)
         except TimeoutError as exc:
             raise AssertionError(f"{exc}\n{self.failure_context()}") from None
-        self.race_restarts = self.sandbox.first_install_race()
-        if self.race_restarts:
-            print(f"[e2e] first install: restarts before the CRDs existed (CRD race): {self.race_restarts}")
-        self.sandbox.assert_controllers_healthy(self.race_restarts)
+        self.timings["controller pods Ready after the up"] = round(time.monotonic() - began, 1)
+        self.sandbox.assert_controllers_healthy()
 
     def _containers(self) -> list[str]:
         return [
@@ -159,7 +157,7 @@ def deployed(tmp_path_factory: pytest.TempPathFactory, plain_render: RenderOutpu
         print(f"[e2e] pulumi timings: {json.dumps(deployed.timings)}")
         print(f"[e2e] chart sandbox start: {json.dumps(deployed.sandbox.times)}")
         if deployed.sandbox.controller_pods():  # a session that stopped before the destroy: check them now
-            deployed.sandbox.assert_controllers_healthy(deployed.race_restarts)
+            deployed.sandbox.assert_controllers_healthy()
 
 
 def test_preview_on_an_empty_cluster_lists_every_object(deployed: Deployed) -> None:
@@ -180,10 +178,44 @@ def test_preview_on_an_empty_cluster_lists_every_object(deployed: Deployed) -> N
         assert any(d_ns == ns for d_ns, _ in deployments), f"no chart Deployment in {ns}: {sorted(deployments)}"
     kinds = {kind for kind, _, _ in planned}
     assert {"CustomResourceDefinition", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} <= kinds
+    # the charts' workloads carry the order after every CRD of their chart (platform/crd_order.py, run by Helm)
+    planned_objects = [(s["urn"], s["newState"]["inputs"]) for s in steps if s.get("newState")]
+    wrong = _unordered(
+        planned_objects,
+        lambda _, inputs, crds: (
+            sorted(inputs["metadata"].get("annotations", {}).get(DEPENDS_ON, "").split(","))
+            == sorted(f"apiextensions.k8s.io/CustomResourceDefinition/{name}" for name in crds.values())
+        ),
+    )
+    assert not wrong, f"chart workloads not annotated with every CRD of their chart: {wrong}"
     # the charts came through the product's air-gap path: the stack's mirror, nothing else
     pulled = deployed.registry.pulled()
     expected = {f"{deployed.registry.mirror}/{_upstream_path(r)}:{r['version']}" for r in deployed.render.helm_releases}
     assert expected <= {p for p in pulled}, (sorted(expected), pulled)
+
+
+DEPENDS_ON = "config.kubernetes.io/depends-on"
+CHART_CHILD = "kubernetes:helm.sh/v4:Chart$"
+
+
+def _unordered(objects: list[tuple[str, Obj]], ordered: Callable[[str, Obj, dict[str, str]], bool]) -> list[str]:
+    """The chart workloads (Deployment, StatefulSet, DaemonSet) that ``ordered(urn, inputs, crds)`` finds not after
+    every CRD of their own chart (``crds``: URN → name); fails when a chart with CRDs has no workload."""
+    charts: dict[str, dict[str, str]] = {}
+    workloads: dict[str, list[tuple[str, Obj]]] = {}
+    for urn, inputs in objects:
+        if CHART_CHILD not in urn:
+            continue
+        release = urn.rsplit("::", 1)[1].split(":", 1)[0]
+        if inputs.get("kind") == "CustomResourceDefinition":
+            charts.setdefault(release, {})[urn] = inputs["metadata"]["name"]
+        elif inputs.get("kind") in ("Deployment", "StatefulSet", "DaemonSet"):
+            workloads.setdefault(release, []).append((urn, inputs))
+    assert {"jobset", "kueue", "trainer"} <= set(charts), sorted(charts)
+    assert all(workloads.get(release) for release in charts), {r: len(workloads.get(r, [])) for r in charts}
+    return [
+        urn for release, crds in charts.items() for urn, inputs in workloads[release] if not ordered(urn, inputs, crds)
+    ]
 
 
 def _upstream_path(release: Obj) -> str:
@@ -254,13 +286,18 @@ def test_up_installs_the_platform_from_the_charts(deployed: Deployed) -> None:
         assert secret.get("data", {}).get("tls.crt"), f"{ns}/{name} has no certificate"
     # the controllers own the certificates: Pulumi applied the chart's placeholders without `data`
     # (else a refreshed preview, the drift check, proposes replacing them with the controllers' content)
+    state = deployed.project.export()["deployment"]["resources"]
     applied = {
         (r["inputs"]["metadata"].get("namespace"), r["inputs"]["metadata"]["name"]): r["inputs"]
-        for r in deployed.project.export()["deployment"]["resources"]
+        for r in state
         if r["type"] == "kubernetes:core/v1:Secret"
     }
     for key in CERT_SECRETS:
         assert "data" not in applied[key], f"{key}: the chart's empty certificate was applied by Pulumi"
+    # in the engine's graph each chart workload depends on every CRD of its chart: created after them
+    needs = {r["urn"]: set(r.get("dependencies") or []) for r in state}
+    wrong = _unordered([(r["urn"], r.get("inputs") or {}) for r in state], lambda urn, _, crds: set(crds) <= needs[urn])
+    assert not wrong, f"chart workloads that the engine may create before their chart's CRDs: {wrong}"
 
 
 def test_sdk_scenario_on_what_pulumi_deployed(deployed: Deployed) -> None:
@@ -406,7 +443,7 @@ def test_secrets_never_appear_in_state_output_or_messages(deployed: Deployed) ->
 def test_destroy_refuses_protected_data_until_the_documented_opt_in(deployed: Deployed) -> None:
     client = deployed.sandbox.client
     # the last moment the controllers run: none restarted, was OOM-killed or lost readiness in the session
-    deployed.sandbox.assert_controllers_healthy(deployed.race_restarts)
+    deployed.sandbox.assert_controllers_healthy()
     refused = deployed.project.destroy(check=False)
     assert refused.returncode != 0
     assert "protected" in refused.output
