@@ -627,8 +627,9 @@ class RealNode:
                 continue
             args = cmdline.split()
             if "-id" in args and "-namespace" in args:
-                name = f"{self.socket}/{args[args.index('-namespace') + 1]}/{args[args.index('-id') + 1]}"
-                (SHIM_SOCKETS / hashlib.sha256(name.encode()).hexdigest()).unlink(missing_ok=True)
+                shim_socket(self.socket, args[args.index("-namespace") + 1], args[args.index("-id") + 1]).unlink(
+                    missing_ok=True
+                )
 
     def _log_links(self) -> list[Path]:
         """The kubelet's links in /var/log/containers to this node's pod logs."""
@@ -694,7 +695,7 @@ class RealNode:
             "network devices": sorted(set(netns.devices()) - set(snap.devices)),
             "iptables rules": sorted(set(iptables_rules()) - set(snap.rules)),
             "container tasks": sorted(p.name for p in state.glob("*")) if state.is_dir() else [],
-            "shim sockets": sorted(set(_shim_sockets()) - set(snap.shims)),
+            "shim sockets": sorted(set(_shim_sockets()) - set(snap.shims) - set(_foreign_shim_sockets(self.socket))),
             "pod network namespaces": [str(p) for p in self._new_netns()],
             "container log links": [str(p) for p in self._log_links()],
             "host folders": [str(p) for p in self._new_host_paths()],
@@ -731,3 +732,24 @@ def _existing(paths: tuple[str, ...]) -> list[str]:
 
 def _shim_sockets() -> list[str]:
     return sorted(str(p) for p in SHIM_SOCKETS.glob("*")) if SHIM_SOCKETS.is_dir() else []
+
+
+def shim_socket(address: Path | str, namespace: str, task: str) -> Path:
+    """Where containerd 1.6 puts a shim's socket: ``/run/containerd/s/<sha256 of address/namespace/id>``."""
+    return SHIM_SOCKETS / hashlib.sha256(f"{address}/{namespace}/{task}".encode()).hexdigest()
+
+
+def _foreign_shim_sockets(own: Path) -> list[str]:
+    """The sockets of live shims serving another containerd (another session's node: the directory is the host's)."""
+    found = []
+    for pid in leftovers.pids():
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if not any(a.endswith("containerd-shim-runc-v2") for a in args[:1]):
+            continue
+        flags = dict(zip(args[1::2], args[2::2], strict=False))
+        if {"-address", "-namespace", "-id"} <= flags.keys() and flags["-address"] != str(own):
+            found.append(str(shim_socket(flags["-address"], flags["-namespace"], flags["-id"])))
+    return found
