@@ -179,7 +179,7 @@ def test_preview_on_an_empty_cluster_lists_every_object(deployed: Deployed) -> N
     kinds = {kind for kind, _, _ in planned}
     assert {"CustomResourceDefinition", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} <= kinds
     # the charts' workloads carry the order after every CRD of their chart (platform/crd_order.py, run by Helm)
-    planned_objects = [(s["urn"], s["newState"]["inputs"]) for s in steps if s.get("newState")]
+    planned_objects = [(s["urn"], s["newState"].get("inputs") or {}) for s in steps if s.get("newState")]
     wrong = _unordered(
         planned_objects,
         lambda _, inputs, crds: (
