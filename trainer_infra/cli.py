@@ -31,6 +31,7 @@ from trainer_infra.render.output import Rendered, assemble, summary, write
 from trainer_infra.simulate import command as simulate_command
 from trainer_infra.simulate import compare as simulate_compare
 from trainer_infra.simulate.facts import stack_facts
+from trainer_infra.stack import shards
 from trainer_infra.stack.build import build_plan
 from trainer_infra.stack.config import StackConfig
 from trainer_infra.stack.docs import reference_markdown
@@ -202,6 +203,25 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return 1 if diff.changed else 0
 
 
+def cmd_shards(args: argparse.Namespace) -> int:
+    """The stacks of a sharded stack in deploy order, or the `pulumi state move` commands of a migration."""
+    validated, stack = _load(args)
+    cfg = validated.config
+    if args.moves_from is not None:
+        plan = build_plan(validated)
+        for move in shards.moves(plan, cfg.teams, stack, args.project, args.moves_from, cfg.team_shards):
+            print(move.command())
+        return 0
+    if not cfg.team_shards:
+        if not args.names:
+            print(f"stack {stack}: one stack (teamShards is not set)")
+        return 0
+    found = shards.layout(stack, cfg.team_shards, cfg.teams)
+    for name, teams in zip(found.stacks()[1:], found.teams, strict=True):
+        print(name if args.names else f"{name}: {len(teams)} teams ({', '.join(teams)})")
+    return 0
+
+
 def cmd_config_schema(_: argparse.Namespace) -> int:
     print(json.dumps(StackConfig.model_json_schema(by_alias=True), indent=2, sort_keys=True))
     return 0
@@ -277,6 +297,21 @@ def parser() -> argparse.ArgumentParser:
     )
     df.add_argument("--base", required=True, help="git ref to compare against, e.g. origin/main")
     df.add_argument("--format", choices=("text", "markdown"), default="text")
+    sh = _stack_command(
+        sub,
+        "shards",
+        "with teamShards: the team stacks to run after the stack, in order (docs/large-organisations.md)",
+        cmd_shards,
+    )
+    sh.add_argument("--names", action="store_true", help="only the team stacks' names, one a line (for scripts)")
+    sh.add_argument(
+        "--moves-from",
+        type=int,
+        metavar="N",
+        help="print the `pulumi state move` commands that take the teams from N shards (0: the one stack) to "
+        "teamShards, run before the first `up` with the new count",
+    )
+    sh.add_argument("--project", default="trainer-platform", help="the Pulumi project name (Pulumi.yaml)")
     s = sub.add_parser("config-schema", help="print the JSON Schema of the stack config")
     s.set_defaults(fn=cmd_config_schema)
     d = sub.add_parser("config-docs", help="print docs/configuration.md (generated from the models)")
