@@ -9,7 +9,8 @@ NetworkPolicies) on the same empty control plane, chart mirror and toolchain as 
 runs twice, each time on a fresh control plane and file backend: with checkpoints (the default), then without.
 Each run: the platform stack's ``up`` (policy pack enforced), then the team stacks' (``.ci/pulumi-shards``, as the
 deploy workflow). The default run also previews a one-team quota change (the platform stack must show no change,
-the team's stack only that team's ClusterQueue) and the PR preview of every deployed stack. Times are printed and
+the team's stack only that team's ClusterQueue, and the offline render picks that stack alone) and the PR
+preview of every deployed stack. Times are printed and
 kept in the cache's ``toolchain/e2e-timings.json``; the assertions are about the result, not the clock.
 """
 
@@ -19,6 +20,7 @@ import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,8 +28,13 @@ import pytest
 from tests.bench import synthetic
 from tests.e2e.pulumi_stack import STACK, Installation, Result, installation, record_timing
 from tests.e2e.versions import REPO_ROOT
+from trainer_infra.diff.compare import Render
+from trainer_infra.diff.git import load
+from trainer_infra.program import deploy
+from trainer_infra.render.capture import capture
+from trainer_infra.render.output import assemble, write
 from trainer_infra.stack.build import build_plan
-from trainer_infra.stack.shards import layout, shard_stack
+from trainer_infra.stack.shards import affected, layout, shard_stack
 from trainer_infra.stack.validate import validate
 
 pytestmark = pytest.mark.e2e
@@ -88,6 +95,13 @@ def large(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
         yield Large(installed, raw, bool(request.param), objects)
 
 
+def _render(raw: dict[str, Any], out: Path) -> Render:
+    """What `trainer-infra render` writes and `shards --affected-by` compares."""
+    validated = validate(raw)
+    write(assemble(capture(lambda: deploy(build_plan(validated)), STACK)), out)
+    return load(out)
+
+
 def _stack_file(raw: dict[str, Any]) -> dict[str, Any]:
     return {"config": {f"trainer-platform:{key}": value for key, value in raw.items()}}
 
@@ -117,25 +131,34 @@ def test_first_up_of_the_team_stacks_creates_every_team(large: Large) -> None:
     assert len(planned_queues) >= TEAMS and planned_queues <= queues, sorted(planned_queues - queues)[:5]
 
 
-def test_a_one_team_change_is_previewed_in_its_team_stack_only(large: Large) -> None:
+def test_a_one_team_change_is_previewed_in_its_team_stack_only(large: Large, tmp_path: Path) -> None:
+    """The PR workflow previews the stacks whose objects change (`trainer-infra shards --affected-by`, the offline
+    render of base and head): a one-team quota change is its team stack alone. The platform stack's preview is run
+    too, to prove it has nothing to change; it is not what the pull request pays."""
     if not large.checkpoints:
         pytest.skip("previews do not write checkpoints: measured once")
     project = large.installed.project
     changed = {**large.raw, "teams": [dict(t) for t in large.raw["teams"]]}
     team = changed["teams"][7]
     team["quota"] = {pool: {"gpus": 2} for pool in team["quota"]}
+    started = time.monotonic()
+    renders = [_render(raw, tmp_path / name) for raw, name in ((large.raw, "base"), (changed, "head"))]
+    stacks = affected(renders[0], renders[1], STACK, SHARDS, SHARDS)
+    offline = round(time.monotonic() - started, 1)
+    found = layout(STACK, SHARDS, validate(changed).config.teams)
+    own = shard_stack(STACK, next(i for i, names in enumerate(found.teams) if team["name"] in names), SHARDS)
+    assert stacks == [own]
     project.write_stack(large.installed.config(_stack_file(changed)))
     try:
+        preview = large.team_stack("preview", "--diff", "--stack", own)
         platform = project.preview("--expect-no-changes", timeout=TIMEOUT)
-        found = layout(STACK, SHARDS, validate(changed).config.teams)
-        index = next(i for i, names in enumerate(found.teams) if team["name"] in names)
-        own = large.team_stack("preview", "--diff", "--stack", shard_stack(STACK, index, SHARDS))
     finally:
         project.write_stack(large.installed.config(_stack_file(large.raw)))
-    record_timing(f"preview of a one-team change, platform stack ({TEAMS} teams)", platform)
-    record_timing(f"preview of a one-team change, its team stack ({TEAMS} teams in {SHARDS})", own)
+    print(f"[e2e] which stacks a one-team change touches, offline ({TEAMS} teams): {offline} s")
+    record_timing(f"preview of a one-team change, its team stack ({TEAMS} teams in {SHARDS})", preview)
+    record_timing(f"preview of a one-team change, platform stack, no change expected ({TEAMS} teams)", platform)
+    assert "1 to update" in preview.output and f"clusterqueue-{team['name']}" in preview.output, preview.output[-3000:]
     assert platform.returncode == 0  # --expect-no-changes: the platform stack does not change
-    assert "1 to update" in own.output and f"clusterqueue-{team['name']}" in own.output, own.output[-3000:]
 
 
 def test_the_pr_preview_of_the_deployed_stacks_changes_nothing(large: Large) -> None:

@@ -5,18 +5,22 @@ the programs register, so the moved objects are neither replaced nor deleted."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.bench import synthetic
-from tests.helpers import plan_of, stack_raw, with_changes
+from tests.helpers import plan_of, render, stack_raw, with_changes
 from trainer_infra.cli import main
 from trainer_infra.core.errors import ConfigError
+from trainer_infra.diff.compare import Render
+from trainer_infra.diff.git import load
 from trainer_infra.platform.shard import deploy_team_shard
 from trainer_infra.program import deploy
 from trainer_infra.render.capture import capture
-from trainer_infra.stack.shards import check_stack, layout, moves, parse_shard_stack, select, shard_of, split
+from trainer_infra.render.output import write
+from trainer_infra.stack.shards import affected, check_stack, layout, moves, parse_shard_stack, select, shard_of, split
 from trainer_infra.stack.validate import validate
 
 
@@ -105,12 +109,10 @@ def test_migration_moves_name_the_urns_the_programs_register() -> None:
     team_objects = sum(1 for p in split(plan, teams, 2)[1] for _ in p.objects)
     assert len(moved) == len(set(moved)) == team_objects and set(moved) <= single
     for move in planned:
-        index = parse_shard_stack(move.dest)
-        assert index is not None
-        registered = {
-            _real(r.urn)
-            for r in capture(lambda: deploy_team_shard(split(plan, teams, 2)[1][index[1]]), move.dest).registrations
-        }
+        parsed = parse_shard_stack(move.dest)
+        assert parsed is not None
+        part = split(plan, teams, 2)[1][parsed[1]]
+        registered = {_real(r.urn) for r in capture(lambda p=part: deploy_team_shard(p), move.dest).registrations}
         landed = {
             re.sub(
                 r"^urn:pulumi:[^:]+::([^:]+)::trainer-platform:index:TrainingPlatform\$",
@@ -122,3 +124,30 @@ def test_migration_moves_name_the_urns_the_programs_register() -> None:
         assert landed <= registered
         assert f"urn:pulumi:{move.dest}::trainer-platform::pulumi:providers:kubernetes::k8s" in registered
     assert moves(plan, teams, "local", "trainer-platform", 2, 2) == []  # the same count moves nothing
+
+
+def _render(raw: dict[str, Any], out: Path) -> Render:
+    write(render(raw, "local"), out)
+    return load(out)
+
+
+def test_a_pull_request_previews_only_the_stacks_whose_objects_change(tmp_path: Path) -> None:
+    raw = _local(4)
+    teams = validate(raw).config.teams
+    base = _render(raw, tmp_path / "base")
+    nlp = next(t for t in teams if t.name == "nlp")
+    changed = with_changes(
+        raw,
+        teams=[
+            {**t, "quota": {pool: {**q, "gpus": q["gpus"] - 1} for pool, q in t["quota"].items()}}
+            if t["name"] == "nlp"
+            else t
+            for t in raw["teams"]
+        ],
+    )
+    head = _render(changed, tmp_path / "head")
+    own = layout("local", 4, teams).stacks()[1 + shard_of(nlp.name, 4)]
+    assert affected(base, head, "local", 4, 4) == [own]  # the platform stack is not previewed
+    assert affected(base, base, "local", 4, 4) == []
+    assert affected(base, head, "local", 4, 0) == layout("local", 4, teams).stacks()  # a new count: every stack
+    assert affected(base, head, "local", 0, 0) == ["local"]  # one stack: always previewed

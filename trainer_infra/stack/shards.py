@@ -16,9 +16,11 @@ import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from trainer_infra.core.errors import ConfigError, ConfigIssue
 from trainer_infra.core.objects import ManagedObject, Plan
+from trainer_infra.diff.compare import Render
 from trainer_infra.manifests.meta import TEAM_LABEL
 from trainer_infra.platform.objects import type_token
 from trainer_infra.tenancy.teams import TeamConfig
@@ -159,3 +161,43 @@ def moves(plan: Plan, teams: Sequence[TeamConfig], platform: str, project: str, 
         parent = f"{COMPONENT}$" if source == platform else ""
         grouped.setdefault((source, dest), []).append(f"urn:pulumi:{source}::{project}::{parent}{token}::{obj.key}")
     return [Move(s, d, tuple(urns)) for (s, d), urns in sorted(grouped.items())]
+
+
+def _stacks_of(render: Render, platform: str, count: int) -> dict[str, list[Any]]:
+    """Each stack's share of a render (objects and their Pulumi options, dependencies kept inside the stack)."""
+    teams_of_ns = {
+        m["metadata"]["name"]: labels[TEAM_LABEL]
+        for m in render.manifests
+        if m["kind"] == "Namespace" and TEAM_LABEL in (labels := m["metadata"].get("labels", {}))
+    }
+
+    def stack(m: dict[str, Any] | None) -> str:
+        if m is None:
+            return platform
+        md = m["metadata"]
+        team = teams_of_ns.get(md.get("namespace", "")) or md.get("labels", {}).get(TEAM_LABEL)
+        return platform if team is None or not count else shard_stack(platform, shard_of(str(team), count), count)
+
+    by_key = {ManagedObject(m).key: m for m in render.manifests}
+    where = {key: stack(m) for key, m in by_key.items()}
+    out: dict[str, list[Any]] = {platform: [sorted(render.releases, key=lambda r: str(r.get("name")))]}
+    for m in render.manifests:
+        out.setdefault(stack(m), []).append(m)
+    for r in render.resources:
+        home = stack(by_key.get(str(r["name"])))
+        inside = [d for d in r.get("dependsOn", []) if where.get(d, platform) == home]
+        out.setdefault(home, []).append({**r, "dependsOn": inside})
+    return out
+
+
+def affected(base: Render, head: Render, platform: str, count: int, before: int) -> list[str]:
+    """The stacks whose part differs between two renders of the whole plan (`before`: the base's teamShards, -1 for
+    a new stack), in deploy order: what a pull request has to preview. A one-team change is that team's stack
+    alone; a change of the count, every stack."""
+    if not count:
+        return [platform]  # one stack: always previewed, as before team stacks
+    stacks = layout(platform, count, ()).stacks()
+    if before != count:
+        return stacks
+    old, new = _stacks_of(base, platform, count), _stacks_of(head, platform, count)
+    return [s for s in stacks if old.get(s) != new.get(s)]
