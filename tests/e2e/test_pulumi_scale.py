@@ -16,25 +16,30 @@ kept in the cache's ``toolchain/e2e-timings.json``; the assertions are about the
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.bench import synthetic
 from tests.e2e.pulumi_stack import STACK, Installation, Result, installation, record_timing
 from tests.e2e.versions import REPO_ROOT
 from trainer_infra.diff.compare import Render
 from trainer_infra.diff.git import load
+from trainer_infra.platform.objects import type_token
 from trainer_infra.program import deploy
 from trainer_infra.render.capture import capture
 from trainer_infra.render.output import assemble, write
 from trainer_infra.stack.build import build_plan
-from trainer_infra.stack.shards import affected, layout, shard_stack
+from trainer_infra.stack.shards import affected, layout, shard_stack, split
 from trainer_infra.stack.validate import validate
 
 pytestmark = pytest.mark.e2e
@@ -46,24 +51,45 @@ JOBS = os.environ.get("BENCH_JOBS", "2")
 SHARDS_SCRIPT = REPO_ROOT / ".ci" / "pulumi-shards"
 #: generous: a cold 2-core machine; the measured times are far below (docs/large-organisations.md)
 TIMEOUT = 5400.0
-#: the first `up`'s seconds per mode, so the second run can print the ratio
-FIRST_UP: dict[str, float] = {}
+#: ``BENCH_FLOOR=1`` adds a third run: the platform stack by our program, then each team stack's rendered objects
+#: registered by a trivial Pulumi program (``FLOOR_PROGRAM``), default checkpoints: the floor of the team stacks
+FLOOR = os.environ.get("BENCH_FLOOR") == "1"
+MODES = ["checkpoints", "PULUMI_SKIP_CHECKPOINTS", *(["floor"] if FLOOR else [])]
+#: the first `up`'s seconds of the team stacks per mode, so later runs can say the ratio
+TEAM_STACKS_UP: dict[str, float] = {}
+FLOOR_PROGRAM = """\"\"\"The floor: a team stack's objects registered as they are, with their dependencies (no config,
+validation, plan, StackReference or policy pack).\"\"\"
+import json
+
+import pulumi
+import pulumi_kubernetes as k8s
+from pulumi_kubernetes import _utilities
+
+spec = json.load(open(f"objects-{pulumi.get_stack()}.json"))
+provider = k8s.Provider("k8s", context=spec["context"], enable_patch_force=True)
+created = {}
+for o in spec["objects"]:
+    opts = pulumi.ResourceOptions(
+        provider=provider, depends_on=[created[d] for d in o["dependsOn"]], version=_utilities.get_version()
+    )
+    created[o["name"]] = pulumi.CustomResource(o["type"], o["name"], o["manifest"], opts)
+"""
 
 
 @dataclass
 class Large:
     installed: Installation
     raw: dict[str, Any]
-    checkpoints: bool
+    label: str  # one of MODES
     objects: set[tuple[str, str, str]]  # (kind, namespace, name) of every object the plan holds
 
     @property
-    def label(self) -> str:
-        return "checkpoints" if self.checkpoints else "PULUMI_SKIP_CHECKPOINTS"
+    def checkpoints(self) -> bool:
+        return self.label == "checkpoints"
 
     @property
     def env(self) -> dict[str, str]:
-        return {} if self.checkpoints else {"PULUMI_SKIP_CHECKPOINTS": "true"}
+        return {"PULUMI_SKIP_CHECKPOINTS": "true"} if self.label == "PULUMI_SKIP_CHECKPOINTS" else {}
 
     def shards(self, *args: str, timeout: float = TIMEOUT) -> Result:
         """`.ci/pulumi-shards <args>` on every team stack, as the workflows run it."""
@@ -84,7 +110,7 @@ class Large:
         return project.run(*args, "--config-file", config, "--policy-pack", str(project.policy_dir), timeout=TIMEOUT)
 
 
-@pytest.fixture(scope="module", params=[True, False], ids=["checkpoints", "skip-checkpoints"])
+@pytest.fixture(scope="module", params=MODES)
 def large(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Large]:
     raw = {**synthetic(TEAMS, 1), "teamShards": SHARDS}
     objects = {
@@ -92,7 +118,7 @@ def large(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
         for o in build_plan(validate(raw)).objects
     }
     with installation(tmp_path_factory.mktemp("pulumi-scale"), _stack_file(raw)) as installed:
-        yield Large(installed, raw, bool(request.param), objects)
+        yield Large(installed, raw, str(request.param), objects)
 
 
 def _render(raw: dict[str, Any], out: Path) -> Render:
@@ -111,17 +137,76 @@ def _load() -> str:
         return " ".join(f.read().split()[:3])
 
 
+def _note(step: str, seconds: float) -> None:
+    record_timing(step, Result((), 0, "", "", round(seconds, 1)))
+
+
+def _floor_up(large: Large) -> float:
+    """Each team stack's objects by FLOOR_PROGRAM, in stacks of their own (`floor-NN`), JOBS at once."""
+    project = large.installed.project
+    floor = project.workdir / "floor"
+    floor.mkdir()
+    spec = yaml.safe_load((project.workdir / "Pulumi.yaml").read_text())
+    (floor / "Pulumi.yaml").write_text(
+        yaml.safe_dump({"name": "floor", "runtime": {**spec["runtime"], "options": spec["runtime"]["options"]}})
+    )
+    (floor / "__main__.py").write_text(FLOOR_PROGRAM)
+    validated = validate(large.raw)
+    context = large.installed.config(_stack_file(large.raw))["config"]["trainer-platform:kubernetes"]["context"]
+    _, parts = split(build_plan(validated), validated.config.teams, SHARDS)
+    names = []
+    for i, part in enumerate(parts):
+        keys = {o.key for o in part.objects}
+        namespaces = {o.manifest["metadata"]["name"]: o.key for o in part.objects if o.manifest["kind"] == "Namespace"}
+        objects = [
+            {
+                "type": type_token(o.manifest["apiVersion"], o.manifest["kind"]),
+                "name": o.key,
+                "manifest": o.manifest,
+                "dependsOn": sorted(
+                    {a for a in o.after if a in keys}
+                    | ({namespaces[ns]} if (ns := o.manifest["metadata"].get("namespace")) in namespaces else set())
+                ),
+            }
+            for o in part.objects
+        ]
+        name = f"floor-{i:02d}"
+        (floor / f"objects-{name}.json").write_text(json.dumps({"context": context, "objects": objects}))
+        names.append(name)
+    env = project.env()
+    pulumi = str(project.toolchain.pulumi)
+
+    def one(name: str) -> None:
+        for cmd in (["stack", "init", name], ["up", "--yes", "--skip-preview", "--stack", name]):
+            done = subprocess.run(
+                [pulumi, *cmd, "--non-interactive"], cwd=floor, env=env, capture_output=True, text=True
+            )
+            assert done.returncode == 0, f"floor {name}: {' '.join(cmd)}\n{(done.stdout + done.stderr)[-3000:]}"
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(int(JOBS)) as pool:
+        list(pool.map(one, names))
+    return time.monotonic() - started
+
+
 def test_first_up_of_the_team_stacks_creates_every_team(large: Large) -> None:
     started, load = time.monotonic(), _load()
-    platform = large.installed.project.up(timeout=TIMEOUT, env=large.env)
+    project = large.installed.project
+    platform = project.up(timeout=TIMEOUT, env=large.env)
     record_timing(f"up, platform stack ({TEAMS} teams in {SHARDS} team stacks, {large.label})", platform)
-    teams = large.shards("up", "--yes", "--skip-preview", "--policy-pack", str(large.installed.project.policy_dir))
-    record_timing(f"up, {SHARDS} team stacks ({TEAMS} teams, {JOBS} at once, {large.label})", teams)
-    FIRST_UP[large.label] = total = round(time.monotonic() - started, 1)
-    print(f"[e2e] first up, all stacks ({TEAMS} teams, {large.label}): {total} s; load average {load} → {_load()}")
-    if len(FIRST_UP) == 2:
-        ratio = FIRST_UP["checkpoints"] / FIRST_UP["PULUMI_SKIP_CHECKPOINTS"]
-        print(f"[e2e] checkpoints / PULUMI_SKIP_CHECKPOINTS: {ratio:.2f}×", flush=True)
+    if large.label == "floor":
+        seconds = _floor_up(large)
+        _note(f"up, {SHARDS} team stacks by the trivial floor program ({TEAMS} teams, {JOBS} at once)", seconds)
+    else:
+        teams = large.shards("up", "--yes", "--skip-preview", "--policy-pack", str(project.policy_dir))
+        record_timing(f"up, {SHARDS} team stacks ({TEAMS} teams, {JOBS} at once, {large.label})", teams)
+        seconds = teams.seconds
+        total = time.monotonic() - started
+        _note(f"first up, every stack ({TEAMS} teams, {large.label}; load average {load} → {_load()})", total)
+    TEAM_STACKS_UP[large.label] = seconds
+    if large.label != "checkpoints" and "checkpoints" in TEAM_STACKS_UP:
+        ratio = TEAM_STACKS_UP["checkpoints"] / seconds
+        print(f"[e2e] team stacks' first up, checkpoints / {large.label}: {ratio:.2f}×", flush=True)
     client = large.installed.sandbox.client
     namespaces = {n["metadata"]["name"] for n in client.list("v1", "Namespace")}
     planned = {name for kind, _, name in large.objects if kind == "Namespace" and name.startswith("team-")}
@@ -136,7 +221,7 @@ def test_a_one_team_change_is_previewed_in_its_team_stack_only(large: Large, tmp
     render of base and head): a one-team quota change is its team stack alone. The platform stack's preview is run
     too, to prove it has nothing to change; it is not what the pull request pays."""
     if not large.checkpoints:
-        pytest.skip("previews do not write checkpoints: measured once")
+        pytest.skip("measured once, in the default run")
     project = large.installed.project
     changed = {**large.raw, "teams": [dict(t) for t in large.raw["teams"]]}
     team = changed["teams"][7]
@@ -164,7 +249,7 @@ def test_a_one_team_change_is_previewed_in_its_team_stack_only(large: Large, tmp
 def test_the_pr_preview_of_the_deployed_stacks_changes_nothing(large: Large) -> None:
     """What every pull request pays once the stacks are live (the platform, then every team stack)."""
     if not large.checkpoints:
-        pytest.skip("previews do not write checkpoints: measured once")
+        pytest.skip("measured once, in the default run")
     platform = large.installed.project.preview("--expect-no-changes", timeout=TIMEOUT)
     record_timing(f"preview, platform stack ({TEAMS} teams, no change)", platform)
     teams = large.shards("preview", "--expect-no-changes", "--policy-pack", str(large.installed.project.policy_dir))
