@@ -104,9 +104,10 @@ def select(plan: Plan, teams: Sequence[TeamConfig], count: int, stack: str) -> P
     parsed = parse_shard_stack(stack)
     if parsed is None:
         return platform
-    _, index = parsed
+    name, index = parsed
     if index >= count:
-        hint = f"teamShards is {count}: the shard stacks are {shard_stack('<stack>', 0, count)} … {count - 1}"
+        first, last = shard_stack(name, 0, count), shard_stack(name, count - 1, count)
+        hint = f"teamShards is {count}: the team stacks are {first} to {last}"
         raise ConfigError([ConfigIssue("teamShards", f"no shard {index} for stack {stack}", str(count), hint)], stack)
     return shards[index]
 
