@@ -15,6 +15,9 @@ from trainer_infra.platform.gate import ReadinessGateResource
 from trainer_infra.platform.helm import chart, with_objects
 from trainer_infra.platform.objects import KubernetesObject
 
+#: The component's type: part of the URN of every object of a single stack (stack/shards.py moves them by it).
+TYPE = "trainer-platform:index:TrainingPlatform"
+
 
 class TrainingPlatform(pulumi.ComponentResource):
     versions: pulumi.Output[Any]
@@ -30,7 +33,7 @@ class TrainingPlatform(pulumi.ComponentResource):
     ):
         """`prefix` keeps resource names unique when several clusters share one program (a fleet);
         `resolved` gives the values of the plan's `WorkerKubeconfig` placeholders."""
-        super().__init__("trainer-platform:index:TrainingPlatform", name, None, opts)
+        super().__init__(TYPE, name, None, opts)
         self._prefix = prefix
         self._resolved = resolved or {}
         self.created: dict[str, pulumi.Resource] = {}

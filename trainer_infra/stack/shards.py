@@ -22,6 +22,7 @@ from trainer_infra.core.errors import ConfigError, ConfigIssue
 from trainer_infra.core.objects import ManagedObject, Plan
 from trainer_infra.diff.compare import Render
 from trainer_infra.manifests.meta import TEAM_LABEL
+from trainer_infra.platform.component import TYPE as COMPONENT
 from trainer_infra.platform.objects import type_token
 from trainer_infra.tenancy.teams import TeamConfig
 
@@ -122,10 +123,6 @@ def check_stack(stack: str, count: int, source: str) -> None:
             f"--config-file stacks/Pulumi.{platform}.yaml, with teamShards set there (docs/large-organisations.md)"
         )
         raise ConfigError([ConfigIssue("teamShards", f"stack {stack} is a team shard", None, hint)], source)
-
-
-#: The component every object of a single (unsharded) stack is parented to (platform/component.py).
-COMPONENT = "trainer-platform:index:TrainingPlatform"
 
 
 @dataclass(frozen=True)
