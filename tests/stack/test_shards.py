@@ -5,6 +5,7 @@ the programs register, so the moved objects are neither replaced nor deleted."""
 from __future__ import annotations
 
 import re
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +113,7 @@ def test_migration_moves_name_the_urns_the_programs_register() -> None:
         parsed = parse_shard_stack(move.dest)
         assert parsed is not None
         part = split(plan, teams, 2)[1][parsed[1]]
-        registered = {_real(r.urn) for r in capture(lambda p=part: deploy_team_shard(p), move.dest).registrations}
+        registered = {_real(r.urn) for r in capture(partial(deploy_team_shard, part), move.dest).registrations}
         landed = {
             re.sub(
                 r"^urn:pulumi:[^:]+::([^:]+)::trainer-platform:index:TrainingPlatform\$",
