@@ -1,6 +1,7 @@
 """Moving a deployed single stack's teams into team stacks (docs/large-organisations.md, "Migrating a live stack")
 through the real CLI, engine and provider: after the documented `pulumi state move` commands, the platform stack
-and every team stack preview no change, and the next `up` leaves every team object where it was (same UID).
+previews no change, its `up` records the team stacks' count, every team stack then previews no change, and their
+`up` leaves every team object where it was (same UID).
 
 Opt-in with ``make bench-pulumi`` (same toolchain and control plane as ``test_pulumi.py``): a synthetic stack of
 ``SHARDS_TEAMS`` teams (default 6) into 2 team stacks.
@@ -66,6 +67,7 @@ def test_the_documented_moves_take_every_team_into_its_stack_with_nothing_replac
 
     platform = project.preview("--json")
     assert not _changes(json.loads(platform.stdout)), _changes(json.loads(platform.stdout))
+    project.up()  # changes no object; records the output `teamShards` the team stacks check
     config = str(project.workdir / f"Pulumi.{STACK}.yaml")
     for name in stacks:
         preview = project.run("preview", "--json", "--stack", name, "--config-file", config)
