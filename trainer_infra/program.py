@@ -67,8 +67,8 @@ def deploy_part(validated: Validated, plan: Plan, stack: str) -> TrainingPlatfor
 
     def same_count(shards: Any) -> int:
         found = shards.get("count") if isinstance(shards, dict) else None
-        if found != count:
-            raise RuntimeError(
+        if found != count:  # RunError: the message alone, no traceback
+            raise pulumi.RunError(
                 f"stack {name} was deployed with teamShards {found}, this config says {count}: "
                 f"run `pulumi up --stack {name}` first (platform first, then its team shards)"
             )
