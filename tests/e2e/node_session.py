@@ -203,7 +203,7 @@ class NodeSession:
 
 @pytest.fixture(scope="session")
 def node_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeSession]:
-    node_mod.preflight()
+    node_mod.preflight(tmp_path_factory.getbasetemp())
     net.preflight()
     times: dict[str, float] = {}
     start = time.monotonic()
