@@ -199,8 +199,8 @@ class Case:
 
     @property
     def mpi(self) -> bool:
-        """MPI runtimes are refused under `restricted`: the node stack serves them as TrainingRuntimes to its
-        second team (`baseline`); the others run in the first, `restricted` team."""
+        """The node stack serves the MPI runtimes as TrainingRuntimes of its first team (the team's own
+        runtimes), the others cluster-wide; every job runs in that `restricted` team."""
         return self.runtime in MPI_RUNTIMES
 
 
@@ -239,6 +239,13 @@ def _check_mpi(logs: dict[str, str], job: Obj, pods: dict[str, Obj]) -> None:
     for _, size, _, uid, total in lines:
         assert int(size) == NUM_NODES and int(uid) == MPI_UID, lines
         assert int(total) == sum(range(1, NUM_NODES + 1)), lines
+    # under `restricted`: every container drops ALL; the node pods' sshd adds back NET_BIND_SERVICE, nothing else
+    for pod_name, pod in pods.items():
+        for c in pod["spec"]["containers"]:
+            sc = c["securityContext"]
+            sshd = "-node-0-" in pod_name
+            assert sc["capabilities"] == {"drop": ["ALL"], **({"add": ["NET_BIND_SERVICE"]} if sshd else {})}, sc
+            assert sc["allowPrivilegeEscalation"] is False, sc
     # the launcher's ssh client met a node pod's sshd (its host key, port 2222) at the address the launcher resolved
     # (its hostfile of addresses) and logged in with the plugin's key
     nodes = "|".join(re.escape(p["status"]["podIP"]) for n, p in pods.items() if n.startswith(f"{name}-node-0-0-"))
@@ -306,7 +313,9 @@ def test_runtime_runs_a_real_job(runtime: str, node_session: NodeSession, node_p
         pytest.skip(f"{runtime} runs in {RUN_ELSEWHERE[runtime]}")
     case = CASES[runtime]
     admin = node_session.sandbox.client
-    team = node_platform.platform.render_teams()[1 if case.mpi else 0]
+    team = node_platform.platform.render_teams()[0]
+    namespace = admin.get("v1", "Namespace", team.namespace)
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
     kind = "TrainingRuntime" if case.mpi else "ClusterTrainingRuntime"
     rendered = next(
         o
@@ -362,12 +371,12 @@ SSHD_PROBE = '/usr/sbin/sshd -V 2>&1; echo "sshd exit $?"; getpcaps $$ 2>/dev/nu
 def test_upstream_sshd_starts_under_restricted_only_with_net_bind_service(
     node_session: NodeSession, node_platform: NodePlatform
 ) -> None:
-    """Why the MPI runtimes stay out of `restricted`, measured: upstream's MPI images (and the stand-in) give
-    sshd the file capability NET_BIND_SERVICE. With `capabilities.drop: [ALL]` (restricted) the container's
-    bounding set lacks it and the kernel refuses to execute sshd (EPERM, exit 126): no MPI job could start. With
-    NET_BIND_SERVICE added back (which `restricted` allows, and the platform's pod rule `privileged` refuses)
-    and `allowPrivilegeEscalation: false`, sshd executes (no_new_privs keeps the capability from being granted:
-    port 2222 needs none)."""
+    """Why the MPI runtimes' sshd adds back NET_BIND_SERVICE under `restricted`, measured: upstream's MPI images
+    (and the stand-in) give sshd that file capability. With `capabilities.drop: [ALL]` (restricted) the
+    container's bounding set lacks it and the kernel refuses to execute sshd (EPERM, exit 126): no MPI job could
+    start. With NET_BIND_SERVICE added back (which `restricted` allows, and the platform's pod rule `privileged`
+    allows as its only capability) and `allowPrivilegeEscalation: false`, sshd executes (no_new_privs keeps the
+    capability from being granted: port 2222 needs none)."""
     from tests.e2e.test_node_network import _log_when_done, _namespace, _pod
 
     admin = node_session.sandbox.client
