@@ -255,3 +255,63 @@ def test_the_simulate_step_is_opt_in_and_posts_beside_the_offline_diff() -> None
     run = "\n".join(str(step.get("run", "")) for step in jobs["simulate"]["steps"])
     assert 'pr-comment "simulate:$STACK"' in run and "trainer-infra simulate-diff" in run
     assert (ROOT / "docs/simulate/pr-traces/local.csv").is_file()
+
+
+FAKE_PULUMI = """#!/usr/bin/env bash
+# records each call; `up` of the stack named in FAIL exits 3
+echo "$*" >> "$CALLS"
+if [ "$1" = stack ] && [ "$2" = init ] && grep -qx "$3" "$EXISTING" 2>/dev/null; then
+  echo "error: stack '$3' already exists"; exit 255
+fi
+if [ "$1" = up ] && [[ " $* " == *" --stack $FAIL "* ]]; then echo "boom in $FAIL"; exit 3; fi
+echo "ran $1"
+"""
+
+
+def test_the_team_stacks_run_after_the_platform_on_its_config_and_every_one_runs(tmp_path: Path) -> None:
+    """`.ci/pulumi-shards` (docs/large-organisations.md): every team stack is created when missing and run with the
+    platform's config file; a failing one does not stop the others, and its exit code is the script's."""
+    stack = tmp_path / "Pulumi.big.yaml"
+    teams = "".join(f"\n    - {{name: team-{i}}}" for i in range(6))
+    stack.write_text(
+        f"config:\n  trainer-platform:kubernetes: {{version: '1.34'}}\n  trainer-platform:teamShards: 3\n"
+        f"  trainer-platform:teams:{teams}\n"
+    )
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "pulumi").write_text(FAKE_PULUMI)
+    (bin_dir / "pulumi").chmod(0o755)
+    (tmp_path / "existing").write_text("big.teams-00\n")
+    calls = tmp_path / "calls"
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "CALLS": str(calls),
+        "EXISTING": str(tmp_path / "existing"),
+        "FAIL": "big.teams-01",
+        "PULUMI_STACK": "big",
+        "PULUMI_CONFIG_FILE": str(stack),
+        "TRAINER_INFRA": str(Path(sys.executable).parent / "trainer-infra"),
+    }
+    script = str(ROOT / ".ci" / "pulumi-shards")
+    done = subprocess.run([script, "up", "--yes"], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 3, done.stdout + done.stderr
+    ups = sorted(line for line in calls.read_text().splitlines() if line.startswith("up"))
+    assert ups == [f"up --yes --non-interactive --stack big.teams-0{i} --config-file {stack}" for i in range(3)], ups
+    assert "=== big.teams-01: exit 3" in done.stdout and "boom in big.teams-01" in done.stdout
+    assert "=== big.teams-02: exit 0" in done.stdout  # ran although teams-01 failed
+    stack.write_text("config:\n  trainer-platform:kubernetes: {version: '1.34'}\n")
+    calls.unlink()
+    quiet = subprocess.run([script, "up", "--yes"], env=env, capture_output=True, text=True, timeout=120)
+    assert quiet.returncode == 0 and not calls.exists(), "no teamShards: nothing to run"
+
+
+def test_the_workflows_run_the_team_stacks() -> None:
+    up = yaml.safe_load((ROOT / ".github/workflows/pulumi-up.yml").read_text())["jobs"]["up"]["steps"]
+    runs = [str(s.get("run", "")) + str(s.get("with", "")) for s in up]
+    platform = next(i for i, s in enumerate(up) if s.get("with", {}).get("command") == "up")
+    shards = next(i for i, r in enumerate(runs) if ".ci/pulumi-shards up" in r)
+    assert platform < shards, "the platform stack first"
+    assert "--policy-pack policy" in runs[shards]
+    preview = yaml.safe_load((ROOT / ".github/workflows/preview.yml").read_text())["jobs"]["preview"]["steps"]
+    assert any(".ci/pulumi-shards preview" in str(s.get("run", "")) for s in preview)

@@ -6,11 +6,14 @@ import argparse
 import contextlib
 import json
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from trainer_infra.catalog.listing import render_table
 from trainer_infra.catalog.loader import load_catalog
@@ -31,11 +34,12 @@ from trainer_infra.render.output import Rendered, assemble, summary, write
 from trainer_infra.simulate import command as simulate_command
 from trainer_infra.simulate import compare as simulate_compare
 from trainer_infra.simulate.facts import stack_facts
+from trainer_infra.stack import shards
 from trainer_infra.stack.build import build_plan
 from trainer_infra.stack.config import StackConfig
 from trainer_infra.stack.docs import reference_markdown
 from trainer_infra.stack.fleet import ValidatedFleet, build_fleet, is_fleet, validate_fleet
-from trainer_infra.stack.load import read_file, stack_file
+from trainer_infra.stack.load import NAMESPACE, read_file, stack_file
 from trainer_infra.stack.validate import Validated, validate
 from trainer_infra.tenancy import guard
 from trainer_infra.versions.upgrade import check_upgrade, release_versions, versions_of_render
@@ -202,6 +206,49 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return 1 if diff.changed else 0
 
 
+def _shards_at(root: Path, path: Path, ref: str) -> int:
+    """teamShards of the stack file at a git ref (-1: no such file there, a new stack)."""
+    try:
+        relative = path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return int(read_file(path)[0].get("teamShards") or 0)
+    shown = subprocess.run(["git", "show", f"{ref}:{relative}"], cwd=root, capture_output=True, text=True)
+    if shown.returncode != 0:
+        return -1
+    doc = yaml.safe_load(shown.stdout) or {}
+    return int((doc.get("config") or {}).get(f"{NAMESPACE}:teamShards") or 0)
+
+
+def cmd_shards(args: argparse.Namespace) -> int:
+    """The stacks of a sharded stack in deploy order, or the `pulumi state move` commands of a migration."""
+    validated, stack = _load(args)
+    cfg = validated.config
+    if args.affected_by:
+        path = _source(args)[0]
+        try:
+            root = repo_root(Path.cwd())
+            renders = render_both(root, path, args.affected_by)
+            before = _shards_at(root, path, args.affected_by)
+        except DiffError as exc:
+            print(f"trainer-infra shards: {exc}", file=sys.stderr)
+            return 2
+        print("\n".join(shards.affected(renders.base, renders.head, stack, cfg.team_shards, before)))
+        return 0
+    if args.moves_from is not None:
+        plan = build_plan(validated)
+        for move in shards.moves(plan, cfg.teams, stack, args.project, args.moves_from, cfg.team_shards):
+            print(move.command())
+        return 0
+    if not cfg.team_shards:
+        if not args.names:
+            print(f"stack {stack}: one stack (teamShards is not set)")
+        return 0
+    found = shards.layout(stack, cfg.team_shards, cfg.teams)
+    for name, teams in zip(found.stacks()[1:], found.teams, strict=True):
+        print(name if args.names else f"{name}: {len(teams)} teams ({', '.join(teams)})")
+    return 0
+
+
 def cmd_config_schema(_: argparse.Namespace) -> int:
     print(json.dumps(StackConfig.model_json_schema(by_alias=True), indent=2, sort_keys=True))
     return 0
@@ -277,6 +324,27 @@ def parser() -> argparse.ArgumentParser:
     )
     df.add_argument("--base", required=True, help="git ref to compare against, e.g. origin/main")
     df.add_argument("--format", choices=("text", "markdown"), default="text")
+    sh = _stack_command(
+        sub,
+        "shards",
+        "with teamShards: the team stacks to run after the stack, in order (docs/large-organisations.md)",
+        cmd_shards,
+    )
+    sh.add_argument("--names", action="store_true", help="only the team stacks' names, one a line (for scripts)")
+    sh.add_argument(
+        "--moves-from",
+        type=int,
+        metavar="N",
+        help="print the `pulumi state move` commands that take the teams from N shards (0: the one stack) to "
+        "teamShards, run before the first `up` with the new count",
+    )
+    sh.add_argument(
+        "--affected-by",
+        metavar="REF",
+        help="the stacks (the platform's and team stacks) whose objects differ from the render at git REF, one a "
+        "line in deploy order: what a pull request previews",
+    )
+    sh.add_argument("--project", default="trainer-platform", help="the Pulumi project name (Pulumi.yaml)")
     s = sub.add_parser("config-schema", help="print the JSON Schema of the stack config")
     s.set_defaults(fn=cmd_config_schema)
     d = sub.add_parser("config-docs", help="print docs/configuration.md (generated from the models)")

@@ -48,16 +48,21 @@ def served(stack: str) -> dict[str, dict[str, Any]]:
 
 
 @pytest.mark.parametrize("stack", sorted(STACKS))
-def test_every_non_mpi_runtime_passes_restricted_and_mpi_runtimes_are_left_alone(stack: str) -> None:
+def test_every_runtime_passes_restricted_and_mpi_keeps_its_user_with_net_bind_service_for_sshd(stack: str) -> None:
     runtimes = served(stack)
     assert {n for n, r in runtimes.items() if not is_mpi(r)} == NON_MPI
-    for name in NON_MPI:
-        for where, pod in pod_specs(runtimes[name]):
+    for name, runtime in runtimes.items():
+        for where, pod in pod_specs(runtime):
             assert restricted_problems(pod) == [], (name, where)
     for name in ("deepspeed-distributed", "mlx-distributed"):
-        pods = [pod for _, pod in pod_specs(runtimes[name])]
-        assert all("securityContext" not in pod for pod in pods), f"{name}: the injection must not touch MPI"
-        assert all(restricted_problems(pod) for pod in pods)
+        for where, pod in pod_specs(runtimes[name]):
+            assert "fsGroup" not in pod["securityContext"], (name, where)  # would make the ssh key group-readable
+            for c in pod["containers"]:
+                sshd = c.get("command") == ["/usr/sbin/sshd"]
+                caps = {"drop": ["ALL"], **({"add": ["NET_BIND_SERVICE"]} if sshd else {})}
+                assert c["securityContext"]["capabilities"] == caps, (name, where, c["name"])
+                assert c["securityContext"]["runAsUser"] == 1000, (name, where)  # the image's mpiuser
+                assert all(e["name"] != "HOME" for e in c.get("env") or []), (name, where)
 
 
 def _volume(pod: dict[str, Any], name: str) -> dict[str, Any]:

@@ -137,7 +137,8 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 def _diff(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, "-m", "trainer_infra", "diff", *args]
-    return subprocess.run(cmd, cwd=repo, capture_output=True, text=True, timeout=120)
+    # the bound catches a hang, not slowness: two renders of the stack take 120 s on a 2-core machine at load 30
+    return subprocess.run(cmd, cwd=repo, capture_output=True, text=True, timeout=600)
 
 
 def test_diff_shows_added_changed_removed_and_the_protected_deletion(repo: Path) -> None:

@@ -92,6 +92,10 @@ KUBELET_SYSCTLS = (
     "kernel/keys/root_maxkeys",
     "kernel/keys/root_maxbytes",
 )
+#: free space a node session needs where its work folders are: containerd's unpacked images and snapshots (the
+#: stand-ins: 0.5-0.7 GB each), pod volumes and logs; each session keeps 3-4 GB. A full disk shows first as
+#: kubelet image-GC and eviction errors, far from the cause, so ``preflight`` refuses to start below it.
+NODE_SESSION_DISK = 5 * 2**30
 #: containerd 1.6's CRI keeps pod network namespaces here (not configurable before 1.7); resolved, as the mount
 #: table names it (/var/run is a link to /run)
 NETNS_DIR = Path("/var/run/netns").resolve()
@@ -133,12 +137,21 @@ class NodeError(SandboxError):
     """The real node cannot start here (a package, kernel feature or privilege is missing) or failed."""
 
 
-def preflight(*, in_session: bool = True) -> None:
-    """Name every missing prerequisite with the command that fixes it; never fall back to kwok.
-
-    ``in_session=False``: what can be checked before the session's namespaces exist (the runner, before it
-    builds anything)."""
+def preflight(workdir: Path | None = None, *, in_session: bool = True) -> None:
+    """Name every missing prerequisite with the command that fixes it; never fall back to kwok. ``workdir``: where
+    the node's folders go (its disk needs ``NODE_SESSION_DISK`` free). ``in_session=False``: what can be checked
+    before the session's namespaces exist (the runner, before it builds anything)."""
     problems = []
+    if workdir is not None:
+        existing = next(p for p in (workdir.resolve(), *workdir.resolve().parents) if p.exists())
+        free = shutil.disk_usage(existing).free
+        if free < NODE_SESSION_DISK:
+            problems.append(
+                f"the disk holding {workdir} has {free / 2**30:.1f} GB free, a node session needs "
+                f"{NODE_SESSION_DISK / 2**30:.0f} GB (containerd's images and snapshots, pod volumes): delete earlier "
+                "sessions' folders (each node session keeps 3-4 GB in its --basetemp, pytest keeps the last 3 "
+                "under /tmp/pytest-of-<user>: `rm -rf --one-file-system <basetemp>`), then `df -h` the path again"
+            )
     if os.geteuid() != 0:
         problems.append("it must run as root (containerd, runc, mounts, cgroups)")
     missing = sorted({pkg for pkg, files in PACKAGES.items() for f in files if not Path(f).exists()})
@@ -373,7 +386,7 @@ class RealNode:
     # -- start ----------------------------------------------------------------
     def start(self) -> RealNode:
         """containerd, then the kubelet; returns when the Node is Ready. On failure everything is undone."""
-        preflight()
+        preflight(self.workdir)
         self._snapshot = self.snapshot()
         self._atexit = True
         start_or_undo(self._start, self.stop)

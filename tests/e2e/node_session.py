@@ -44,8 +44,8 @@ NODE_GPUS = 8
 TRAINER_ID = 1000
 #: the runtimes the node's stack serves to every team
 RUNTIMES = ["torch-distributed", "xgboost-distributed", "jax-distributed"]
-#: MPI runtimes, which Pod Security `restricted` refuses (docs/teams.md#pod-security), served as TrainingRuntimes
-#: to the second team only (`baseline`): the first is `restricted`
+#: MPI runtimes, served as TrainingRuntimes of the first team (`restricted`: their sshd adds back NET_BIND_SERVICE,
+#: docs/teams.md#pod-security)
 MPI_RUNTIMES = ["deepspeed-distributed", "mlx-distributed"]
 #: whole-JobSet restarts of the node's stack (the catalog's default is 3): a job that fails for good (the OOM
 #: scenario) fails after one restart, a killed one (the resume scenario) still gets its restart
@@ -89,7 +89,7 @@ def node_stack() -> dict[str, Any]:
         "dataCache": {"enabled": False},
         "runtimes": {
             "enabled": RUNTIMES,
-            "teams": [{"team": teams[1]["name"], "runtime": name} for name in MPI_RUNTIMES],
+            "teams": [{"team": teams[0]["name"], "runtime": name} for name in MPI_RUNTIMES],
             "faultTolerance": {"maxRestarts": MAX_RESTARTS},
         },
         "teams": teams,
@@ -203,7 +203,7 @@ class NodeSession:
 
 @pytest.fixture(scope="session")
 def node_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeSession]:
-    node_mod.preflight()
+    node_mod.preflight(tmp_path_factory.getbasetemp())
     net.preflight()
     times: dict[str, float] = {}
     start = time.monotonic()

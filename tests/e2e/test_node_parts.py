@@ -119,3 +119,22 @@ def test_a_missing_package_is_named_with_the_command_that_installs_it(monkeypatc
     monkeypatch.setattr(node_mod, "PACKAGES", {"containerd": ("/nonexistent/containerd",)})
     with pytest.raises(node_mod.NodeError, match=r"\['containerd'\] are not installed: run `make e2e-node-deps`"):
         node_mod.preflight()
+
+
+def test_a_disk_too_full_for_a_node_session_is_named_with_what_to_delete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk made the kubelet fail far from the cause (image GC, evictions): the preflight refuses at once,
+    naming the path, its free space and what to delete."""
+    free = shutil.disk_usage(tmp_path).free
+    monkeypatch.setattr(node_mod, "NODE_SESSION_DISK", free + 2**40)  # this disk, a session needing 1 TB more
+    with pytest.raises(node_mod.NodeError) as refused:
+        node_mod.preflight(tmp_path / "basetemp" / "node0")  # not created yet: its nearest existing folder is measured
+    message = str(refused.value)
+    assert f"the disk holding {tmp_path}/basetemp/node0 has " in message and " GB free" in message, message
+    assert "rm -rf --one-file-system <basetemp>" in message, message
+    monkeypatch.setattr(node_mod, "NODE_SESSION_DISK", 0)
+    try:
+        node_mod.preflight(tmp_path)
+    except node_mod.NodeError as other:  # other prerequisites may be missing where unit tests run; not the space
+        assert "GB free" not in str(other)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import textwrap
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -73,25 +74,6 @@ CANNOT_RUN = {
     "role; neither the image's source nor a table store exists here (cache.py's objects are checked field for "
     "field in test_deputies.py instead)",
 }
-#: runtimes that ran on the real node but not reliably enough yet to gate CI (``E2E_UNRELIABLE=1`` runs them)
-MPI_NOT_YET = (
-    "ran on the real node (2026-11-25: mpirun over SSH, rank 0 in the launcher, rank 1 started through the node "
-    "pod's sshd, both allreduce 3; sshd logged `Accepted publickey for mpiuser`), but of 5 runs at load 25-36, 2 "
-    "passed, 2 failed reading the node pod's sshd log (JobSet deletes the pod once the launcher is done; the login "
-    "is now read from the launcher's `ssh -v`, not yet run) and 1 on DNS: the launcher's ssh could not resolve a "
-    "node name it had just resolved (`Temporary failure in name resolution`; ssh does not retry)"
-)
-XGBOOST_NOT_YET = (
-    "ran on the real node (2 workers joined worker 0's Rabit tracker, allreduce 3, the same model on both), but "
-    "of 4 full node sessions on 2026-11-25 one failed: both attempts of the job ended at once in Rabit's "
-    "`ReconnectLink` with `send: Broken pipe` on the tracker connection (the tracker, in worker 0's pod, closed "
-    "it; cause not found yet); the same test alone and the next full session passed"
-)
-NOT_YET_RELIABLE = {
-    "deepspeed-distributed": MPI_NOT_YET,
-    "mlx-distributed": MPI_NOT_YET,
-    "xgboost-distributed": XGBOOST_NOT_YET,
-}
 #: runtimes another file of this session runs
 RUN_ELSEWHERE = {
     "torch-distributed": "tests/e2e/test_node_training.py (the SDK's train(), torchrun over gloo on 2 nodes)",
@@ -100,8 +82,13 @@ RUN_ELSEWHERE = {
 
 # -- what each runtime runs (a command per runtime; what it prints is asserted) ------------------------------
 
+#: Trainer's DMLC_TRACKER_URI is worker 0's pod name, whose DNS record follows the pod's IP (see WAIT_FOR_HOSTS).
+#: XGBoost 1.7's Rabit does not retry a name that does not resolve: it connects an empty address and fails at once
+#: with `ReconnectLink … send: Broken pipe` (seen on the real node: both workers of both attempts, worker 0's pod
+#: not resolvable yet). So each worker resolves the tracker's name, retrying, and hands Rabit the address; Rabit
+#: retries connecting to it (DMLC_WORKER_CONNECT_RETRY: 10, 90 s) while worker 0 starts its tracker.
 XGBOOST_SCRIPT = """
-import hashlib, os
+import hashlib, os, socket, time
 import numpy as np, xgboost as xgb
 from xgboost import collective
 rank, world = int(os.environ["DMLC_TASK_ID"]), int(os.environ["DMLC_NUM_WORKER"])
@@ -111,7 +98,16 @@ if rank == 0:  # the tracker runs where Trainer points every worker: worker 0's 
     from xgboost.tracker import RabitTracker
     tracker = RabitTracker(host_ip="0.0.0.0", n_workers=world, port=port)
     tracker.start(world)
-with collective.CommunicatorContext(DMLC_TRACKER_URI=uri, DMLC_TRACKER_PORT=port, DMLC_TASK_ID=str(rank)):
+for waited in range(180):
+    try:
+        address = socket.getaddrinfo(uri, port, socket.AF_INET, socket.SOCK_STREAM)[0][4][0]
+        break
+    except socket.gaierror:
+        time.sleep(1)
+else:
+    raise SystemExit(f"the tracker's name {uri} does not resolve")
+with collective.CommunicatorContext(DMLC_TRACKER_URI=address, DMLC_TRACKER_PORT=port, DMLC_TASK_ID=str(rank),
+                                    DMLC_WORKER_CONNECT_RETRY=10):
     total = collective.allreduce(np.array([rank + 1.0]), collective.Op.SUM)[0]
     rng = np.random.default_rng(rank)  # each worker its own rows
     x = rng.uniform(-1, 1, (256, 3))
@@ -122,13 +118,14 @@ with collective.CommunicatorContext(DMLC_TRACKER_URI=uri, DMLC_TRACKER_PORT=port
     rmse = history["train"]["rmse"]
     model = hashlib.sha256(bytes(booster.save_raw("json"))).hexdigest()[:16]
     print(f"xgboost {xgb.__version__} worker {collective.get_rank()} of {collective.get_world_size()} "
-          f"task {rank} uid {os.getuid()} allreduce {total:g} rmse {rmse[0]:.4f} -> {rmse[-1]:.4f} model {model}",
-          flush=True)
+          f"task {rank} uid {os.getuid()} allreduce {total:g} rmse {rmse[0]:.4f} -> {rmse[-1]:.4f} model {model} "
+          f"tracker resolved after {waited} s", flush=True)
 if tracker is not None:
     tracker.join()
 """
 XGBOOST_LINE = re.compile(
-    r"xgboost (\S+) worker (\d+) of (\d+) task (\d+) uid (\d+) allreduce (\S+) rmse (\S+) -> (\S+) model (\w+)"
+    r"xgboost (\S+) worker (\d+) of (\d+) task (\d+) uid (\d+) allreduce (\S+) rmse (\S+) -> (\S+) model (\w+) "
+    r"tracker resolved after (\d+) s"
 )
 
 JAX_SCRIPT = """
@@ -159,15 +156,27 @@ MLX_SCRIPT = (
 MPI_LINE = re.compile(r"mpi rank (\d+) of (\d+) host (\S+) uid (\d+) allreduce (\d+)")
 
 
-#: the launcher starts its command at once, as its pod starts: before the hostfile's names resolve (the pods'
-#: DNS records follow their IPs; seen on the real node: `ssh: Could not resolve hostname …-node-0-0.…: Temporary
-#: failure in name resolution`, and mpirun, not knowing its own name, tried to ssh to itself) and before the node
-#: pods' sshd listens. So it waits (3 min at most) for its own name to resolve and every other host's port 2222.
-WAIT_FOR_HOSTS = (
-    'for h in $(cut -d" " -f1 "$OMPI_MCA_orte_default_hostfile"); do for i in $(seq 180); do '
-    'if [ "${h%%.*}" = "$(hostname)" ]; then getent hosts "$h" >/dev/null && break; '
-    f'else (exec 3<>"/dev/tcp/$h/{MPI_PORT}") 2>/dev/null && break; fi; sleep 1; done; done; exec "$@"'
-)
+#: the launcher starts its command at once, as its pod starts: before the node pods' sshd listens and before the
+#: hostfile's names resolve. A pod's DNS record follows its IP (the kubelet starts the containers, then reports the IP;
+#: the EndpointSlice controller, then CoreDNS, follow); ssh and mpirun look a name up once (seen on the real node:
+#: `ssh: Could not resolve hostname …-node-0-0.…: Temporary failure in name resolution` — the sandbox's CoreDNS has no
+#: upstream, so a name not (yet) in the cluster ends in SERVFAIL, not NXDOMAIN — and mpirun, not knowing its own name,
+#: ssh'ing to itself). So the launcher runs the command docs/data-scientists.md recommends, the one that runs here:
+#: it resolves every host of the plugin's hostfile, retrying, waits for each other host's sshd and hands mpirun a
+#: hostfile of those addresses (mpirun tells its own from its interfaces'; its daemons connect back by address).
+DOCS_MPIRUN = "exec mpirun -n 2 python3 train.py"
+
+
+def _documented_launcher() -> str:
+    """The docs' launcher script, its ``mpirun`` line replaced by the case's own (``"$@"``)."""
+    blocks = re.findall(r"```yaml\n(.*?)```", (REPO_ROOT / "docs" / "data-scientists.md").read_text(), re.S)
+    block = next(b for b in blocks if "OMPI_MCA_orte_default_hostfile" in b)
+    script = textwrap.dedent(block.split("- |\n", 1)[1])
+    assert script.rstrip().endswith(DOCS_MPIRUN) and f"/{MPI_PORT}" in script, script
+    return script.rstrip().removesuffix(DOCS_MPIRUN) + 'exec "$@"\n'
+
+
+WAIT_FOR_HOSTS = _documented_launcher()
 #: the plugin's ssh arguments (``OMPI_MCA_plm_rsh_args``) and ``-v``: the launcher's ssh client logs how it logged
 #: in (the node pods' own sshd log goes with them: JobSet deletes them once the launcher is done)
 RSH_ARGS = "-o ConnectionAttempts=10 -v"
@@ -186,28 +195,28 @@ class Case:
     runtime: str
     stand_in: StandIn
     command: list[str]
-    check: Callable[[dict[str, str], Obj], None]
+    check: Callable[[dict[str, str], Obj, dict[str, Obj]], None]
 
     @property
     def mpi(self) -> bool:
-        """MPI runtimes are refused under `restricted`: the node stack serves them as TrainingRuntimes to its
-        second team (`baseline`); the others run in the first, `restricted` team."""
+        """The node stack serves the MPI runtimes as TrainingRuntimes of its first team (the team's own
+        runtimes), the others cluster-wide; every job runs in that `restricted` team."""
         return self.runtime in MPI_RUNTIMES
 
 
-def _check_xgboost(logs: dict[str, str], job: Obj) -> None:
+def _check_xgboost(logs: dict[str, str], job: Obj, pods: dict[str, Obj]) -> None:
     lines = [m for log in logs.values() for m in XGBOOST_LINE.findall(log)]
     assert len(lines) == NUM_NODES, logs
     workers = {int(w) for _, w, *_ in lines}
     assert workers == set(range(NUM_NODES)), lines
-    for _, _, world, _, uid, total, first, last, _ in lines:
+    for _, _, world, _, uid, total, first, last, _, _ in lines:
         assert int(world) == NUM_NODES and int(uid) == TRAINER_ID, lines
         assert float(total) == sum(range(1, NUM_NODES + 1)), lines  # every worker's value reached every worker
         assert float(last) < float(first) / 4, lines  # the shared booster fits
-    assert len({model for *_, model in lines}) == 1, lines  # one model, trained together
+    assert len({model for *_, model, _ in lines}) == 1, lines  # one model, trained together
 
 
-def _check_jax(logs: dict[str, str], job: Obj) -> None:
+def _check_jax(logs: dict[str, str], job: Obj, pods: dict[str, Obj]) -> None:
     lines = [m for log in logs.values() for m in JAX_LINE.findall(log)]
     assert len(lines) == NUM_NODES, logs
     assert {int(p) for _, p, *_ in lines} == set(range(NUM_NODES)), lines
@@ -216,7 +225,7 @@ def _check_jax(logs: dict[str, str], job: Obj) -> None:
         assert [int(v) for v in gathered.split(",")] == list(range(1, NUM_NODES + 1)), lines
 
 
-def _check_mpi(logs: dict[str, str], job: Obj) -> None:
+def _check_mpi(logs: dict[str, str], job: Obj, pods: dict[str, Obj]) -> None:
     name = job["metadata"]["name"]
     # the launcher of the attempt that ran (a restarted JobSet leaves the failed attempt's pods in ``logs``)
     launchers = [log for pod, log in logs.items() if "-launcher-" in pod]
@@ -230,11 +239,19 @@ def _check_mpi(logs: dict[str, str], job: Obj) -> None:
     for _, size, _, uid, total in lines:
         assert int(size) == NUM_NODES and int(uid) == MPI_UID, lines
         assert int(total) == sum(range(1, NUM_NODES + 1)), lines
-    # the launcher's ssh client met the node pod's sshd (its host key, port 2222) and logged in with the plugin's key
-    node_host = rf"{name}-node-0-0\.{name}"
-    assert re.search(rf"Permanently added '\[{node_host}\]:{MPI_PORT}'", launcher), launcher
-    assert re.search(rf"Authenticating to {node_host}:{MPI_PORT} as '{MPI_USER}'", launcher), launcher
-    assert re.search(rf'Authenticated to {node_host} \(\[[\d.]+\]:{MPI_PORT}\) using "publickey"', launcher), launcher
+    # under `restricted`: every container drops ALL; the node pods' sshd adds back NET_BIND_SERVICE, nothing else
+    for pod_name, pod in pods.items():
+        for c in pod["spec"]["containers"]:
+            sc = c["securityContext"]
+            sshd = "-node-0-" in pod_name
+            assert sc["capabilities"] == {"drop": ["ALL"], **({"add": ["NET_BIND_SERVICE"]} if sshd else {})}, sc
+            assert sc["allowPrivilegeEscalation"] is False, sc
+    # the launcher's ssh client met a node pod's sshd (its host key, port 2222) at the address the launcher resolved
+    # (its hostfile of addresses) and logged in with the plugin's key
+    nodes = "|".join(re.escape(p["status"]["podIP"]) for n, p in pods.items() if n.startswith(f"{name}-node-0-0-"))
+    assert re.search(rf"Permanently added '\[({nodes})\]:{MPI_PORT}'", launcher), launcher
+    assert re.search(rf"Authenticating to ({nodes}):{MPI_PORT} as '{MPI_USER}'", launcher), launcher
+    assert re.search(rf'Authenticated to ({nodes}) \(\[({nodes})\]:{MPI_PORT}\) using "publickey"', launcher), launcher
 
 
 CASES = {
@@ -294,11 +311,11 @@ def test_runtime_runs_a_real_job(runtime: str, node_session: NodeSession, node_p
         pytest.skip(f"{runtime} cannot run here: {CANNOT_RUN[runtime]}")
     if runtime in RUN_ELSEWHERE:
         pytest.skip(f"{runtime} runs in {RUN_ELSEWHERE[runtime]}")
-    if runtime in NOT_YET_RELIABLE and os.environ.get("E2E_UNRELIABLE") != "1":
-        pytest.skip(f"{runtime} not yet reliable here (E2E_UNRELIABLE=1 runs it): {NOT_YET_RELIABLE[runtime]}")
     case = CASES[runtime]
     admin = node_session.sandbox.client
-    team = node_platform.platform.render_teams()[1 if case.mpi else 0]
+    team = node_platform.platform.render_teams()[0]
+    namespace = admin.get("v1", "Namespace", team.namespace)
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
     kind = "TrainingRuntime" if case.mpi else "ClusterTrainingRuntime"
     rendered = next(
         o
@@ -342,7 +359,7 @@ def test_runtime_runs_a_real_job(runtime: str, node_session: NodeSession, node_p
     for pod in pods.values():
         assert pod["spec"]["nodeName"] == node_session.node.name
         node_session.assert_ran_from_mirror(pod)
-    case.check(logs, job)
+    case.check(logs, job, pods)
 
 
 # -- MPI under `restricted` (docs/teams.md#pod-security) ---------------------------------------------------------
@@ -354,12 +371,12 @@ SSHD_PROBE = '/usr/sbin/sshd -V 2>&1; echo "sshd exit $?"; getpcaps $$ 2>/dev/nu
 def test_upstream_sshd_starts_under_restricted_only_with_net_bind_service(
     node_session: NodeSession, node_platform: NodePlatform
 ) -> None:
-    """Why the MPI runtimes stay out of `restricted`, measured: upstream's MPI images (and the stand-in) give
-    sshd the file capability NET_BIND_SERVICE. With `capabilities.drop: [ALL]` (restricted) the container's
-    bounding set lacks it and the kernel refuses to execute sshd (EPERM, exit 126): no MPI job could start. With
-    NET_BIND_SERVICE added back (which `restricted` allows, and the platform's pod rule `privileged` refuses)
-    and `allowPrivilegeEscalation: false`, sshd executes (no_new_privs keeps the capability from being granted:
-    port 2222 needs none)."""
+    """Why the MPI runtimes' sshd adds back NET_BIND_SERVICE under `restricted`, measured: upstream's MPI images
+    (and the stand-in) give sshd that file capability. With `capabilities.drop: [ALL]` (restricted) the
+    container's bounding set lacks it and the kernel refuses to execute sshd (EPERM, exit 126): no MPI job could
+    start. With NET_BIND_SERVICE added back (which `restricted` allows, and the platform's pod rule `privileged`
+    allows as its only capability) and `allowPrivilegeEscalation: false`, sshd executes (no_new_privs keeps the
+    capability from being granted: port 2222 needs none)."""
     from tests.e2e.test_node_network import _log_when_done, _namespace, _pod
 
     admin = node_session.sandbox.client

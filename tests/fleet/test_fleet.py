@@ -433,3 +433,10 @@ def test_cli_renders_each_cluster(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert sorted(p.name for p in out.iterdir()) == ["east", "manager", "west"]
     assert (out / "manager" / "manifests.yaml").read_text() != (out / "east" / "manifests.yaml").read_text()
+
+
+def test_team_stacks_are_refused_for_a_fleet() -> None:
+    """A fleet is one program over every cluster; team stacks (docs/large-organisations.md) split one cluster."""
+    assert ("teamShards", "team shards are not supported with a fleet") in issues_of(
+        changed(lambda raw: raw.update(teamShards=4))
+    )

@@ -53,8 +53,8 @@ def main(**fields: Any) -> dict[str, Any]:
             "securityContext.capabilities.add)",
         ),
         (
-            {"containers": [main(securityContext={"capabilities": {"add": ["CHOWN"]}})]},
-            'container "pytorch": capabilities.add is refused in team namespaces',
+            {"containers": [main(securityContext={"capabilities": {"add": ["NET_BIND_SERVICE", "CHOWN"]}})]},
+            "container \"pytorch\": capabilities.add ['CHOWN'] is refused in team namespaces",
         ),
         (
             {"containers": [main(securityContext={"allowPrivilegeEscalation": True})]},

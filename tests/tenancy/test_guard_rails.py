@@ -43,7 +43,9 @@ def test_privileged_team_with_members_needs_the_explicit_override() -> None:
 
 
 COMPLIANT = [
+    "deepspeed-distributed",
     "jax-distributed",
+    "mlx-distributed",
     "torch-distributed",
     "torchtune-llama3.2-1b",
     "torchtune-llama3.2-3b",
@@ -53,8 +55,8 @@ COMPLIANT = [
 
 
 def test_restricted_is_accepted_when_every_runtime_served_to_the_team_passes_it() -> None:
-    """The non-MPI catalog runtimes pass restricted by default (injection `pod-security`): a restricted team is
-    accepted as soon as the stack serves only them."""
+    """The catalog runtimes pass restricted by default (injection `pod-security`; the MPI runtimes' sshd with
+    NET_BIND_SERVICE): a restricted team is accepted as soon as the stack serves only them."""
     validate({"kubernetes": K8S, "runtimes": {"enabled": COMPLIANT}, "teams": [team(podSecurity="restricted")]})
 
 
@@ -64,9 +66,7 @@ def test_restricted_is_refused_naming_each_refused_runtime_and_why() -> None:
         validate(raw)
     ((issue),) = err.value.issues
     assert issue.path == "teams[0].podSecurity"
-    assert issue.message.startswith("restricted refuses the pods of 3 runtime(s) served to this team: ")
-    assert "deepspeed-distributed: MPI over sshd, not made restricted-compliant" in issue.message
-    assert "mlx-distributed: MPI over sshd" in issue.message
+    assert issue.message.startswith("restricted refuses the pods of 1 runtime(s) served to this team: ")
     # the cache runtime's own pods pass; the cache cluster the initializer creates at run time does not
     assert "torch-distributed-with-cache: data cache pods" in issue.message
     assert f"runtimes.enabled: [{', '.join(COMPLIANT)}]" in (issue.hint or "")
@@ -83,11 +83,12 @@ def test_restricted_is_refused_when_the_platform_leaves_runtimes_to_run_as_root(
 
 
 def test_a_team_runtime_counts_only_for_its_own_team() -> None:
-    """An MPI TrainingRuntime in one team's namespace refuses restricted for that team, not for another."""
-    runtimes = {"enabled": COMPLIANT, "teams": [{"team": "nlp", "runtime": "deepspeed-distributed"}]}
+    """A TrainingRuntime in one team's namespace that restricted refuses counts for that team, not for another."""
+    runtimes = {"enabled": COMPLIANT, "teams": [{"team": "nlp", "runtime": "torch-distributed-with-cache"}]}
     other = {"name": "vision", "podSecurity": "restricted", "members": {"users": ["bob@example.com"]}}
-    found = issues({"kubernetes": K8S, "runtimes": runtimes, "teams": [team(podSecurity="restricted"), other]})
-    assert [(p, "deepspeed-distributed: MPI" in m) for p, m in found] == [("teams[0].podSecurity", True)]
+    raw = {"kubernetes": K8S, "dataCache": {"enabled": True}, "runtimes": runtimes}
+    found = issues({**raw, "teams": [team(podSecurity="restricted"), other]})
+    assert [(p, "torch-distributed-with-cache: data cache" in m) for p, m in found] == [("teams[0].podSecurity", True)]
 
 
 def test_runtime_user_ids_are_checked() -> None:

@@ -61,7 +61,37 @@ TABLE: list[tuple[str, dict[str, Any], str | None, bool]] = [
     ("hostIPC", _with(hostIPC=True), "host", True),
     ("privileged", _container(privileged=True), "privileged", True),
     ("SYS_ADMIN", _container(capabilities={"drop": ["ALL"], "add": ["SYS_ADMIN"]}), "privileged", True),
-    ("NET_BIND_SERVICE", _container(capabilities={"drop": ["ALL"], "add": ["NET_BIND_SERVICE"]}), "privileged", False),
+    # the one capability the platform lets a container add back (the MPI runtimes' sshd), as `restricted` does
+    ("NET_BIND_SERVICE", _container(capabilities={"drop": ["ALL"], "add": ["NET_BIND_SERVICE"]}), None, False),
+    # an attacker's spellings and company: any other capability beside it, another spelling, ALL, a baseline one
+    *(
+        (
+            f"NET_BIND_SERVICE + {cap}",
+            _container(capabilities={"drop": ["ALL"], "add": ["NET_BIND_SERVICE", cap]}),
+            "privileged",
+            True,
+        )
+        for cap in ("SYS_ADMIN", "NET_RAW", "NET_ADMIN", "ALL", "CAP_NET_BIND_SERVICE", "net_bind_service", "CHOWN")
+    ),
+    ("NET_RAW alone", _container(capabilities={"drop": ["ALL"], "add": ["NET_RAW"]}), "privileged", True),
+    (
+        "NET_BIND_SERVICE in an init container",
+        {
+            **_with(),
+            "initContainers": [
+                {
+                    **CONTAINER,
+                    "name": "init",
+                    "securityContext": {
+                        **CONTAINER["securityContext"],
+                        "capabilities": {"drop": ["ALL"], "add": ["NET_BIND_SERVICE", "SYS_PTRACE"]},
+                    },
+                }
+            ],
+        },
+        "privileged",
+        True,
+    ),
     ("container hostProcess", _container(windowsOptions={"hostProcess": True}), "privileged", True),
     ("pod hostProcess", _with(securityContext={"windowsOptions": {"hostProcess": True}}), "privileged", True),
     (

@@ -104,8 +104,8 @@ class RuntimesConfig(StrictModel):
     )
     security_context: RuntimeSecurityContext = Field(
         default_factory=RuntimeSecurityContext,
-        description="Injection `pod-security`: non-root user, seccomp and capabilities that let every non-MPI "
-        "runtime pass Pod Security `restricted` (see docs/teams.md#pod-security).",
+        description="Injection `pod-security`: non-root user, seccomp and capabilities that let every runtime "
+        "pass Pod Security `restricted` (see docs/teams.md#pod-security).",
     )
     sdk_device = field_validator("default_resources")(sdk_device_problem)
 

@@ -1,4 +1,4 @@
-"""Injection `pod-security`: the pods of every non-MPI runtime pass Pod Security `restricted`, by default, for
+"""Injection `pod-security`: the pods of every runtime pass Pod Security `restricted`, by default, for
 every team (`runtimes.securityContext`).
 
 Runtimes are cluster-wide, so one securityContext serves every team: a `restricted` team needs it, a
@@ -14,7 +14,10 @@ the details (kubelet-level effects are not verifiable in the kwok sandbox; see d
   gets an emptyDir there; with `storage` the TrainJob's directory of the team claim is mounted there;
 - `fsGroup` (the group again, `OnRootMismatch`) makes per-TrainJob claims and, where the CSI driver
   applies fsGroup (csi-driver-nfs: `fsGroupPolicy: File`), the team claim group-writable.
-MPI runtimes are left alone: their sshd is not made restricted-compliant (docs/teams.md#pod-security).
+MPI runtimes keep their own user (mpiuser, uid 1000, whose HOME holds sshd's config and the plugin's ssh keys: no
+HOME, no fsGroup, which would make the private key group-readable and ssh refuse it) and get the rest of
+`restricted`; their sshd containers add back NET_BIND_SERVICE, the file capability upstream's images give sshd,
+without which the kernel refuses to execute it under `drop: [ALL]` (docs/teams.md#pod-security).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any
 from pydantic import Field
 
 from trainer_infra.core.model import StrictModel
+from trainer_infra.manifests.pod_rules import ALLOWED_CAPABILITIES
 from trainer_infra.manifests.pod_security import restricted_problems
 from trainer_infra.manifests.runtime import containers, get_in, is_training, pod_spec, replicated_jobs
 
@@ -40,13 +44,14 @@ MAX_ID = 2**31 - 1
 
 
 class RuntimeSecurityContext(StrictModel):
-    """The securityContext the platform gives every non-MPI runtime pod, so they pass Pod Security `restricted`."""
+    """The securityContext the platform gives every runtime pod, so they pass Pod Security `restricted`."""
 
     enabled: bool = Field(
         default=True,
-        description="Run non-MPI runtimes as a non-root user with restricted's settings (seccomp RuntimeDefault, "
-        "no privilege escalation, no capabilities). Off: images run as their own user (root for the upstream "
-        "ones) and `podSecurity: restricted` is refused for every team.",
+        description="Run runtimes as a non-root user with restricted's settings (seccomp RuntimeDefault, no "
+        "privilege escalation, no capabilities but NET_BIND_SERVICE for the MPI runtimes' sshd). Off: images "
+        "run as their own user (root for the upstream ones) and `podSecurity: restricted` is refused for every "
+        "team.",
     )
     run_as_user: int = Field(default=1000, ge=1, le=MAX_ID, description="uid of every container (not 0).")
     run_as_group: int = Field(default=1000, ge=1, le=MAX_ID, description="Primary gid of every container.")
@@ -73,12 +78,35 @@ def _add_volume(pod: dict[str, Any], name: str) -> None:
         volumes.append({"name": name, "emptyDir": {}})
 
 
+def runs_sshd(container: Mapping[str, Any]) -> bool:
+    command = container.get("command") or []
+    return bool(command) and str(command[0]).rsplit("/", 1)[-1] == "sshd"
+
+
+def _restricted_mpi(runtime: dict[str, Any]) -> dict[str, Any]:
+    for job in replicated_jobs(runtime):
+        pod = pod_spec(job)
+        sc = pod.setdefault("securityContext", {})
+        sc.setdefault("runAsNonRoot", True)
+        sc.setdefault("seccompProfile", {"type": "RuntimeDefault"})
+        for _, c in containers(pod):
+            csc = c.setdefault("securityContext", {})
+            csc.setdefault("allowPrivilegeEscalation", False)
+            caps = csc.setdefault("capabilities", {})
+            caps.setdefault("drop", ["ALL"])
+            if runs_sshd(c):
+                caps.setdefault("add", list(ALLOWED_CAPABILITIES))
+    return runtime
+
+
 def restricted_pods(settings: RuntimeSecurityContext, runtime: dict[str, Any]) -> dict[str, Any]:
-    """Every pod of a non-MPI runtime gets restricted's settings; values the runtime file sets win (and are
-    then judged by the `restricted` guard rail like any other)."""
+    """Every pod of a runtime gets restricted's settings (MPI: see the module's docstring); values the runtime
+    file sets win (and are then judged by the `restricted` guard rail like any other)."""
     out = copy.deepcopy(runtime)
-    if not settings.enabled or is_mpi(out):
+    if not settings.enabled:
         return out
+    if is_mpi(out):
+        return _restricted_mpi(out)
     for job in replicated_jobs(out):
         pod = pod_spec(job)
         sc = pod.setdefault("securityContext", {})
@@ -105,7 +133,7 @@ def restricted_pods(settings: RuntimeSecurityContext, runtime: dict[str, Any]) -
     return out
 
 
-MPI_REASON = "MPI over sshd, not made restricted-compliant (docs/teams.md#pod-security)"
+MPI_REASON = "MPI over sshd, made restricted-compliant by runtimes.securityContext only (docs/teams.md#pod-security)"
 
 
 def restricted_refusal(

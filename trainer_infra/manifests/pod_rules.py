@@ -10,6 +10,7 @@ the node, a priority class like `system-node-critical` outranks the platform's c
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -191,12 +192,18 @@ HOST = PodRule(
 
 # -- privileged containers, added capabilities, Windows host processes ------------------------------
 
+#: the one capability a container may add (Pod Security `restricted` allows exactly this one): binding ports below
+#: 1024 in the pod's own network namespace. Upstream's MPI images carry it as sshd's file capability, which the
+#: kernel refuses to execute without it in the bounding set (docs/teams.md#pod-security). Exact spelling only.
+ALLOWED_CAPABILITIES = ("NET_BIND_SERVICE",)
+
 
 def _privileged_cel(schema: PodSchema, lists: Lists) -> str:
     sc = "c.securityContext"
     bad = (
         f"{_flag(sc + '.privileged')} || "
-        f"(has({sc}.capabilities) && has({sc}.capabilities.add) && size({sc}.capabilities.add) > 0) || "
+        f"(has({sc}.capabilities) && has({sc}.capabilities.add) && "
+        f"!{sc}.capabilities.add.all(a, a in {json.dumps(list(ALLOWED_CAPABILITIES))})) || "
         f"(has({sc}.windowsOptions) && {_flag(sc + '.windowsOptions.hostProcess')})"
     )
     per_field = [f"(!has(s.{f}) || s.{f}.all(c, !has({sc}) || !({bad})))" for f in schema.containers]
@@ -215,8 +222,8 @@ def _privileged_problems(spec: Mapping[str, Any], lists: Lists) -> list[str]:
         if sc.get("privileged") is True:
             problems.append(f"{where}: privileged containers control the node")
         added = _dict(sc.get("capabilities")).get("add") or []
-        if added:
-            problems.append(f"{where}: adds capabilities {sorted(map(str, added))}")
+        if refused := sorted({str(a) for a in added} - set(ALLOWED_CAPABILITIES)):
+            problems.append(f"{where}: adds capabilities {refused} (only {', '.join(ALLOWED_CAPABILITIES)} may be)")
         if _dict(sc.get("windowsOptions")).get("hostProcess") is True:
             problems.append(f"{where}: hostProcess containers run on the node")
     return problems
@@ -225,8 +232,8 @@ def _privileged_problems(spec: Mapping[str, Any], lists: Lists) -> list[str]:
 PRIVILEGED = PodRule(
     "privileged",
     ("Pod", "JobSet", "TrainingRuntime", "TrainJob"),
-    "asks for a privileged container, added Linux capabilities or a Windows host process: "
-    "these control the node, not just your job",
+    "asks for a privileged container, added Linux capabilities other than NET_BIND_SERVICE or a Windows host "
+    "process: these control the node, not just your job",
     _privileged_cel,
     _privileged_problems,
 )

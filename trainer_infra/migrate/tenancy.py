@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainer_infra.manifests.pod_rules import (
+    ALLOWED_CAPABILITIES,
     DEFAULT_SERVICE_ACCOUNT,
     HOST_NAMESPACES,
     SAFE_VOLUME_KINDS,
@@ -92,8 +93,9 @@ def _capabilities(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:
             caps = ", ".join(f'"{a}"' for a in bad)
             says = f" must not include {caps} in securityContext.capabilities.add"
             yield _security(path, c, "capabilities.add", "non-default capabilities", says, True)
-        elif added:  # the platform refuses any added capability, baseline ones too
-            says = ": capabilities.add is refused in team namespaces"
+        elif refused := [a for a in added if str(a) not in ALLOWED_CAPABILITIES]:
+            # the platform refuses every added capability but NET_BIND_SERVICE, baseline ones too
+            says = f": capabilities.add {sorted(map(str, refused))} is refused in team namespaces"
             yield _security(path, c, "capabilities.add", "added capabilities", says, False)
 
 

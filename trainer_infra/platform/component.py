@@ -3,17 +3,20 @@ ordering (charts → readiness gates → custom resources) and data protection."
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from trainer_infra.core.objects import ManagedObject, Plan, WorkerKubeconfig
+from trainer_infra.core.objects import ClusterAccess, ManagedObject, Plan, WorkerKubeconfig
 from trainer_infra.platform.gate import ReadinessGateResource
 from trainer_infra.platform.helm import chart, with_objects
 from trainer_infra.platform.objects import KubernetesObject
+
+#: The component's type: part of the URN of every object of a single stack (stack/shards.py moves them by it).
+TYPE = "trainer-platform:index:TrainingPlatform"
 
 
 class TrainingPlatform(pulumi.ComponentResource):
@@ -30,23 +33,13 @@ class TrainingPlatform(pulumi.ComponentResource):
     ):
         """`prefix` keeps resource names unique when several clusters share one program (a fleet);
         `resolved` gives the values of the plan's `WorkerKubeconfig` placeholders."""
-        super().__init__("trainer-platform:index:TrainingPlatform", name, None, opts)
+        super().__init__(TYPE, name, None, opts)
         self._prefix = prefix
         self._resolved = resolved or {}
         self.created: dict[str, pulumi.Resource] = {}
         cluster = plan.cluster
         kubeconfig = pulumi.Output.secret(str(cluster.kubeconfig)) if cluster.kubeconfig else None
-        self.provider = k8s.Provider(
-            f"{prefix}k8s",
-            kubeconfig=kubeconfig,
-            context=cluster.context,
-            # The stack is the truth for every field it sets: an admin's `kubectl edit` takes those fields over
-            # (server-side apply field managers), and without force the repairing `up --refresh` would stop at a
-            # field conflict instead of putting them back (docs/drift.md). Fields the stack does not set stay
-            # with their managers (webhook caBundles, the controllers' certificates, status).
-            enable_patch_force=True,
-            opts=pulumi.ResourceOptions(parent=self),
-        )
+        self.provider = cluster_provider(f"{prefix}k8s", cluster, pulumi.ResourceOptions(parent=self))
         child = pulumi.ResourceOptions(parent=self, provider=self.provider)
 
         for res in plan.resources:  # other providers' (cloud node groups): their default provider, not the cluster
@@ -57,10 +50,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                 pulumi.ResourceOptions(parent=self, protect=res.protect, retain_on_delete=res.retain_on_delete),
             )
 
-        namespaces: dict[str, pulumi.Resource] = {}
-        for obj in plan.objects:
-            if obj.manifest["kind"] == "Namespace":
-                namespaces[obj.manifest["metadata"]["name"]] = self.created[obj.key] = self._object(obj, child, [])
+        namespaces = register_namespaces(plan.objects, self.created, lambda obj: self._object(obj, child, []))
 
         # Releases and gates by name, so `after` can name either.
         ready: dict[str, pulumi.Resource] = {}
@@ -92,15 +82,13 @@ class TrainingPlatform(pulumi.ComponentResource):
             )
             by_group.update({group: ready[gate.name] for group in gate.api_groups})
 
-        created = self.created
-        for obj in _after_first([o for o in plan.objects if o.manifest["kind"] != "Namespace"]):
-            deps: list[pulumi.Resource] = [ready.get(name) or created[name] for name in obj.after]
-            if obj.api_group in by_group:
-                deps.append(by_group[obj.api_group])
-            ns = obj.manifest["metadata"].get("namespace")
-            if ns in namespaces:
-                deps.append(namespaces[ns])
-            created[obj.key] = self._object(obj, child, deps)
+        def waits(obj: ManagedObject) -> list[pulumi.Resource]:
+            deps = [ready.get(name) or self.created[name] for name in obj.after]
+            return [*deps, by_group[obj.api_group]] if obj.api_group in by_group else deps
+
+        register_objects(
+            plan.objects, namespaces, self.created, waits, lambda obj, deps: self._object(obj, child, deps)
+        )
 
         self.versions = pulumi.Output.from_input(plan.outputs["versions"])
         self.namespaces = pulumi.Output.from_input(plan.outputs["namespaces"])
@@ -109,18 +97,71 @@ class TrainingPlatform(pulumi.ComponentResource):
     def _object(
         self, obj: ManagedObject, base: pulumi.ResourceOptions, deps: list[pulumi.Resource]
     ) -> KubernetesObject:
-        opts = pulumi.ResourceOptions.merge(
-            base,
-            pulumi.ResourceOptions(
-                depends_on=deps,
-                protect=obj.protect,
-                retain_on_delete=obj.retain_on_delete,
-                delete_before_replace=obj.delete_before_replace,
-                replace_on_changes=list(obj.replace_on_changes) or None,
-            ),
-        )
-        manifest = _resolve(obj.manifest, self._resolved) if self._resolved else obj.manifest
-        return KubernetesObject(self._prefix + obj.key, manifest, opts, patch=obj.patch)
+        return object_resource(obj, base, deps, self._prefix, self._resolved)
+
+
+def object_resource(
+    obj: ManagedObject,
+    base: pulumi.ResourceOptions,
+    deps: list[pulumi.Resource],
+    prefix: str = "",
+    resolved: Mapping[WorkerKubeconfig, pulumi.Output[str]] | None = None,
+) -> KubernetesObject:
+    """One object with the options that keep its data safe, named by its key (unique in a stack)."""
+    opts = pulumi.ResourceOptions.merge(
+        base,
+        pulumi.ResourceOptions(
+            depends_on=deps,
+            protect=obj.protect,
+            retain_on_delete=obj.retain_on_delete,
+            delete_before_replace=obj.delete_before_replace,
+            replace_on_changes=list(obj.replace_on_changes) or None,
+        ),
+    )
+    manifest = _resolve(obj.manifest, resolved) if resolved else obj.manifest
+    return KubernetesObject(prefix + obj.key, manifest, opts, patch=obj.patch)
+
+
+def cluster_provider(name: str, cluster: ClusterAccess, opts: pulumi.ResourceOptions | None = None) -> k8s.Provider:
+    return k8s.Provider(
+        name,
+        kubeconfig=pulumi.Output.secret(str(cluster.kubeconfig)) if cluster.kubeconfig else None,
+        context=cluster.context,
+        # The stack is the truth for every field it sets: an admin's `kubectl edit` takes those fields over
+        # (server-side apply field managers), and without force the repairing `up --refresh` would stop at a
+        # field conflict instead of putting them back (docs/drift.md). Fields the stack does not set stay
+        # with their managers (webhook caBundles, the controllers' certificates, status).
+        enable_patch_force=True,
+        opts=opts,
+    )
+
+
+def register_namespaces(
+    objects: tuple[ManagedObject, ...],
+    created: dict[str, pulumi.Resource],
+    make: Callable[[ManagedObject], pulumi.Resource],
+) -> dict[str, pulumi.Resource]:
+    """The plan's namespaces, first: everything else may live in one."""
+    namespaces: dict[str, pulumi.Resource] = {}
+    for obj in (o for o in objects if o.manifest["kind"] == "Namespace"):
+        namespaces[obj.manifest["metadata"]["name"]] = created[obj.key] = make(obj)
+    return namespaces
+
+
+def register_objects(
+    objects: tuple[ManagedObject, ...],
+    namespaces: Mapping[str, pulumi.Resource],
+    created: dict[str, pulumi.Resource],
+    waits: Callable[[ManagedObject], list[pulumi.Resource]],
+    make: Callable[[ManagedObject, list[pulumi.Resource]], pulumi.Resource],
+) -> None:
+    """The other objects, each after what it waits for (`waits`) and its namespace."""
+    for obj in _after_first([o for o in objects if o.manifest["kind"] != "Namespace"]):
+        deps = waits(obj)
+        ns = obj.manifest["metadata"].get("namespace")
+        if ns in namespaces:
+            deps.append(namespaces[ns])
+        created[obj.key] = make(obj, deps)
 
 
 def _after_first(objects: list[ManagedObject]) -> list[ManagedObject]:

@@ -76,7 +76,7 @@ def cluster_queue(api: str, q: QueuesConfig, team: TeamConfig, resolved: Resolve
     return {
         "apiVersion": api,
         "kind": "ClusterQueue",
-        "metadata": meta.metadata(cluster_queue_name(team)),
+        "metadata": meta.metadata(cluster_queue_name(team), None, {meta.TEAM_LABEL: team.name}),
         "spec": spec,
     }
 

@@ -6,13 +6,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from trainer_infra.core.objects import FleetPlan
-from trainer_infra.platform.component import TrainingPlatform
+from trainer_infra.platform.component import TYPE as PLATFORM_TYPE
 from trainer_infra.program import deploy_fleet
 from trainer_infra.render.capture import Capture, Registration, capture
 from trainer_infra.render.output import Rendered, assemble
-
-PLATFORM_TYPE = "trainer-platform:index:TrainingPlatform"
-assert TrainingPlatform.__name__ in PLATFORM_TYPE
 
 
 def _cluster_of(record: Registration, by_urn: dict[str, Registration]) -> str | None:

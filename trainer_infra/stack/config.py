@@ -58,6 +58,17 @@ class StackConfig(StrictModel):
         default_factory=ObservabilitySettings,
         description="Metrics, alerts and dashboards for the controllers and team queues (docs/observability.md).",
     )
+    team_shards: int = Field(
+        default=0,
+        ge=0,
+        le=100,
+        description=(
+            "Deploy the teams in this many stacks of their own, `<stack>.teams-NN`, run after this stack with "
+            "`--config-file` of this stack's file (0: every team in this stack). For hundreds of teams on a DIY "
+            "backend (docs/large-organisations.md); a team's stack is a hash of its name. Changing the count moves "
+            "teams between stacks: plan it with `trainer-infra shards --moves-from`."
+        ),
+    )
     fleet: FleetConfig | None = Field(
         default=None, description="Several clusters as one platform (MultiKueue manager + workers, docs/fleet.md)."
     )

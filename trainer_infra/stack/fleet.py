@@ -103,6 +103,11 @@ def validate_fleet(
     issues += checks.check_manager_pools(cfg.node_pools)
     issues += checks.check_served(fleet, cfg.teams)
     issues += checks.check_manager_flavors(fleet)
+    if cfg.team_shards:
+        hint = "a fleet is one program over every cluster; remove teamShards (docs/large-organisations.md)"
+        issues.append(
+            ConfigIssue("teamShards", "team shards are not supported with a fleet", str(cfg.team_shards), hint)
+        )
     if issues:
         raise ConfigError(issues, source)
     manager: Validated | None = None

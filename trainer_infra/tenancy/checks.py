@@ -113,7 +113,7 @@ def check_restricted(
             f"runtimes.enabled: [{', '.join(compliant)}] leaves the others out)"
             if compliant
             else "use baseline: no runtime served to this team passes restricted (runtimes.securityContext.enabled "
-            "makes the non-MPI catalog runtimes pass)"
+            "makes the catalog runtimes pass)"
         )
         issues.append(
             ConfigIssue(

@@ -38,9 +38,15 @@ def _rule(group: str, resources: list[str], verbs: list[str], names: list[str] |
     return rule
 
 
-def _cluster_role(name: str, rules: list[dict[str, Any]]) -> ManagedObject:
+def _cluster_role(name: str, rules: list[dict[str, Any]], team: str | None = None) -> ManagedObject:
+    labels = {TEAM_LABEL: team} if team else None
     return ManagedObject(
-        {"apiVersion": f"{RBAC_API}/v1", "kind": "ClusterRole", "metadata": meta.metadata(name), "rules": rules}
+        {
+            "apiVersion": f"{RBAC_API}/v1",
+            "kind": "ClusterRole",
+            "metadata": meta.metadata(name, None, labels),
+            "rules": rules,
+        }
     )
 
 
@@ -102,7 +108,7 @@ def team_bindings(team: TeamConfig, trainer_namespace: str, cluster_queue: str |
     out = []
     if cluster_queue is not None:
         role = f"{QUEUE_READER_ROLE}-{team.name}"
-        out.append(_cluster_role(role, [_rule("kueue.x-k8s.io", ["clusterqueues"], READ, [cluster_queue])]))
+        out.append(_cluster_role(role, [_rule("kueue.x-k8s.io", ["clusterqueues"], READ, [cluster_queue])], team.name))
         out.append(_binding("ClusterRoleBinding", role, None, "ClusterRole", role, team))
     out += [
         _binding("RoleBinding", MEMBER_ROLE, ns, "ClusterRole", MEMBER_ROLE, team),

@@ -43,8 +43,8 @@ class TeamConfig(StrictModel):
     limit_range: LimitRangeConfig | None = None
     pod_security: PodSecurityLevel = Field(
         default="baseline",
-        description="Pod Security Standard enforced on the namespace. baseline admits the MPI/sshd runtimes "
-        "(non-root sshd on port 2222, no added capabilities); restricted rejects them.",
+        description="Pod Security Standard enforced on the namespace. restricted admits the catalog runtimes "
+        "with runtimes.securityContext on (the default; the MPI runtimes' sshd with NET_BIND_SERVICE added).",
     )
     allow_privileged: bool = Field(
         default=False,
