@@ -39,7 +39,7 @@ bench: $(STAMP)  ## render 1,000 teams × 10/50 pools beside Pulumi's mock-engin
 e2e: $(STAMP)  ## real etcd/kube-apiserver/kwok/JobSet/Kueue/Trainer, then the real `pulumi preview/up/destroy` (root; builds once into ~/.cache; E2E_PULUMI=0 skips the Pulumi part)
 	$(PY) -m tests.e2e.run
 
-e2e-pulumi: $(STAMP)  ## `make e2e`, failing instead of skipping when the Pulumi part cannot run
+e2e-pulumi: $(STAMP) e2e-node-deps  ## `make e2e`, failing instead of skipping when the Pulumi part (its controllers run on a real node) cannot run
 	E2E_PULUMI=1 $(PY) -m tests.e2e.run
 
 e2e-node-deps:  ## Debian's containerd, runc, CNI plugins, iptables, busybox-static, ipset and conntrack for the real node (root)
@@ -52,7 +52,7 @@ e2e-node: $(STAMP) e2e-node-deps  ## a real node (kubelet + containerd) beside t
 e2e-recovery: $(STAMP)  ## an interrupted `pulumi up` (engine killed, API server stopped, skip-checkpoints) and `destroy`, and the documented recovery (root; opt-in, see docs/recovery.md for its time)
 	$(PY) -m tests.e2e.run -m e2e tests/e2e/test_pulumi_recovery.py
 
-bench-pulumi: $(STAMP)  ## first up of a 1,000-team synthetic stack in team stacks, checkpoints vs PULUMI_SKIP_CHECKPOINTS, one-team preview (BENCH_TEAMS, BENCH_SHARDS, BENCH_JOBS; root)
+bench-pulumi: $(STAMP) e2e-node-deps  ## first up of a 1,000-team synthetic stack in team stacks, checkpoints vs PULUMI_SKIP_CHECKPOINTS, one-team preview (BENCH_TEAMS, BENCH_SHARDS, BENCH_JOBS; root)
 	$(PY) -m tests.e2e.run -m e2e tests/e2e/test_pulumi_scale.py tests/e2e/test_pulumi_shards.py
 
 bench-scheduling: $(STAMP)  ## a seeded 2,000-job trace on the real Kueue: derived queues vs one flat FIFO queue vs static partitions (needs the e2e binaries; ≈ 50 min per configuration at 150×, bounded at 75)

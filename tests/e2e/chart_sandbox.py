@@ -1,75 +1,156 @@
-"""The sandbox for the real install path: an empty control plane that ``pulumi up`` fills.
+"""The sandbox for the real install path: an empty control plane and a real node that ``pulumi up`` fills.
 
 Unlike ``Sandbox`` (which applies CRDs, starts JobSet/Kueue/Trainer with harness-written configs and registers
-their webhooks by URL), ``ChartSandbox`` starts only etcd, the API server, controller-manager, scheduler and
-kwok, plus one untainted kwok node for the charts' controller Pods whose podCIDR is routed locally. The
-``Podlet`` runs the real controller binary for each chart Pod kwok binds there, from the Pod spec Pulumi's
-charts produced. The API server routes to Service endpoints (``--enable-aggregator-routing``), so webhooks and
-Kueue's visibility APIService are reached through the charts' Services.
+their webhooks by URL), ``ChartSandbox`` starts only etcd, the API server, controller-manager, scheduler and kwok,
+then a real node (``node.py``: kubelet + containerd + runc + CNI) with its cluster network (``cluster_network.py``:
+kube-proxy, CoreDNS as a pod, kube-router). The charts' controllers are pods on that node, pulled from the local
+OCI registry under their upstream references through the stack's ``images.registryMirror`` (images made from the
+binaries the e2e builds: ``controller_images.py``), with the charts' probes, memory limits, securityContext,
+volumes and RBAC applied by the kubelet. The API server dials Service endpoints (``--enable-aggregator-routing``):
+the webhooks and Kueue's visibility APIService are reached at the pods' addresses on the node's bridge, in the
+session's own network namespace.
+
+Placement: the real node is tainted (``REAL_NODE_TAINT``); the stack's controllers tolerate it and select it
+(``placement_values``), as production puts controllers on a system pool. Everything else that is not a GPU
+workload (the in-cluster NFS server, the NFS CSI driver: no NFS in this kernel) stays on an untainted kwok node
+(``SYSTEM_NODE``), the GPU pools on kwok nodes as before.
 """
 
 from __future__ import annotations
 
+import functools
+import time
 from pathlib import Path
 from typing import Any
 
-from tests.e2e import netns
-from tests.e2e.kube import wait_for
-from tests.e2e.podlet import Binary, Podlet
-from tests.e2e.sandbox import TIMEOUT, Sandbox, SandboxError
+from tests.e2e import cluster_network as net
+from tests.e2e import node as node_mod
+from tests.e2e.build import Builder
+from tests.e2e.chart_registry import ChartRegistry
+from tests.e2e.cluster_network import NETWORK_BINARIES, ClusterNetwork
+from tests.e2e.controller_images import build_all
+from tests.e2e.kube import ApiError, wait_for
+from tests.e2e.node import NODE_SANDBOX_BINARIES, RealNode, publish
+from tests.e2e.oci_images import pause_image
+from tests.e2e.sandbox import TIMEOUT, Sandbox, log_tail
 
+Obj = dict[str, Any]
 SYSTEM_NODE = "e2e-system"
-#: kwok gives the system node's Pods IPs from here. Not 127.0.0.0/8: EndpointSlices refuse loopback addresses
-#: (`may not be in the loopback range`, found by the first run), so the range is made local, but only inside
-#: the session's own network namespace (``tests/e2e/netns.py``).
-SYSTEM_POD_CIDR = "10.251.90.0/24"
+#: the real node: the controllers' (and CoreDNS's) only node
+REAL_NODE = "e2e-node-0"
+#: keeps every pod that does not tolerate it (the NFS server and driver, which cannot run here) off the real node
+REAL_NODE_TAINT = {"key": "e2e.trainer-platform/real-node", "value": "controllers", "effect": "NoSchedule"}
+#: the chart Deployments' namespaces (the stack's defaults)
+CONTROLLER_NAMESPACES = ("jobset-system", "kueue-system", "kubeflow-system")
+
+
+def placement_values() -> dict[str, Obj]:
+    """``components.<name>.values`` that put each chart's controller on the real node (LWS: Trainer's subchart)."""
+    pod = {
+        "nodeSelector": {"kubernetes.io/hostname": REAL_NODE},
+        "tolerations": [{**REAL_NODE_TAINT, "operator": "Equal"}],
+    }
+    return {
+        "jobset": {"controller": pod},
+        "kueue": {"controllerManager": pod},
+        "trainer": {"manager": pod, "lws": pod},
+    }
+
+
+#: the NFS CSI node plugin tolerates every taint: kept off the real node by affinity (it cannot mount NFS here)
+NFS_DRIVER_VALUES: Obj = {
+    "node": {
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {"key": "e2e.trainer-platform/node", "operator": "NotIn", "values": ["real"]}
+                            ]
+                        }
+                    ]
+                }
+            }
+        }
+    }
+}
+
+
+class ControllerPodError(AssertionError):
+    """A controller pod crash-looped, was OOM-killed, or is not Ready."""
 
 
 class ChartSandbox(Sandbox):
-    """Control plane + kwok + podlet; the platform itself comes from Pulumi."""
+    """Control plane + kwok + a real node and its network; the platform itself comes from Pulumi.
 
-    apiserver_args = ("--enable-aggregator-routing=true",)
+    ``archives``: the chart archives the registry serves (``charts.repositoryMirror``) beside the images."""
 
-    def __init__(self, workdir: Path, **kwargs: Any) -> None:
+    apiserver_args = (
+        "--enable-aggregator-routing=true",
+        # pods reach the API server through the ``kubernetes`` Service, whose endpoint is the node's address
+        "--bind-address=0.0.0.0",
+        f"--advertise-address={net.NODE_IP}",
+    )
+
+    def __init__(self, workdir: Path, archives: list[Path] | None = None, **kwargs: Any) -> None:
         super().__init__(workdir, **kwargs)
-        self.podlet: Podlet | None = None
+        self.archives = list(archives or [])
+        self.registry: ChartRegistry | None = None
+        self.node: RealNode | None = None
+        self.network: ClusterNetwork | None = None
+        #: seconds per start step (tests/e2e/README.md "CI budget")
+        self.times: dict[str, float] = {}
+        #: upstream reference → manifest digest of every controller image published
+        self.published: dict[str, str] = {}
 
-    def binaries(self) -> list[Binary]:
-        """Controller binaries by the image name the charts use."""
-        v = self.versions
-        return [
-            Binary("jobset", self.bin_dir / "jobset-manager", v.jobset),
-            Binary("kueue", self.bin_dir / "kueue-manager", v.kueue),
-            Binary("trainer-controller-manager", self.bin_dir / "trainer-controller-manager", v.trainer),
-            # the Trainer chart's LWS subchart (data cache): image registry.k8s.io/lws/lws
-            Binary("lws", self.bin_dir / "lws-manager", v.lws),
-        ]
+    def _check_binaries(self) -> None:
+        super()._check_binaries()
+        missing = [n for n in (*NODE_SANDBOX_BINARIES, *NETWORK_BINARIES) if not (self.bin_dir / n).exists()]
+        if missing:
+            raise node_mod.NodeError(
+                f"binaries {missing} are missing in {self.bin_dir}: run python -m tests.e2e.build --node"
+            )
 
     def _start(self) -> None:
+        node_mod.preflight()
+        net.preflight()
         self._start_control_plane()
-        self._route_pod_cidr()
         self._system_node()
-        self.podlet = Podlet(
-            self.client,
-            node=SYSTEM_NODE,
-            binaries=self.binaries(),
-            workdir=self.workdir / "pods",
-            server=self.server,
-            ca_cert=self.ca.cert_path,
-        ).start()
+        cert = self.ca.issue("chart-mirror", "chart-mirror", hosts=("127.0.0.1",))
+        self.registry = ChartRegistry(self.archives, cert=cert.cert, key=cert.key).start()
+        self._publish_images()
+        builder = Builder(self.versions)
+        pause_ref = publish(self.registry, node_mod.PAUSE_IMAGE, pause_image(builder.binary("pause")))
+        self.node = RealNode(
+            self,
+            self.workdir / "node",
+            registry_hosts={node_mod.MIRROR.split("/")[0]: f"https://{self.registry.host}"},
+            registry_ca=self.ca.cert_path,
+            sandbox_image=pause_ref,
+            name=REAL_NODE,
+            node_ip=net.NODE_IP,
+            cluster_dns=net.DNS_SERVICE_IP,
+            taints=[REAL_NODE_TAINT],
+        )
+        start = time.monotonic()
+        self.node.start()
+        self.times["real node Ready"] = round(time.monotonic() - start, 1)
+        self.network = ClusterNetwork(self.node, functools.partial(publish, self.registry))
+        self.network.start()
+        self.times.update(self.network.times)
         self._write_state()
 
-    def _route_pod_cidr(self) -> None:
-        """Every address of the system node's podCIDR is this (private) host, like 127.0.0.0/8."""
-        try:
-            netns.make_local(SYSTEM_POD_CIDR)
-        except netns.NetnsError as exc:
-            raise SandboxError(str(exc)) from None
+    def _publish_images(self) -> None:
+        assert self.registry is not None
+        images, times = build_all(self.versions, self.bin_dir)
+        self.times.update(times)
+        for reference, image in images.items():
+            publish(self.registry, reference, image)
+            self.published[reference] = image.digest
 
     def _system_node(self) -> None:
-        self.create_kwok_node(
-            SYSTEM_NODE, labels={"node-role.kubernetes.io/control-plane": ""}, pod_cidr=SYSTEM_POD_CIDR
-        )
+        self.create_kwok_node(SYSTEM_NODE, labels={"node-role.kubernetes.io/control-plane": ""})
 
         def ready() -> bool:
             conds = self.client.get("v1", "Node", SYSTEM_NODE).get("status", {}).get("conditions", [])
@@ -77,9 +158,109 @@ class ChartSandbox(Sandbox):
 
         wait_for(f"kwok to mark {SYSTEM_NODE} Ready", ready, TIMEOUT)
 
+    # -- the controllers' health -------------------------------------------------------------------------------
+    def controller_pods(self) -> list[Obj]:
+        """The chart pods of the controller namespaces (each must run on the real node)."""
+        pods = []
+        for ns in CONTROLLER_NAMESPACES:
+            pods += [p for p in self.client.list("v1", "Pod", ns) if not p["metadata"].get("deletionTimestamp")]
+        return pods
+
+    def controller_problems(self, allowed: dict[str, int] | None = None) -> list[str]:
+        """Every controller pod that restarted (more often than ``allowed`` says for ``<ns>/<pod>/<container>``),
+        was OOM-killed, is not Ready or runs elsewhere than the real node, each with its container's last log
+        lines (the previous run's when it restarted)."""
+        allowed = allowed or {}
+        problems = []
+        pods = self.controller_pods()
+        for ns in CONTROLLER_NAMESPACES:
+            if not any(p["metadata"]["namespace"] == ns for p in pods):
+                problems.append(f"{ns}: no controller pod")
+        for pod in pods:
+            meta, status = pod["metadata"], pod.get("status", {})
+            where = f"{meta['namespace']}/{meta['name']}"
+            found = []
+            if pod["spec"].get("nodeName") != REAL_NODE:
+                found.append(f"on node {pod['spec'].get('nodeName')!r}, not {REAL_NODE}")
+            ready = any(c["type"] == "Ready" and c["status"] == "True" for c in status.get("conditions", []))
+            if not ready:
+                found.append(f"not Ready (phase {status.get('phase')})")
+            for cs in status.get("initContainerStatuses", []) + status.get("containerStatuses", []):
+                last = cs.get("lastState", {}).get("terminated") or {}
+                now = cs.get("state", {})
+                if cs.get("restartCount", 0) > allowed.get(f"{where}/{cs['name']}", 0):
+                    found.append(
+                        f"container {cs['name']} restarted {cs['restartCount']}× (last exit {last.get('exitCode')} "
+                        f"{last.get('reason')})"
+                    )
+                if "OOMKilled" in (last.get("reason"), (now.get("terminated") or {}).get("reason")):
+                    found.append(f"container {cs['name']} was OOM-killed")
+                if now.get("waiting"):
+                    found.append(
+                        f"container {cs['name']} waiting: {now['waiting'].get('reason')} "
+                        f"{now['waiting'].get('message', '')}"
+                    )
+            if found:
+                problems.append(f"{where}: {'; '.join(found)}\n{self._logs(pod)}")
+        return problems
+
+    def _logs(self, pod: Obj) -> str:
+        """The last lines of each container's log (the previous run's too, when it restarted)."""
+        meta = pod["metadata"]
+        out = []
+        for container in pod["spec"].get("containers", []):
+            for previous in (True, False):
+                try:
+                    text = self.client.log(
+                        meta["name"], meta["namespace"], container["name"], previous=previous, tail=25
+                    )
+                except ApiError:
+                    continue
+                out.append(f"--- {container['name']}{' (previous)' if previous else ''}:\n{text}")
+        return "\n".join(out) or "(no logs)"
+
+    def assert_controllers_healthy(self, allowed: dict[str, int] | None = None) -> None:
+        """No controller pod restarted (beyond ``allowed``), was OOM-killed, or is not Ready: a crash loop fails
+        with its logs."""
+        problems = self.controller_problems(allowed)
+        if problems:
+            raise ControllerPodError("controller pods are not healthy:\n" + "\n".join(problems))
+
+    def describe(self) -> str:
+        """For failure messages: the controller pods' problems and the node's logs' tails."""
+        try:
+            problems = self.controller_problems()
+        except ApiError as exc:
+            problems = [f"(cannot list the controller pods: {exc})"]
+        lines = problems or ["controller pods: all Ready, no restart"]
+        if self.node is not None:
+            lines.append(f"kubelet log:\n{log_tail(self.node.workdir / 'logs' / 'kubelet.log', 15)}")
+        return "\n".join(lines)
+
     def stop(self) -> None:
-        """The podlet's controllers first (they hold API connections), then the control plane."""
-        if self.podlet is not None:
-            self.podlet.stop()
-            self.podlet = None
+        """The network's CoreDNS and processes, the node (draining its pods), its ipsets, the registry, then the
+        control plane; each step runs even when one before failed."""
+        errors: list[BaseException] = []
+        for step in (
+            self.network.stop if self.network else None,
+            self.node.stop if self.node else None,
+            self.network.remove_ipsets if self.network else None,
+            self.registry.stop if self.registry else None,
+        ):
+            if step is None:
+                continue
+            try:
+                step()
+            except Exception as exc:
+                errors.append(exc)
+        self.registry = None
         super().stop()
+        if errors:
+            raise errors[0]
+
+    def leftovers(self) -> dict[str, list[str]]:
+        """What the node and its network left (empty lists when they cleaned up)."""
+        found = self.node.leftovers() if self.node else {}
+        if self.network is not None:
+            found.update(self.network.leftovers())
+        return {k: v for k, v in found.items() if v}

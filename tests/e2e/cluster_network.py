@@ -119,8 +119,9 @@ def corefile() -> str:
     )
 
 
-def coredns_manifests(image_ref: str, node: str) -> list[Obj]:
-    """kubeadm 1.34's CoreDNS objects (cmd/kubeadm/app/phases/addons/dns), one replica pinned to the real node."""
+def coredns_manifests(image_ref: str, node: str, taints: list[dict[str, str]] | None = None) -> list[Obj]:
+    """kubeadm 1.34's CoreDNS objects (cmd/kubeadm/app/phases/addons/dns), one replica pinned to the real node
+    (tolerating its ``taints``)."""
     ns = DNS_NAMESPACE
     labels = dict(DNS_LABELS)
     container = {
@@ -183,6 +184,7 @@ def coredns_manifests(image_ref: str, node: str) -> list[Obj]:
                         "priorityClassName": "system-cluster-critical",
                         "serviceAccountName": "coredns",
                         "nodeSelector": {"kubernetes.io/hostname": node},
+                        **({"tolerations": [{**t, "operator": "Equal"} for t in taints]} if taints else {}),
                         "containers": [container],
                         "dnsPolicy": "Default",
                         "volumes": [
@@ -316,7 +318,7 @@ class ClusterNetwork:
         self.times["kube-proxy and kube-router started"] = round(time.monotonic() - start, 1)
         start = time.monotonic()
         self.coredns_ref = self.publish(COREDNS_IMAGE, coredns_image(builder.binary("coredns")))
-        for obj in coredns_manifests(self.coredns_ref, self.node.name):
+        for obj in coredns_manifests(self.coredns_ref, self.node.name, self.node.taints):
             client.apply(obj)
         wait_for("CoreDNS to be Ready on the real node", self._coredns_ready, max(TIMEOUT, 120))
         self.times["CoreDNS pod Ready (pull, start, API reached)"] = round(time.monotonic() - start, 1)

@@ -1,8 +1,8 @@
 """What a run left behind: processes that still belong to its work directory, ports still answering.
 
 A process belongs to a work directory when its command line or environment names it, or its working or root
-directory lies inside it: that covers the control plane (certificates and data there), the podlet's controllers
-(chrooted into it) and the Pulumi engine with its plugins (``PULUMI_HOME`` and the backend there), including a
+directory lies inside it: that covers the control plane (certificates and data there), the real node's containerd shims
+(their state lies in it) and the Pulumi engine with its plugins (``PULUMI_HOME`` and the backend there), including a
 plugin the engine orphaned, which is no longer a child of the test.
 """
 

@@ -137,9 +137,10 @@ class NodeError(SandboxError):
     """The real node cannot start here (a package, kernel feature or privilege is missing) or failed."""
 
 
-def preflight(workdir: Path | None = None) -> None:
+def preflight(workdir: Path | None = None, *, in_session: bool = True) -> None:
     """Name every missing prerequisite with the command that fixes it; never fall back to kwok. ``workdir``: where
-    the node's folders go (its disk needs ``NODE_SESSION_DISK`` free)."""
+    the node's folders go (its disk needs ``NODE_SESSION_DISK`` free). ``in_session=False``: what can be checked
+    before the session's namespaces exist (the runner, before it builds anything)."""
     problems = []
     if workdir is not None:
         existing = next(p for p in (workdir.resolve(), *workdir.resolve().parents) if p.exists())
@@ -162,7 +163,7 @@ def preflight(workdir: Path | None = None) -> None:
             f"cgroup v1 controllers {absent} are not mounted under {CGROUP_FS} (this harness drives the cgroup v1 "
             "hierarchy this machine kind has; a cgroup v2 host needs cgroupDriver/cgroupRoot handling it lacks)"
         )
-    if not netns.private():
+    if in_session and not netns.private():
         problems.append(
             f"it must run in a network namespace of its own (found devices {netns.devices()}): "
             "run it through `make e2e-node` (python -m tests.e2e.run starts the session with `unshare --net --mount`)"
@@ -245,6 +246,7 @@ class RealNode:
         pod_cidr: str = "10.252.0.0/24",
         labels: dict[str, str] | None = None,
         cluster_dns: str | None = None,
+        taints: list[dict[str, str]] | None = None,
     ) -> None:
         self.sandbox = sandbox
         self.workdir = workdir.resolve()
@@ -257,6 +259,8 @@ class RealNode:
         self.labels = {"e2e.trainer-platform/node": "real", **(labels or {})}
         #: the address pods resolve names at (``clusterDNS``); None: pods get no name server
         self.cluster_dns = cluster_dns
+        #: registered with the Node (``registerWithTaints``): only pods that tolerate them land here
+        self.taints = list(taints or [])
         self.bridge = "e2ecni0"
         #: one cgroup subtree of its own in every controller: removable whole, never confused with the host's
         self.cgroup_root = f"/trainer-platform-e2e-{os.getpid()}"
@@ -367,6 +371,7 @@ class RealNode:
             "staticPodPath": "",
             "clusterDomain": "cluster.local",
             **({"clusterDNS": [self.cluster_dns]} if self.cluster_dns else {}),
+            **({"registerWithTaints": self.taints} if self.taints else {}),
             "resolvConf": str(self.workdir / "resolv.conf"),
             "podLogsDir": str(self._dir("pod-logs")),
             "volumePluginDir": str(self._dir("volume-plugins")),
@@ -635,8 +640,9 @@ class RealNode:
                 continue
             args = cmdline.split()
             if "-id" in args and "-namespace" in args:
-                name = f"{self.socket}/{args[args.index('-namespace') + 1]}/{args[args.index('-id') + 1]}"
-                (SHIM_SOCKETS / hashlib.sha256(name.encode()).hexdigest()).unlink(missing_ok=True)
+                shim_socket(self.socket, args[args.index("-namespace") + 1], args[args.index("-id") + 1]).unlink(
+                    missing_ok=True
+                )
 
     def _log_links(self) -> list[Path]:
         """The kubelet's links in /var/log/containers to this node's pod logs."""
@@ -702,7 +708,7 @@ class RealNode:
             "network devices": sorted(set(netns.devices()) - set(snap.devices)),
             "iptables rules": sorted(set(iptables_rules()) - set(snap.rules)),
             "container tasks": sorted(p.name for p in state.glob("*")) if state.is_dir() else [],
-            "shim sockets": sorted(set(_shim_sockets()) - set(snap.shims)),
+            "shim sockets": sorted(set(_shim_sockets()) - set(snap.shims) - set(_foreign_shim_sockets(self.socket))),
             "pod network namespaces": [str(p) for p in self._new_netns()],
             "container log links": [str(p) for p in self._log_links()],
             "host folders": [str(p) for p in self._new_host_paths()],
@@ -739,3 +745,24 @@ def _existing(paths: tuple[str, ...]) -> list[str]:
 
 def _shim_sockets() -> list[str]:
     return sorted(str(p) for p in SHIM_SOCKETS.glob("*")) if SHIM_SOCKETS.is_dir() else []
+
+
+def shim_socket(address: Path | str, namespace: str, task: str) -> Path:
+    """Where containerd 1.6 puts a shim's socket: ``/run/containerd/s/<sha256 of address/namespace/id>``."""
+    return SHIM_SOCKETS / hashlib.sha256(f"{address}/{namespace}/{task}".encode()).hexdigest()
+
+
+def _foreign_shim_sockets(own: Path) -> list[str]:
+    """The sockets of live shims serving another containerd (another session's node: the directory is the host's)."""
+    found = []
+    for pid in leftovers.pids():
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if not any(a.endswith("containerd-shim-runc-v2") for a in args[:1]):
+            continue
+        flags = dict(zip(args[1::2], args[2::2], strict=False))
+        if {"-address", "-namespace", "-id"} <= flags.keys() and flags["-address"] != str(own):
+            found.append(str(shim_socket(flags["-address"], flags["-namespace"], flags["-id"])))
+    return found

@@ -49,19 +49,22 @@ class Image:
 
 
 class Layer:
-    """A tar layer built in memory: every entry root-owned, mtime 0, in the order added."""
+    """A tar layer built in memory: every entry root-owned unless said otherwise, mtime 0, in the order added."""
 
     def __init__(self) -> None:
         self._entries: list[tuple[tarfile.TarInfo, bytes | None]] = []
 
-    def _add(self, name: str, kind: bytes, mode: int, data: bytes | None = None, link: str = "") -> None:
+    def _add(
+        self, name: str, kind: bytes, mode: int, data: bytes | None = None, link: str = "", owner: int = 0
+    ) -> None:
         info = tarfile.TarInfo(name)
-        info.type, info.mode, info.uid, info.gid, info.mtime, info.linkname = kind, mode, 0, 0, 0, link
+        info.type, info.mode, info.uid, info.gid, info.mtime, info.linkname = kind, mode, owner, owner, 0, link
         info.size = len(data) if data is not None else 0
         self._entries.append((info, data))
 
-    def directory(self, name: str, mode: int = 0o755) -> None:
-        self._add(name, tarfile.DIRTYPE, mode)
+    def directory(self, name: str, mode: int = 0o755, owner: int = 0) -> None:
+        """``owner``: uid and gid of the directory (a non-root image user's home)."""
+        self._add(name, tarfile.DIRTYPE, mode, owner=owner)
 
     def file(self, name: str, data: bytes, mode: int = 0o644) -> None:
         self._add(name, tarfile.REGTYPE, mode, data)

@@ -25,9 +25,11 @@ import yaml
 
 from tests.e2e import leftovers
 from tests.e2e.chart_registry import ChartRegistry
-from tests.e2e.chart_sandbox import ChartSandbox
+from tests.e2e.chart_sandbox import NFS_DRIVER_VALUES, ChartSandbox, placement_values
+from tests.e2e.node import MIRROR
 from tests.e2e.toolchain import Toolchain
 from tests.e2e.versions import REPO_ROOT, cache_root, shared_dir
+from trainer_infra.components.settings import deep_merge
 
 STACK = "e2e"
 #: A throwaway passphrase for the e2e's own secrets provider (the state lives in a temporary directory).
@@ -93,13 +95,25 @@ def _cut(text: str, size: int) -> str:
 
 
 def stack_config(base: dict[str, Any], *, context: str, mirror: str, **overrides: Any) -> dict[str, Any]:
-    """The e2e stack: ``base`` (a stack file's content) pointed at the sandbox context and the chart mirror."""
+    """The e2e stack: ``base`` (a stack file's content) pointed at the sandbox context, the chart mirror and the
+    image mirror the real node pulls through, its controllers placed on the real node (``placement_values``;
+    kept under any override of ``components``), the NFS node plugin kept off it."""
     doc = copy.deepcopy(base)
     config = doc.setdefault("config", {})
     config.setdefault("trainer-platform:kubernetes", {})["context"] = context
     config.setdefault("trainer-platform:charts", {})["repositoryMirror"] = mirror
     for key, value in overrides.items():
-        config[f"trainer-platform:{key}"] = value
+        config[f"trainer-platform:{key}"] = copy.deepcopy(value)
+    config.setdefault("trainer-platform:images", {})["registryMirror"] = MIRROR
+    components = config.setdefault("trainer-platform:components", {})
+    for name, values in placement_values().items():
+        component = components.setdefault(name, {}) or {}
+        component["values"] = deep_merge(component.get("values") or {}, values)
+        components[name] = component
+    nfs = (config.get("trainer-platform:storage") or {}).get("nfs")
+    if nfs is not None:
+        driver = nfs.setdefault("driver", {})
+        driver["values"] = deep_merge(driver.get("values") or {}, NFS_DRIVER_VALUES)
     return doc
 
 
@@ -240,33 +254,35 @@ class Installation:
 
 @contextmanager
 def installation(work: Path, base: dict[str, Any]) -> Iterator[Installation]:
-    """Build the toolchain (unless ``E2E_NO_BUILD=1``: the runner built it), start the sandbox and the chart
-    mirror, init the stack with ``base``; everything is stopped on exit, and checked to be."""
+    """Build the toolchain (unless ``E2E_NO_BUILD=1``: the runner built it), start the sandbox (its real node and
+    the mirror of charts and images), init the stack with ``base``; everything is stopped on exit, and checked to
+    be."""
     toolchain = Toolchain()
     if os.environ.get("E2E_NO_BUILD") != "1":
         toolchain.build()
-    sandbox = ChartSandbox(work / "sandbox")
+    sandbox = ChartSandbox(work / "sandbox", archives=sorted((shared_dir() / "charts").glob("*.tgz")))
     with sandbox:
-        cert = sandbox.ca.issue("chart-mirror", "chart-mirror", hosts=("127.0.0.1",))
-        archives = sorted((shared_dir() / "charts").glob("*.tgz"))
-        with ChartRegistry(archives, cert=cert.cert, key=cert.key) as registry:
-            project = PulumiProject(
-                toolchain, work / "project", kubeconfig=sandbox.kubeconfig, ca_bundle=sandbox.ca.cert_path
-            )
-            found = Installation(sandbox, registry, project)
-            project.write(found.config(base))
-            project.init()
-            yield found
-    _nothing_left(work, registry)
+        assert sandbox.registry is not None
+        registry = sandbox.registry
+        project = PulumiProject(
+            toolchain, work / "project", kubeconfig=sandbox.kubeconfig, ca_bundle=sandbox.ca.cert_path
+        )
+        found = Installation(sandbox, registry, project)
+        project.write(found.config(base))
+        project.init()
+        yield found
+    _nothing_left(work, registry, sandbox)
 
 
-def _nothing_left(work: Path, registry: ChartRegistry) -> None:
-    """The control plane, the podlet's controllers, the engine and its plugins, and the chart mirror are gone."""
+def _nothing_left(work: Path, registry: ChartRegistry, sandbox: ChartSandbox) -> None:
+    """The control plane, the node with its pods and network, the engine and its plugins, and the mirror are
+    gone."""
     host, _, port = registry.host.rpartition(":")
     deadline = time.monotonic() + 15  # a killed process may take a moment to leave /proc
     while (still := leftovers.processes_of(work)) and time.monotonic() < deadline:
         time.sleep(0.5)
     if leftovers.answering(host, int(port)):
         still.append(f"the chart mirror still answers on {registry.host}")
+    still += [f"{what}: {found}" for what, found in sandbox.leftovers().items()]
     if still:
-        raise AssertionError("still running after the installation stopped:\n" + "\n".join(still))
+        raise AssertionError("still running or left after the installation stopped:\n" + "\n".join(still))

@@ -13,6 +13,8 @@ import time
 
 from tests.e2e import netns, runtime_images
 from tests.e2e.build import Builder, BuildError
+from tests.e2e.node import NodeError
+from tests.e2e.node import preflight as node_preflight
 from tests.e2e.toolchain import Toolchain
 from tests.e2e.versions import REPO_ROOT, VersionSet
 
@@ -49,8 +51,9 @@ def with_pulumi(args: list[str], mode: str, toolchain: Toolchain) -> bool:
         if os.geteuid() == 0:
             return True
         print(
-            "[e2e] the real install path (test_pulumi.py) is skipped: it needs root (`unshare --net`, and the podlet's "
-            "mount namespaces). Run `make e2e` as root, or set E2E_PULUMI=0 to skip it without this note.",
+            "[e2e] the real install path (test_pulumi.py) is skipped: it needs root (`unshare --net --mount`, and its "
+            "real node: containerd, runc, cgroups). Run `make e2e` as root, or set E2E_PULUMI=0 to skip it without "
+            "this note.",
             flush=True,
         )
         return False
@@ -83,9 +86,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if pulumi:
             toolchain.preflight()  # a missing archive fails now, not after the control plane's build
+            # the charts' controllers run as pods on a real node: a missing package is named before any build
+            node_preflight(in_session=False)
         # the node's files share one session (tests/e2e/node_session.py): the platform's controllers, the node
-        # and its network
-        built = Builder(versions).build(node=node)
+        # and its network; the pulumi session's chart sandbox runs a real node too (kubelet, pause, kube-proxy,
+        # CoreDNS, kube-router)
+        built = Builder(versions).build(node=node or pulumi)
         if node and (not named or any(f in arg for f in NODE_PLATFORM_TESTS for arg in named)):
             # the runtime stand-in images (the platform's scenarios on the node) need the Debian archive: built
             # here, before a session enters its own network namespace
@@ -96,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
         if pulumi:
             # the real Pulumi toolchain (CLI, language host, Kubernetes provider, matching SDKs) for test_pulumi.py
             built.update(toolchain.build())
+    except NodeError as exc:
+        print(f"[e2e] cannot run: {exc}", file=sys.stderr)
+        return 1
     except BuildError as exc:
         print(f"[e2e] build failed: {exc}", file=sys.stderr)
         return 1
@@ -128,10 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     env = {**os.environ, "E2E_NO_BUILD": "1", **({"E2E_NODE": "1"} if node else {})}
     for pytest_args in sessions:
         cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *pytest_args]
-        if any(PULUMI_PREFIX in arg for arg in pytest_args):
-            cmd = netns.wrap(cmd)  # its chart sandbox needs a podCIDR made local: never in the host's network
-        elif any(NODE_PREFIX in arg for arg in pytest_args):
-            cmd = netns.wrap(cmd, mount=True)  # the real node's bridge, rules and mounts stay in the session
+        if any(PULUMI_PREFIX in arg or NODE_PREFIX in arg for arg in pytest_args):
+            # the real node's bridge, rules and mounts (the chart sandbox's too) stay in the session
+            cmd = netns.wrap(cmd, mount=True)
         code = max(code, subprocess.call(cmd, cwd=REPO_ROOT, env=env))
     print(f"[e2e] build {build_s:.0f} s, tests {time.monotonic() - test_start:.0f} s, exit {code}", flush=True)
     return code

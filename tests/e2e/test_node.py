@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.e2e.controller_images import build_all
 from tests.e2e.kube import KubeClient, wait_for
 from tests.e2e.node import MIRROR
 from tests.e2e.node_session import NodeSession
@@ -140,3 +141,29 @@ def test_image_missing_from_the_mirror_fails_naming_the_image(node_session: Node
     assert missing in state["message"], state
     refused = "/v2/" + missing.split("/", 1)[1].replace(":", "/manifests/")
     assert any(r[1] == refused and r[2] == 404 for r in env.registry.requests), env.registry.requests
+
+
+def test_controller_images_run_as_the_charts_run_them(node_session: NodeSession) -> None:
+    """Each chart controller's image (``controller_images.py``: JobSet, Kueue, Trainer, LWS, made from the binaries
+    the e2e builds) pulled through the mirror under the chart's reference and started as the charts start it:
+    ``command: [/manager]``, ``runAsNonRoot`` without a ``runAsUser`` (the kubelet refuses an image whose USER is not
+    a numeric non-root id), a read-only root, no capabilities. ``--help`` stops it before it needs a cluster."""
+    env = node_session
+    client = env.sandbox.client
+    _restricted_namespace(client)
+    images, built = build_all(env.sandbox.versions, env.sandbox.bin_dir)
+    env.times.update(built)
+    for index, (upstream, image) in enumerate(sorted(images.items())):
+        ref = env.publish(upstream, image)
+        pod = _pod(f"controller-{index}", env.node.name, ref, "")
+        spec = pod["spec"]
+        spec["securityContext"] = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+        container = spec["containers"][0]
+        container.update(command=["/manager"], args=["--help"], volumeMounts=[])
+        spec["volumes"] = []
+        client.create(pod)
+        name = pod["metadata"]["name"]
+        done = wait_for(f"{upstream} to run", functools.partial(_finished, client, name), 120)
+        assert done["status"]["phase"] == "Succeeded", (upstream, done["status"])
+        env.assert_ran_from_mirror(done)
+        assert "config" in client.log(name, NAMESPACE), upstream  # its flags: the binary ran

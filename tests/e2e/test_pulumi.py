@@ -1,10 +1,12 @@
 """The real install path: `pulumi preview`/`up`/`destroy` with the real engine, provider and charts.
 
-One ``ChartSandbox`` (an empty control plane + kwok + the podlet) and one Pulumi project for the module; the
-tests run in order and each builds on the state the previous one left (that is the user's path too):
-preview on an empty cluster → up → the SDK scenario on what Pulumi deployed → a second up changes nothing →
-an upgrade (a new team) leaves the webhook certificates alone → the policy pack blocks a violating change →
-secrets never leak → destroy refuses protected data until the documented opt-in.
+One ``ChartSandbox`` (an empty control plane + kwok + a real node on which the charts' controllers run as pods)
+and one Pulumi project for the module; the tests run in order and each builds on the state the previous one
+left (that is the user's path too): preview on an empty cluster → up → the SDK scenario on what Pulumi deployed
+→ a second up changes nothing → an upgrade (a new team) leaves the webhook certificates alone → the policy pack
+blocks a violating change → secrets never leak → destroy refuses protected data until the documented opt-in.
+No controller pod may restart, be OOM-killed or lose readiness on the way (checked after the first up and
+before the destroy).
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from __future__ import annotations
 import base64
 import functools
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,8 +23,9 @@ import pytest
 import yaml
 
 from tests.e2e.chart_registry import ChartRegistry
-from tests.e2e.chart_sandbox import SYSTEM_NODE, ChartSandbox
+from tests.e2e.chart_sandbox import REAL_NODE, ChartSandbox
 from tests.e2e.kube import ApiError, wait_for
+from tests.e2e.node import MIRROR
 from tests.e2e.platform import Platform
 from tests.e2e.pulumi_stack import (
     Installation,
@@ -36,6 +40,7 @@ from tests.e2e.render import RenderOutput, bind_claims, check_versions, render_s
 from tests.e2e.test_deputies import MEMBER_ATTACKS, bystander_job
 from tests.e2e.test_scenarios import sdk_flow
 from tests.e2e.versions import REPO_ROOT, VersionSet
+from trainer_infra.core.images import mirror_image
 from trainer_infra.manifests.runtime import TRAINER_API_VERSION
 
 pytestmark = pytest.mark.e2e
@@ -101,15 +106,41 @@ class Deployed:
         return self.project.up("--policy-pack-config", str(lowered))
 
     def failure_context(self) -> str:
-        podlet = self.sandbox.podlet.describe() if self.sandbox.podlet else "(no podlet)"
-        return f"podlet:\n{podlet}"
+        return f"the real node:\n{self.sandbox.describe()}"
+
+    def wait_controllers_ready(self) -> None:
+        """Every controller pod Ready on the real node (an OOM kill or a pod elsewhere fails at once), then not
+        one restart: the charts' workloads wait for their CRDs (platform/crd_order.py), so no controller starts
+        before the API it serves exists."""
+
+        def ready() -> bool:
+            problems = self.sandbox.controller_problems(allowed={k: 10**6 for k in self._containers()})
+            broken = [p for p in problems if "OOM" in p or "on node" in p]
+            if broken:
+                raise AssertionError("controller pods failed:\n" + "\n".join(broken))
+            return not problems
+
+        began = time.monotonic()
+        try:
+            wait_for("the charts' controller pods to be Ready on the real node", ready, 300)
+        except TimeoutError as exc:
+            raise AssertionError(f"{exc}\n{self.failure_context()}") from None
+        self.timings["controller pods Ready after the up"] = round(time.monotonic() - began, 1)
+        self.sandbox.assert_controllers_healthy()
+
+    def _containers(self) -> list[str]:
+        return [
+            f"{p['metadata']['namespace']}/{p['metadata']['name']}/{c['name']}"
+            for p in self.sandbox.controller_pods()
+            for c in p["spec"]["containers"]
+        ]
 
 
 @pytest.fixture(scope="module")
 def plain_render(tmp_path_factory: pytest.TempPathFactory) -> RenderOutput:
     """The offline render of the stack Pulumi deploys: ``stacks/Pulumi.local.yaml`` as it is (no e2e extras)."""
     render = render_stack("local", tmp_path_factory.mktemp("render") / "out")
-    # the podlet runs the sandbox's binaries for the charts' images: refuse a mismatch now, not as a gate timeout
+    # the controller images are made from the sandbox's binaries: refuse a mismatch now, not as a pull failure
     check_versions(render, VersionSet.from_env())
     return render
 
@@ -124,6 +155,9 @@ def deployed(tmp_path_factory: pytest.TempPathFactory, plain_render: RenderOutpu
         bind_claims(deployed.sandbox.client, plain_render.of_kind("PersistentVolumeClaim"))
         yield deployed
         print(f"[e2e] pulumi timings: {json.dumps(deployed.timings)}")
+        print(f"[e2e] chart sandbox start: {json.dumps(deployed.sandbox.times)}")
+        if deployed.sandbox.controller_pods():  # a session that stopped before the destroy: check them now
+            deployed.sandbox.assert_controllers_healthy()
 
 
 def test_preview_on_an_empty_cluster_lists_every_object(deployed: Deployed) -> None:
@@ -144,10 +178,44 @@ def test_preview_on_an_empty_cluster_lists_every_object(deployed: Deployed) -> N
         assert any(d_ns == ns for d_ns, _ in deployments), f"no chart Deployment in {ns}: {sorted(deployments)}"
     kinds = {kind for kind, _, _ in planned}
     assert {"CustomResourceDefinition", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} <= kinds
+    # the charts' workloads carry the order after every CRD of their chart (platform/crd_order.py, run by Helm)
+    planned_objects = [(s["urn"], s["newState"].get("inputs") or {}) for s in steps if s.get("newState")]
+    wrong = _unordered(
+        planned_objects,
+        lambda _, inputs, crds: (
+            sorted(inputs["metadata"].get("annotations", {}).get(DEPENDS_ON, "").split(","))
+            == sorted(f"apiextensions.k8s.io/CustomResourceDefinition/{name}" for name in crds.values())
+        ),
+    )
+    assert not wrong, f"chart workloads not annotated with every CRD of their chart: {wrong}"
     # the charts came through the product's air-gap path: the stack's mirror, nothing else
     pulled = deployed.registry.pulled()
     expected = {f"{deployed.registry.mirror}/{_upstream_path(r)}:{r['version']}" for r in deployed.render.helm_releases}
     assert expected <= {p for p in pulled}, (sorted(expected), pulled)
+
+
+DEPENDS_ON = "config.kubernetes.io/depends-on"
+CHART_CHILD = "kubernetes:helm.sh/v4:Chart$"
+
+
+def _unordered(objects: list[tuple[str, Obj]], ordered: Callable[[str, Obj, dict[str, str]], bool]) -> list[str]:
+    """The chart workloads (Deployment, StatefulSet, DaemonSet) that ``ordered(urn, inputs, crds)`` finds not after
+    every CRD of their own chart (``crds``: URN → name); fails when a chart with CRDs has no workload."""
+    charts: dict[str, dict[str, str]] = {}
+    workloads: dict[str, list[tuple[str, Obj]]] = {}
+    for urn, inputs in objects:
+        if CHART_CHILD not in urn:
+            continue
+        release = urn.rsplit("::", 1)[1].split(":", 1)[0]
+        if inputs.get("kind") == "CustomResourceDefinition":
+            charts.setdefault(release, {})[urn] = inputs["metadata"]["name"]
+        elif inputs.get("kind") in ("Deployment", "StatefulSet", "DaemonSet"):
+            workloads.setdefault(release, []).append((urn, inputs))
+    assert {"jobset", "kueue", "trainer"} <= set(charts), sorted(charts)
+    assert all(workloads.get(release) for release in charts), {r: len(workloads.get(r, [])) for r in charts}
+    return [
+        urn for release, crds in charts.items() for urn, inputs in workloads[release] if not ordered(urn, inputs, crds)
+    ]
 
 
 def _upstream_path(release: Obj) -> str:
@@ -195,14 +263,18 @@ def test_up_installs_the_platform_from_the_charts(deployed: Deployed) -> None:
     except Exception as exc:
         raise AssertionError(f"{exc}\n{deployed.failure_context()}") from None
     client = deployed.sandbox.client
-    # the controllers serving the cluster are the chart's Pods, run with the chart's configuration
-    podlet = deployed.sandbox.podlet
-    assert podlet is not None
-    running = {p.namespace for p in podlet.pods.values() if p.process.alive()}
-    assert {"jobset-system", "kueue-system", "kubeflow-system"} <= running, deployed.failure_context()
-    for ns in ("jobset-system", "kueue-system", "kubeflow-system"):
-        for pod in client.list("v1", "Pod", ns):
-            assert pod["spec"]["nodeName"] == SYSTEM_NODE
+    # the controllers serving the cluster are the charts' pods, containers on the real node from the images the
+    # mirror served under the charts' references (the images the e2e made from the pinned sources)
+    deployed.wait_controllers_ready()
+    published = deployed.sandbox.published
+    seen = set()
+    for pod in deployed.sandbox.controller_pods():
+        assert pod["spec"]["nodeName"] == REAL_NODE, (pod["metadata"]["name"], pod["spec"].get("nodeName"))
+        for status in pod["status"]["containerStatuses"]:
+            upstream = next(u for u in published if status["image"] == mirror_image(u, MIRROR))
+            assert status["imageID"] == f"{status['image'].rsplit(':', 1)[0]}@{published[upstream]}", status
+            seen.add(upstream)
+    assert seen == set(published), f"published but never run: {sorted(set(published) - seen)}"
     # webhooks are the charts' (Service references, caBundle injected by the controllers), reached via Services
     for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
         for cfg in client.list("admissionregistration.k8s.io/v1", kind):
@@ -214,13 +286,18 @@ def test_up_installs_the_platform_from_the_charts(deployed: Deployed) -> None:
         assert secret.get("data", {}).get("tls.crt"), f"{ns}/{name} has no certificate"
     # the controllers own the certificates: Pulumi applied the chart's placeholders without `data`
     # (else a refreshed preview, the drift check, proposes replacing them with the controllers' content)
+    state = deployed.project.export()["deployment"]["resources"]
     applied = {
         (r["inputs"]["metadata"].get("namespace"), r["inputs"]["metadata"]["name"]): r["inputs"]
-        for r in deployed.project.export()["deployment"]["resources"]
+        for r in state
         if r["type"] == "kubernetes:core/v1:Secret"
     }
     for key in CERT_SECRETS:
         assert "data" not in applied[key], f"{key}: the chart's empty certificate was applied by Pulumi"
+    # in the engine's graph each chart workload depends on every CRD of its chart: created after them
+    needs = {r["urn"]: set(r.get("dependencies") or []) for r in state}
+    wrong = _unordered([(r["urn"], r.get("inputs") or {}) for r in state], lambda urn, _, crds: set(crds) <= needs[urn])
+    assert not wrong, f"chart workloads that the engine may create before their chart's CRDs: {wrong}"
 
 
 def test_sdk_scenario_on_what_pulumi_deployed(deployed: Deployed) -> None:
@@ -365,6 +442,8 @@ def test_secrets_never_appear_in_state_output_or_messages(deployed: Deployed) ->
 
 def test_destroy_refuses_protected_data_until_the_documented_opt_in(deployed: Deployed) -> None:
     client = deployed.sandbox.client
+    # the last moment the controllers run: none restarted, was OOM-killed or lost readiness in the session
+    deployed.sandbox.assert_controllers_healthy()
     refused = deployed.project.destroy(check=False)
     assert refused.returncode != 0
     assert "protected" in refused.output

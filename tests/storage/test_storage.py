@@ -105,6 +105,24 @@ def test_local_stack_runs_its_own_nfs_server_and_claims_wait_for_it() -> None:
     assert "deployment-trainer-platform-storage-nfs-server" in claim["dependsOn"]
 
 
+def test_nfs_driver_values_are_merged_last_so_the_node_plugin_can_be_kept_off_nodes() -> None:
+    """The chart's node plugin tolerates every taint: an admin keeps it off nodes that never mount NFS (a system
+    pool; the e2e's real node, whose kernel has no NFS client) with `storage.nfs.driver.values`."""
+    affinity: dict[str, Any] = {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}
+    }
+    driver_cfg = {"values": {"node": {"affinity": affinity}, "storageClass": {"create": True}}}
+    storage = {"nfs": {"inClusterServer": {"enabled": True}, "driver": driver_cfg}}
+    raw = {**MINIMAL, "images": {"registryMirror": "mirror.example.com/k8s"}, "storage": storage, "teams": TEAMS}
+    driver = next(r for r in render(raw).releases if r["name"] == "csi-driver-nfs")
+    assert driver["values"]["node"] == {"affinity": affinity}
+    assert driver["values"]["image"]["baseRepo"] == "mirror.example.com/k8s/registry.k8s.io"  # ours, kept
+    assert driver["values"]["storageClass"] == {"create": True}  # what the user sets wins, as for controllers
+    with pytest.raises(ConfigError) as err:
+        validate({**MINIMAL, "storage": {"nfs": {"server": "x", "driver": {"valuse": {}}}}})
+    assert any(i.path == "storage.nfs.driver.valuse" for i in err.value.issues)
+
+
 def _job(name: str, step: str | None, container: str, mounts: list[dict[str, str]]) -> dict[str, Any]:
     pod: dict[str, Any] = {"containers": [{"name": container, "image": "img", "volumeMounts": mounts}]}
     if mounts:

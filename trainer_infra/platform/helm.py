@@ -10,6 +10,7 @@ installer, needs internet and we own the runtimes anyway.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Mapping
+from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -17,9 +18,16 @@ import pulumi_kubernetes as k8s
 from pulumi.runtime import rpc
 
 from trainer_infra.core.objects import HelmRelease
+from trainer_infra.platform import crd_order
 
 CRD_TYPE = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 SECRET_TYPE = "kubernetes:core/v1:Secret"
+
+#: the chart's workloads after its CRDs (crd_order.py): Helm runs `python3 -c <crd_order.py>` on the rendered
+#: manifest; the script's text, not a path, is the chart's input
+CRD_ORDER_COMMAND, CRD_ORDER_ARGS = "python3", ["-c", Path(crd_order.__file__).read_text()]
+#: as the engine receives them (what the offline render compares)
+CRD_ORDER_INPUTS: dict[str, object] = {"command": CRD_ORDER_COMMAND, "args": CRD_ORDER_ARGS}
 
 
 def protect_crds(protect: bool) -> pulumi.ResourceTransform:
@@ -101,6 +109,7 @@ def chart(release: HelmRelease, protect: bool, opts: pulumi.ResourceOptions) -> 
             namespace=release.namespace,
             values=release.values,
             skip_await=False,
+            post_renderer=k8s.helm.v4.PostRendererArgs(command=CRD_ORDER_COMMAND, args=CRD_ORDER_ARGS),
             repository_opts=k8s.helm.v4.RepositoryOptsArgs(repo=release.repository) if release.repository else None,
         ),
         opts=pulumi.ResourceOptions.merge(

@@ -14,7 +14,8 @@ import pulumi
 import yaml
 
 from trainer_infra.core.objects import CHART_TYPE
-from trainer_infra.platform.helm import CRD_TYPE
+from trainer_infra.platform import crd_order
+from trainer_infra.platform.helm import CRD_ORDER_INPUTS, CRD_TYPE
 from trainer_infra.render.capture import Capture, Registration
 
 KIND_ORDER = ("Namespace", "CustomResourceDefinition", "StorageClass", "ClusterRole", "ClusterRoleBinding")
@@ -83,15 +84,28 @@ def manifest_sort_key(m: dict[str, Any]) -> tuple[int, str, str, str, str]:
     return (rank, str(m["apiVersion"]), kind, str(md.get("namespace", "")), str(md.get("name", "")))
 
 
+_STAND_IN = (
+    "---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: crds.stand.in\n"
+    "---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: controller\n"
+)
+
+
 def _child_policy(r: Registration) -> dict[str, Any]:
-    """Apply the chart's real transforms to a stand-in CRD: shows how chart CRDs are protected."""
+    """Apply the chart's real transforms to a stand-in CRD: shows how chart CRDs are protected; and its
+    post-renderer, when it is ours, to a stand-in CRD and Deployment: shows that workloads wait for the CRDs."""
     opts = pulumi.ResourceOptions()
     for transform in r.child_transforms:
         args = pulumi.ResourceTransformArgs(custom=True, type_=CRD_TYPE, name="crd", props={}, opts=opts)
         result = transform(args)
         if result is not None:
             opts = result.opts
-    return {"CustomResourceDefinition": {"protect": bool(opts.protect), "retainOnDelete": bool(opts.retain_on_delete)}}
+    policy: dict[str, Any] = {
+        "CustomResourceDefinition": {"protect": bool(opts.protect), "retainOnDelete": bool(opts.retain_on_delete)}
+    }
+    ours = r.inputs.get("postRenderer") == CRD_ORDER_INPUTS
+    after = ours and crd_order.order_after_crds(_STAND_IN) != _STAND_IN
+    policy["workloads"] = {"afterEveryCRD": after}
+    return policy
 
 
 def assemble(captured: Capture) -> Rendered:

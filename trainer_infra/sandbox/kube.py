@@ -201,11 +201,19 @@ class KubeClient:
         items: list[Obj] = answer.get("items", [])
         return items
 
-    def log(self, name: str, namespace: str, container: str | None = None) -> str:
-        """A pod's container log, as ``kubectl logs`` shows it (the API server reads it from the kubelet)."""
+    def log(
+        self, name: str, namespace: str, container: str | None = None, *, previous: bool = False, tail: int = 0
+    ) -> str:
+        """A pod's container log, as ``kubectl logs`` shows it (the API server reads it from the kubelet);
+        ``previous``: the run before the last restart; ``tail``: only the last lines."""
         url = self.server + self.path("v1", "Pod", namespace, name) + "/log"
-        if container:
-            url += "?" + urllib.parse.urlencode({"container": container})
+        query = {"container": container} if container else {}
+        if previous:
+            query["previous"] = "true"
+        if tail:
+            query["tailLines"] = str(tail)
+        if query:
+            url += "?" + urllib.parse.urlencode(query)
         resp = self._http.request("GET", url, timeout=urllib3.Timeout(total=30), retries=False)
         text = resp.data.decode(errors="replace")
         if resp.status >= 300:

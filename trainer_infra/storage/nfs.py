@@ -31,6 +31,11 @@ class NfsDriverConfig(StrictModel):
         default=None, description="csi-driver-nfs chart version (default: the compatibility matrix's)."
     )
     namespace: DnsLabel = Field(default="kube-system", description="Namespace of the driver (upstream default).")
+    values: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Extra Helm values merged last (escape hatch; what you set here wins), e.g. `node.affinity` "
+        "to keep the node plugin, which tolerates every taint, off nodes that never mount NFS.",
+    )
 
 
 class NfsInClusterServerConfig(StrictModel):
