@@ -326,6 +326,22 @@ def test_attack6_member_runtimes_with_system_priority_or_host_access_are_refused
         for c in rj["template"]["spec"]["template"]["spec"]["containers"]:
             c["securityContext"] = {"privileged": True, "capabilities": {"add": ["SYS_ADMIN"]}}
     refused(me, privileged, "privileged")
+    # NET_BIND_SERVICE (the MPI runtimes' sshd) is the one capability a pod may add back: not as cover for another,
+    # nor in an init container, nor under another spelling
+    hostile: list[tuple[str, list[str]]] = [
+        ("containers", ["NET_BIND_SERVICE", "SYS_ADMIN"]),
+        ("initContainers", ["NET_RAW"]),
+        ("containers", ["CAP_NET_BIND_SERVICE"]),
+    ]
+    for where, caps in hostile:
+        added = _member_runtime(platform, ns, unique("caps"), {})
+        for rj in added["spec"]["template"]["spec"]["replicatedJobs"]:
+            pod = rj["template"]["spec"]["template"]["spec"]
+            if where == "initContainers":
+                pod["initContainers"] = [{"name": "init", "image": pod["containers"][0]["image"], "command": ["true"]}]
+            for c in pod[where]:
+                c["securityContext"] = {"capabilities": {"add": caps, "drop": ["ALL"]}}
+        refused(me, added, "NET_BIND_SERVICE")
     # honest: a plain copy of a catalog runtime is accepted (Trainer's webhook included), and a job runs on it
     plain = _member_runtime(platform, ns, unique("mine"), {})
     me.create(plain)
