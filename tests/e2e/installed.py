@@ -26,6 +26,7 @@ from tests.e2e.build import Builder
 from tests.e2e.chart_registry import ChartRegistry
 from tests.e2e.chart_sandbox import ChartSandbox
 from tests.e2e.kube import wait_for
+from tests.e2e.node import MIRROR
 from tests.e2e.pulumi_stack import Installation, PulumiProject, Result, installation, record_timing
 from tests.e2e.render import RenderOutput, bind_claims, check_versions, render_stack
 from tests.e2e.versions import REPO_ROOT, VersionSet
@@ -36,8 +37,10 @@ Obj = dict[str, Any]
 #: A Pulumi secret set in the stack's config; it must never appear in clear text outside the cluster.
 SENTINEL = "hf_e2e_SENTINEL_must_never_leak_0123456789"
 #: The local stack as the e2e deploys it: observability is off in `local`, on here (it never changes
-#: scheduling, so the scenarios hold either way; tests/observability/test_wiring.py shows the render delta).
-E2E_EXTRA = {"observability": {"enabled": True}}
+#: scheduling, so the scenarios hold either way; tests/observability/test_wiring.py shows the render delta); images
+#: through the mirror the real node pulls from (``stack_config`` sets it for `pulumi up`; the offline render must
+#: say the same, or the pinned images the admission policies compare with differ from the render's).
+E2E_EXTRA: Obj = {"observability": {"enabled": True}, "images": {"registryMirror": MIRROR}}
 
 
 def e2e_stack() -> Obj:
