@@ -58,11 +58,11 @@ bench-pulumi: $(STAMP) e2e-node-deps  ## first up of a 1,000-team synthetic stac
 bench-scheduling: $(STAMP)  ## a seeded 2,000-job trace on the real Kueue: derived queues vs one flat FIFO queue vs static partitions (needs the e2e binaries; ≈ 50 min per configuration at 150×, bounded at 75)
 	$(PY) -m tests.bench_scheduling
 
-sandbox-up: $(STAMP)  ## try the platform without a cluster: the local stack on the e2e control plane
-	$(PY) -m tests.e2e.sandbox up --stack $(STACK)
+sandbox-up: $(STAMP) e2e-node-deps  ## try the platform without a cluster: the real `pulumi up` of the local stack on a real node (root; docs/sandbox.md)
+	$(PY) -m tests.e2e.platform_sandbox up
 
-sandbox-down: $(STAMP)
-	$(PY) -m tests.e2e.sandbox down
+sandbox-down: $(STAMP)  ## stop it all; fails naming anything left (the team volumes are kept)
+	$(PY) -m tests.e2e.platform_sandbox down
 
 docs: $(STAMP)  ## regenerate docs/configuration.md and the migration mapping table from the code
 	$(PY) -m tests.update_docs

@@ -1,0 +1,145 @@
+"""``make sandbox-up`` as a newcomer meets it (issue #28 items 6 and 7): the real ``pulumi up`` of the sandbox
+stack on a real node, detached; ``sandbox.json``; a team member's first TrainJob trains on the team's volume;
+``make sandbox-down`` leaves nothing.
+
+Opt-in (``E2E_SANDBOX=1``, root; ≈ 10-15 min on 2 busy cores): ``python -m tests.e2e.run -m e2e
+tests/e2e/test_sandbox_up.py`` runs it in a network and mount namespace of its own; the sandbox's daemon makes
+its own inside that one. What is not real: the GPUs (advertised), the image (the CPU torch stand-in), the export
+(a host directory behind a hostPath PersistentVolume of the ``existing`` class).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.e2e import leftovers
+from tests.e2e.kube import ApiError, KubeClient
+from tests.e2e.node_session import TRAINER_ID, acl
+from tests.e2e.test_node_training import STEP, train_linear_model
+from tests.e2e.versions import REPO_ROOT
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(os.environ.get("E2E_SANDBOX") != "1", reason="opt-in: E2E_SANDBOX=1 (make sandbox-up's test)"),
+    pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's real node needs root"),
+]
+
+Obj = dict[str, Any]
+TJ = "trainer.kubeflow.org/v1alpha1"
+
+
+def _sandbox(*args: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    start = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.e2e.platform_sandbox", *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=2400,
+        check=False,
+    )
+    print(f"\n$ sandbox {' '.join(args)} ({time.monotonic() - start:.0f} s)\n{proc.stdout}{proc.stderr}", flush=True)
+    return proc, round(time.monotonic() - start, 1)
+
+
+def _client(kubeconfig: str) -> KubeClient:
+    """A client from a kubeconfig file as sandbox.json names it (client certificate, the sandbox's CA)."""
+    doc = yaml.safe_load(Path(kubeconfig).read_text())
+    cluster, user = doc["clusters"][0]["cluster"], doc["users"][0]["user"]
+    return KubeClient(
+        cluster["server"], Path(cluster["certificate-authority"]), Path(user["client-certificate"]), Path(user["client-key"])
+    )
+
+
+def test_sandbox_up_trains_a_first_job_and_down_leaves_nothing(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    up, up_s = _sandbox("up", "--dir", str(state))
+    try:
+        assert up.returncode == 0, up.stderr[-3000:]
+        doc: Obj = json.loads((state / "sandbox.json").read_text())
+        assert str(state / "sandbox.json") in up.stdout
+        print(f"[sandbox] up took {up_s} s; status {(state / 'status.json').read_text()}", flush=True)
+        admin = _client(doc["adminKubeconfig"])
+        assert {n["metadata"]["name"] for n in admin.list("v1", "Node")} >= {doc["node"]}
+
+        # one kubeconfig per member, each refused outside its team
+        assert len({m["namespace"] for m in doc["members"]}) >= 2, doc["members"]
+        for member in doc["members"]:
+            assert Path(member["kubeconfig"]).is_file()
+            mine = _client(member["kubeconfig"])
+            mine.list(TJ, "TrainJob", member["namespace"])
+            other = next(m["namespace"] for m in doc["members"] if m["namespace"] != member["namespace"])
+            with pytest.raises(ApiError) as refused:
+                mine.list(TJ, "TrainJob", other)
+            assert refused.value.status == 403, refused.value
+
+        # each claim is bound to its host directory: root's, 0755, with the ACL that lets uid 1000 write
+        for claim in doc["claims"]:
+            pvc = admin.get("v1", "PersistentVolumeClaim", claim["claim"], claim["namespace"])
+            assert pvc["status"]["phase"] == "Bound", pvc["status"]
+            pv = admin.get("v1", "PersistentVolume", pvc["spec"]["volumeName"])
+            assert pv["spec"]["hostPath"]["path"] == claim["hostDirectory"]
+            export = Path(claim["hostDirectory"])
+            assert export.is_dir() and (export.stat().st_uid, export.stat().st_mode & 0o777) == (0, 0o755)
+            assert os.getxattr(export, "system.posix_acl_default") == acl(TRAINER_ID, TRAINER_ID)
+
+        # the first job of docs/sandbox.md, as the first member, with the SDK from the host
+        member = doc["members"][0]
+        claim = next(c for c in doc["claims"] if c["namespace"] == member["namespace"])
+        name, logs = _first_job(member)
+        checkpoint = Path(claim["hostDirectory"]) / "jobs" / name / "checkpoints" / "model.pt"
+        assert checkpoint.is_file() and checkpoint.stat().st_uid == TRAINER_ID, sorted(
+            str(p) for p in Path(claim["hostDirectory"]).rglob("*")
+        )
+        losses: dict[int, list[float]] = {}
+        for rank, _, loss in STEP.findall(logs):
+            losses.setdefault(int(rank), []).append(float(loss))
+        assert len(losses) >= 2 and all(v[-1] < v[0] / 4 for v in losses.values()), losses
+    finally:
+        down, down_s = _sandbox("down", "--dir", str(state))
+    print(f"[sandbox] down took {down_s} s", flush=True)
+    assert down.returncode == 0, down.stderr[-3000:]
+    assert "nothing left" in down.stdout
+    # checked again from here: no process of the state directory, the API server's port closed, no mount
+    assert not leftovers.processes_of(state), leftovers.processes_of(state)
+    host, _, port = doc["server"].removeprefix("https://").rpartition(":")
+    assert not leftovers.answering(host, int(port))
+    assert str(state) not in Path("/proc/self/mountinfo").read_text()
+
+
+def _first_job(member: Obj) -> tuple[str, str]:
+    """docs/sandbox.md "Your first training job", line for line; returns the TrainJob's name and its logs."""
+    from kubeflow.common.types import KubernetesBackendConfig
+    from kubeflow.trainer import CustomTrainer, TrainerClient
+    from kubeflow.trainer.options import Labels
+
+    client = TrainerClient(
+        backend_config=KubernetesBackendConfig(namespace=member["namespace"], config_file=member["kubeconfig"])
+    )
+    name = client.train(
+        runtime=client.get_runtime("torch-distributed"),
+        trainer=CustomTrainer(
+            func=train_linear_model,
+            num_nodes=2,
+            resources_per_node={"gpu": 1, "cpu": "500m", "memory": "2Gi"},
+        ),
+        options=[Labels(labels={"kueue.x-k8s.io/queue-name": member["queue"]})],
+    )
+    client.wait_for_job_status(name, status={"Complete", "Failed"}, timeout=900)
+    job = client.get_job(name)
+    logs = "\n".join(line for step in ("node-0", "node-1") for line in client.get_job_logs(name, step=step))
+    print(f"\n[sandbox] first job {name}: {job.status}\n{logs}", flush=True)
+    assert job.status == "Complete", (job, logs)
+    assert re.search(r"rank 0 of 2: torch \S+ backend gloo uid 1000", logs), logs
+    assert "rank 0 wrote checkpoint /workspace/checkpoints/model.pt" in logs, logs
+    return name, logs
