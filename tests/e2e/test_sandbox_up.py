@@ -56,9 +56,9 @@ def _client(kubeconfig: str) -> KubeClient:
     """A client from a kubeconfig file as sandbox.json names it (client certificate, the sandbox's CA)."""
     doc = yaml.safe_load(Path(kubeconfig).read_text())
     cluster, user = doc["clusters"][0]["cluster"], doc["users"][0]["user"]
-    return KubeClient(
-        cluster["server"], Path(cluster["certificate-authority"]), Path(user["client-certificate"]), Path(user["client-key"])
-    )
+    files = (cluster["certificate-authority"], user["client-certificate"], user["client-key"])
+    ca, cert, key = (Path(p) for p in files)
+    return KubeClient(cluster["server"], ca, cert, key)
 
 
 def test_sandbox_up_trains_a_first_job_and_down_leaves_nothing(tmp_path: Path) -> None:
