@@ -83,14 +83,17 @@ def test_sandbox_up_trains_a_first_job_and_down_leaves_nothing(tmp_path: Path) -
                 mine.list(TJ, "TrainJob", other)
             assert refused.value.status == 403, refused.value
 
-        # each claim is bound to its host directory: root's, 0755, with the ACL that lets uid 1000 write
+        # each claim is bound to its host directory: root's, others r-x, with the ACL that lets uid 1000 write (its
+        # access entries raise the group bits, the ACL mask, to rwx: docs/storage.md)
         for claim in doc["claims"]:
             pvc = admin.get("v1", "PersistentVolumeClaim", claim["claim"], claim["namespace"])
             assert pvc["status"]["phase"] == "Bound", pvc["status"]
             pv = admin.get("v1", "PersistentVolume", pvc["spec"]["volumeName"])
             assert pv["spec"]["hostPath"]["path"] == claim["hostDirectory"]
             export = Path(claim["hostDirectory"])
-            assert export.is_dir() and (export.stat().st_uid, export.stat().st_mode & 0o777) == (0, 0o755)
+            made = export.stat()
+            assert (made.st_uid, made.st_gid, made.st_mode & 0o777) == (0, 0, 0o775), oct(made.st_mode)
+            assert os.getxattr(export, "system.posix_acl_access") == acl(TRAINER_ID, TRAINER_ID)
             assert os.getxattr(export, "system.posix_acl_default") == acl(TRAINER_ID, TRAINER_ID)
 
         # the first job of docs/sandbox.md, as the first member, with the SDK from the host
