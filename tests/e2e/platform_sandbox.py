@@ -201,6 +201,13 @@ def serve(workdir: Path, port: int) -> int:
                 pass
             print("[sandbox] stopping ...", flush=True)
             _write_status(workdir, state="stopping")
+            # cordoned, the drained pods are not replaced on it by their Deployments while the node stops
+            sandbox.client.request(
+                "PATCH",
+                f"/api/v1/nodes/{REAL_NODE}",
+                {"spec": {"unschedulable": True}},
+                content_type="application/merge-patch+json",
+            )
         # leaving installation() stopped everything and checked that nothing is left (an AssertionError
         # names it): processes of the run, the mirror's listener, the node's and the network's leftovers
     except BaseException as exc:
