@@ -25,7 +25,7 @@ import yaml
 from tests.e2e import leftovers
 from tests.e2e.kube import ApiError, KubeClient
 from tests.e2e.node_session import TRAINER_ID, acl
-from tests.e2e.test_node_training import STEP, train_linear_model
+from tests.e2e.test_node_training import STEP
 from tests.e2e.versions import REPO_ROOT
 
 pytestmark = [
@@ -39,16 +39,20 @@ TJ = "trainer.kubeflow.org/v1alpha1"
 
 
 def _sandbox(*args: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    return _run("tests.e2e.platform_sandbox", *args)
+
+
+def _run(module: str, *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
     start = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "tests.e2e.platform_sandbox", *args],
+        [sys.executable, "-m", module, *args],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         timeout=2400,
         check=False,
     )
-    print(f"\n$ sandbox {' '.join(args)} ({time.monotonic() - start:.0f} s)\n{proc.stdout}{proc.stderr}", flush=True)
+    print(f"\n$ {module} {' '.join(args)} ({time.monotonic() - start:.0f} s)\n{proc.stdout}{proc.stderr}", flush=True)
     return proc, round(time.monotonic() - start, 1)
 
 
@@ -96,18 +100,28 @@ def test_sandbox_up_trains_a_first_job_and_down_leaves_nothing(tmp_path: Path) -
             assert os.getxattr(export, "system.posix_acl_access") == acl(TRAINER_ID, TRAINER_ID)
             assert os.getxattr(export, "system.posix_acl_default") == acl(TRAINER_ID, TRAINER_ID)
 
-        # the first job of docs/sandbox.md, as the first member, with the SDK from the host
+        # the first job of docs/sandbox.md, as the first member, with the SDK from the host: the documented command
         member = doc["members"][0]
         claim = next(c for c in doc["claims"] if c["namespace"] == member["namespace"])
-        name, logs = _first_job(member)
+        job, job_s = _run("tests.e2e.first_job", "--sandbox", str(state / "sandbox.json"))
+        assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
+        who = f"in {member['namespace']} as {re.escape(member['user'])}"
+        found = re.search(rf"TrainJob (\S+) {who}: Complete", job.stdout)
+        assert found, job.stdout
+        name, logs = found.group(1), job.stdout
+        print(f"[sandbox] first job: {job_s} s", flush=True)
+        assert re.search(r"rank 0 of \d+: torch \S+ backend gloo uid 1000", logs), logs
+        assert "rank 0 wrote checkpoint /workspace/checkpoints/model.pt" in logs, logs
         checkpoint = Path(claim["hostDirectory"]) / "jobs" / name / "checkpoints" / "model.pt"
+        assert f"checkpoint: {checkpoint}" in logs
         assert checkpoint.is_file() and checkpoint.stat().st_uid == TRAINER_ID, sorted(
             str(p) for p in Path(claim["hostDirectory"]).rglob("*")
         )
+        assert checkpoint.read_bytes()[:2] == b"PK"  # torch.save's zip format
         losses: dict[int, list[float]] = {}
         for rank, _, loss in STEP.findall(logs):
             losses.setdefault(int(rank), []).append(float(loss))
-        assert len(losses) >= 2 and all(v[-1] < v[0] / 4 for v in losses.values()), losses
+        assert len(losses) >= 2 and all(len(v) == 10 and v[-1] < v[0] / 4 for v in losses.values()), losses
     finally:
         down, down_s = _sandbox("down", "--dir", str(state))
     print(f"[sandbox] down took {down_s} s", flush=True)
@@ -118,31 +132,3 @@ def test_sandbox_up_trains_a_first_job_and_down_leaves_nothing(tmp_path: Path) -
     host, _, port = doc["server"].removeprefix("https://").rpartition(":")
     assert not leftovers.answering(host, int(port))
     assert str(state) not in Path("/proc/self/mountinfo").read_text()
-
-
-def _first_job(member: Obj) -> tuple[str, str]:
-    """docs/sandbox.md "Your first training job", line for line; returns the TrainJob's name and its logs."""
-    from kubeflow.common.types import KubernetesBackendConfig
-    from kubeflow.trainer import CustomTrainer, TrainerClient
-    from kubeflow.trainer.options import Labels
-
-    client = TrainerClient(
-        backend_config=KubernetesBackendConfig(namespace=member["namespace"], config_file=member["kubeconfig"])
-    )
-    name = client.train(
-        runtime=client.get_runtime("torch-distributed"),
-        trainer=CustomTrainer(
-            func=train_linear_model,
-            num_nodes=2,
-            resources_per_node={"gpu": 1, "cpu": "500m", "memory": "2Gi"},
-        ),
-        options=[Labels(labels={"kueue.x-k8s.io/queue-name": member["queue"]})],
-    )
-    client.wait_for_job_status(name, status={"Complete", "Failed"}, timeout=900)
-    job = client.get_job(name)
-    logs = "\n".join(line for step in ("node-0", "node-1") for line in client.get_job_logs(name, step=step))
-    print(f"\n[sandbox] first job {name}: {job.status}\n{logs}", flush=True)
-    assert job.status == "Complete", (job, logs)
-    assert re.search(r"rank 0 of \d+: torch \S+ backend gloo uid 1000", logs), logs
-    assert "rank 0 wrote checkpoint /workspace/checkpoints/model.pt" in logs, logs
-    return name, logs
