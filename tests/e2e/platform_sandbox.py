@@ -394,6 +394,14 @@ def down(workdir: Path) -> int:
     status = _status(workdir)
     pid = status.get("pid")
     if not pid or not _alive(pid):
+        orphans = leftovers.processes_of(workdir / "run")
+        if orphans:  # the daemon was killed (SIGKILL, OOM): what it started still runs in its namespaces
+            print(
+                f"sandbox-down: the daemon is gone but these still run (kill them, then `umount` what "
+                f"`grep {workdir} /proc/*/mountinfo` lists):\n  " + "\n  ".join(orphans),
+                file=sys.stderr,
+            )
+            return 1
         print(f"sandbox-down: no sandbox running from {workdir}")
         return 0
     began = time.monotonic()
