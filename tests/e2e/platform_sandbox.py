@@ -179,7 +179,6 @@ def serve(workdir: Path, port: int) -> int:
         with installation(run, base, sandbox) as installed:
             times["sandbox started (control plane, real node, network, images)"] = round(time.monotonic() - began, 1)
             print(f"[sandbox] started: {json.dumps(sandbox.times)}", flush=True)
-            signal.signal(signal.SIGTERM, lambda *_: stop.set())
             claims = render.of_kind("PersistentVolumeClaim")
             for claim in claims:
                 path = volumes / claim["metadata"]["namespace"] / claim["metadata"]["name"]
@@ -196,6 +195,9 @@ def serve(workdir: Path, port: int) -> int:
             doc = describe(sandbox, base, render, volumes, workdir)
             (workdir / SANDBOX_JSON).write_text(json.dumps(doc, indent=2) + "\n")
             times["up (daemon)"] = round(time.monotonic() - began, 1)
+            # until now a SIGTERM ends the start at once (SystemExit: Sandbox.start's handler, the with-block
+            # stops what started); from now on it asks for the orderly stop below
+            signal.signal(signal.SIGTERM, lambda *_: stop.set())
             _write_status(workdir, state="ready", times=times, sandbox=str(workdir / SANDBOX_JSON))
             while not stop.wait(1):
                 pass
