@@ -28,7 +28,7 @@ from tests.e2e.chart_sandbox import ChartSandbox
 from tests.e2e.kube import wait_for
 from tests.e2e.node import MIRROR
 from tests.e2e.pulumi_stack import Installation, PulumiProject, Result, installation, record_timing
-from tests.e2e.render import RenderOutput, bind_claims, check_versions, render_stack
+from tests.e2e.render import RenderOutput, bind_claims, check_versions, render_stack, variant_file
 from tests.e2e.versions import REPO_ROOT, VersionSet
 from trainer_infra.manifests.runtime import TRAINER_API_VERSION
 from trainer_infra.sandbox.versions import monitoring_crd_files
@@ -154,6 +154,12 @@ def e2e_render(out: Path) -> RenderOutput:
     # the controller images are made from the sandbox's binaries: refuse a mismatch now, not as a pull failure
     check_versions(render, VersionSet.from_env())
     return render
+
+
+def stack_file(render: RenderOutput) -> Path:
+    """The stack file of ``e2e_render`` (the stack the session deploys): for the CLI commands a user runs with
+    their stack (``trainer-infra migrate --config-file``)."""
+    return variant_file("local", render.directory)
 
 
 @contextmanager
