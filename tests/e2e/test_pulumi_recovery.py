@@ -290,7 +290,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         found.set_config()
         bind_claims(found.client, render.of_kind("PersistentVolumeClaim"))
         yield found
-        print(f"[e2e] recovery outcomes: {json.dumps(found.outcomes)}; timings: {json.dumps(found.timings)}")
+        report = {"outcomes": found.outcomes, "timings": found.timings}
+        # kept beside the run's logs: pytest shows a passing fixture's output only with -rA
+        (found.project.workdir / "recovery-outcomes.json").write_text(json.dumps(report, indent=2) + "\n")
+        print(f"[e2e] recovery outcomes: {json.dumps(report)}")
 
 
 def test_up_killed_while_the_charts_are_created_is_recovered(stack: Stack) -> None:
