@@ -6,7 +6,7 @@ STACK  ?= local
 # the real node's Debian packages (tests/e2e/node.py PACKAGES)
 NODE_PACKAGES := containerd runc containernetworking-plugins iptables busybox-static mmdebstrap libcap2-bin python3-pip ipset conntrack
 
-.PHONY: render validate test lint typecheck unit bench bench-pulumi bench-scheduling docs clean e2e e2e-pulumi e2e-node e2e-node-deps e2e-recovery sandbox-up sandbox-down
+.PHONY: render validate test lint typecheck unit bench bench-pulumi bench-scheduling docs clean e2e e2e-pulumi e2e-node e2e-node-deps e2e-recovery e2e-sandbox sandbox-up sandbox-down
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -58,11 +58,14 @@ bench-pulumi: $(STAMP) e2e-node-deps  ## first up of a 1,000-team synthetic stac
 bench-scheduling: $(STAMP)  ## a seeded 2,000-job trace on the real Kueue: derived queues vs one flat FIFO queue vs static partitions (needs the e2e binaries; ≈ 50 min per configuration at 150×, bounded at 75)
 	$(PY) -m tests.bench_scheduling
 
-sandbox-up: $(STAMP)  ## try the platform without a cluster: the local stack on the e2e control plane
-	$(PY) -m tests.e2e.sandbox up --stack $(STACK)
+sandbox-up: $(STAMP) e2e-node-deps  ## try the platform without a cluster: the real `pulumi up` of the local stack on a real node (root; docs/sandbox.md)
+	$(PY) -m tests.e2e.platform_sandbox up
 
-sandbox-down: $(STAMP)
-	$(PY) -m tests.e2e.sandbox down
+sandbox-down: $(STAMP)  ## stop it all; fails naming anything left (the team volumes are kept)
+	$(PY) -m tests.e2e.platform_sandbox down
+
+e2e-sandbox: $(STAMP) e2e-node-deps  ## sandbox-up, sandbox.json, a member's first job trains, sandbox-down leaves nothing (root; opt-in, ≈ 10 min)
+	E2E_SANDBOX=1 $(PY) -m tests.e2e.run -m e2e tests/e2e/test_sandbox_up.py
 
 docs: $(STAMP)  ## regenerate docs/configuration.md and the migration mapping table from the code
 	$(PY) -m tests.update_docs

@@ -92,6 +92,8 @@ class ChartSandbox(Sandbox):
         "--bind-address=0.0.0.0",
         f"--advertise-address={net.NODE_IP}",
     )
+    #: the real node's taints: the controllers' node only (a subclass that trains on it too leaves it untainted)
+    node_taints: tuple[Obj, ...] = (REAL_NODE_TAINT,)
 
     def __init__(self, workdir: Path, archives: list[Path] | None = None, **kwargs: Any) -> None:
         super().__init__(workdir, **kwargs)
@@ -131,7 +133,7 @@ class ChartSandbox(Sandbox):
             name=REAL_NODE,
             node_ip=net.NODE_IP,
             cluster_dns=net.DNS_SERVICE_IP,
-            taints=[REAL_NODE_TAINT],
+            taints=list(self.node_taints),
         )
         start = time.monotonic()
         self.node.start()

@@ -252,15 +252,20 @@ class Installation:
         return stack_config(base, context=ctx, mirror=self.registry.mirror, **overrides)
 
 
+def chart_archives() -> list[Path]:
+    """The official charts the mirror serves (``charts.repositoryMirror``)."""
+    return sorted((shared_dir() / "charts").glob("*.tgz"))
+
+
 @contextmanager
-def installation(work: Path, base: dict[str, Any]) -> Iterator[Installation]:
+def installation(work: Path, base: dict[str, Any], sandbox: ChartSandbox | None = None) -> Iterator[Installation]:
     """Build the toolchain (unless ``E2E_NO_BUILD=1``: the runner built it), start the sandbox (its real node and
-    the mirror of charts and images), init the stack with ``base``; everything is stopped on exit, and checked to
-    be."""
+    the mirror of charts and images; ``sandbox``: a not yet started one, else a ``ChartSandbox`` in
+    ``work/sandbox``), init the stack with ``base``; everything is stopped on exit, and checked to be."""
     toolchain = Toolchain()
     if os.environ.get("E2E_NO_BUILD") != "1":
         toolchain.build()
-    sandbox = ChartSandbox(work / "sandbox", archives=sorted((shared_dir() / "charts").glob("*.tgz")))
+    sandbox = sandbox or ChartSandbox(work / "sandbox", archives=chart_archives())
     with sandbox:
         assert sandbox.registry is not None
         registry = sandbox.registry
