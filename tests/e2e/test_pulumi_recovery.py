@@ -51,6 +51,8 @@ class Stack(Deployed):
     """The shared stack of test_pulumi.py, plus the engine run in the background and killed."""
 
     outcomes: dict[str, Any] = field(default_factory=dict)
+    #: ``<ns>/<pod>/<container>`` → restarts allowed from now on: those an API server outage caused
+    restarts: dict[str, int] = field(default_factory=dict)
 
     @property
     def client(self) -> Any:
@@ -123,11 +125,74 @@ class Stack(Deployed):
         assert not state.get("pending_operations"), state.get("pending_operations")
         preview = self.timed(f"preview ({step})", self.project.preview("--expect-no-changes", check=False))
         assert preview.returncode == 0, diagnostics(preview.output)
-        keys = Counter(_key(r) for r in state["resources"] if _key(r) is not None)
+        held, scoped = [], set()
+        for resource in state["resources"]:
+            if (key := _key(resource, self.namespaced)) is not None:
+                held.append((key, resource["urn"]))
+                if not key[1] and (written := resource["inputs"]["metadata"].get("namespace")):
+                    scoped.add(f"{key[0]} {written}/{key[2]}")
+        self.outcomes["cluster-scoped objects the state holds with a namespace"] = sorted(scoped)
+        keys = Counter(key for key, _ in held)
         twice = [k for k, n in keys.items() if n > 1]
         assert not twice, f"objects held twice in the state: {twice}"
         orphans = [k for k in self.written_by_pulumi() if k not in keys]
-        assert not orphans, f"objects Pulumi wrote that the state does not hold: {orphans[:20]}"
+        same_name = [urn for key, urn in held if any(key[0] == o[0] and key[2] == o[2] for o in orphans)]
+        assert not orphans, (
+            f"objects Pulumi wrote that the state does not hold: {orphans[:20]}; held by kind and name: {same_name}"
+        )
+
+    def namespaced(self, api_version: str, kind: str) -> bool:
+        """The kind's scope as the API server serves it (a kind it does not serve: as the inputs say)."""
+        try:
+            return bool(self.client.resource(api_version, kind).namespaced)
+        except ApiError:
+            return True
+
+    def controllers_healthy(self, step: str, outage: bool = False) -> None:
+        """Every controller pod Ready on the real node and never OOM-killed; no restart, except those an API server
+        outage causes (``outage``): a controller that cannot renew its leader lease exits ("leader election
+        lost") and its pod restarts, as on any cluster. Those are counted, and allowed from then on, no more."""
+        allowed = dict(self.restarts)
+        if outage:
+            allowed.update({k: 10**6 for k in self._containers()})
+
+        def ready() -> bool:
+            problems = self.sandbox.controller_problems(allowed)
+            broken = [p for p in problems if "OOM" in p or "on node" in p or "restarted" in p]
+            if broken:
+                raise AssertionError(f"controller pods ({step}):\n" + "\n".join(broken))
+            return not problems
+
+        try:
+            wait_for(f"the controller pods to be Ready ({step})", ready, 300)
+        except TimeoutError as exc:
+            raise AssertionError(f"{exc}\n{self.failure_context()}") from None
+        if outage:
+            self.restarts = self.restart_counts()
+            lost = self.leader_election_lost()
+            self.outcomes[f"controller restarts ({step})"] = {k: n for k, n in self.restarts.items() if n}
+            self.outcomes[f"restarted after 'leader election lost' ({step})"] = lost
+
+    def restart_counts(self) -> dict[str, int]:
+        return {
+            f"{p['metadata']['namespace']}/{p['metadata']['name']}/{cs['name']}": int(cs.get("restartCount", 0))
+            for p in self.sandbox.controller_pods()
+            for cs in p.get("status", {}).get("containerStatuses", [])
+        }
+
+    def leader_election_lost(self) -> list[str]:
+        """The restarted containers whose previous run ended on a lost leader lease (their log says so)."""
+        found = []
+        for pod in self.sandbox.controller_pods():
+            meta = pod["metadata"]
+            for cs in pod.get("status", {}).get("containerStatuses", []):
+                if not cs.get("restartCount"):
+                    continue
+                with contextlib.suppress(ApiError):
+                    log = self.client.log(meta["name"], meta["namespace"], cs["name"], previous=True, tail=40)
+                    if "leader election lost" in log:
+                        found.append(f"{meta['namespace']}/{meta['name']}/{cs['name']}")
+        return found
 
     def written_by_pulumi(self) -> list[tuple[str, str, str]]:
         """(kind, namespace, name) of every object of the stack's kinds whose field managers include Pulumi."""
@@ -148,24 +213,35 @@ class Stack(Deployed):
             except ApiError:
                 continue  # a kind whose CRD is not installed
             for obj in items:
-                managers = {m.get("manager", "") for m in obj["metadata"].get("managedFields", [])}
-                if any(m.startswith(PULUMI_MANAGER) for m in managers):
+                if _pulumi_managers(obj):
                     found.append((kind, obj["metadata"].get("namespace", ""), obj["metadata"]["name"]))
         return found
 
 
-def _key(resource: Obj) -> tuple[str, str, str] | None:
+def _key(resource: Obj, namespaced: Callable[[str, str], bool]) -> tuple[str, str, str] | None:
+    """(kind, namespace, name) of a state's Kubernetes object as the API server names it. A chart may give a
+    cluster-scoped object a namespace (Kueue 0.19's webhook configurations carry ``namespace: kueue-system``); the
+    provider keeps it in the inputs, the API server ignores it."""
     if not str(resource.get("type", "")).startswith("kubernetes:") or resource.get("delete"):
         return None
     inputs = resource.get("inputs") or {}
     meta = inputs.get("metadata") or {}
     if "kind" not in inputs or "name" not in meta:
         return None
-    return str(inputs["kind"]), str(meta.get("namespace", "")), str(meta["name"])
+    kind = str(inputs["kind"])
+    namespace = str(meta.get("namespace") or "") if namespaced(str(inputs.get("apiVersion", "")), kind) else ""
+    return kind, namespace, str(meta["name"])
 
 
-def _live_uids(stack: Stack, checkpoint: Obj) -> dict[tuple[str, str, str], str]:
-    """UIDs of the objects of the checkpoint's pending creates that exist in the cluster."""
+def _pulumi_managers(obj: Obj) -> list[str]:
+    """The object's Pulumi field managers: the provider names one per resource, at random, when it first checks it
+    (``pulumi-kubernetes-<random>``, provider.go ``fieldManagerName``)."""
+    managers = {m.get("manager", "") for m in obj["metadata"].get("managedFields", [])}
+    return sorted(m for m in managers if m.startswith(PULUMI_MANAGER))
+
+
+def _live(stack: Stack, checkpoint: Obj) -> dict[tuple[str, str, str], Obj]:
+    """The objects of the checkpoint's pending creates that exist in the cluster."""
     found = {}
     for op in checkpoint.get("pending_operations") or []:
         inputs = (op.get("resource") or {}).get("inputs") or {}
@@ -176,8 +252,13 @@ def _live_uids(stack: Stack, checkpoint: Obj) -> dict[tuple[str, str, str], str]
             obj = stack.client.get(inputs["apiVersion"], inputs["kind"], meta["name"], meta.get("namespace"))
         except ApiError:
             continue
-        found[(inputs["kind"], meta.get("namespace", ""), meta["name"])] = obj["metadata"]["uid"]
+        found[(inputs["kind"], meta.get("namespace", ""), meta["name"])] = obj
     return found
+
+
+def _live_uids(stack: Stack, checkpoint: Obj) -> dict[tuple[str, str, str], str]:
+    """UIDs of the objects of the checkpoint's pending creates that exist in the cluster."""
+    return {key: obj["metadata"]["uid"] for key, obj in _live(stack, checkpoint).items()}
 
 
 def _pending(checkpoint: Obj, operation: str) -> list[str]:
@@ -209,7 +290,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         found.set_config()
         bind_claims(found.client, render.of_kind("PersistentVolumeClaim"))
         yield found
-        print(f"[e2e] recovery outcomes: {json.dumps(found.outcomes)}; timings: {json.dumps(found.timings)}")
+        report = {"outcomes": found.outcomes, "timings": found.timings}
+        # kept beside the run's logs: pytest shows a passing fixture's output only with -rA
+        (found.project.workdir / "recovery-outcomes.json").write_text(json.dumps(report, indent=2) + "\n")
+        print(f"[e2e] recovery outcomes: {json.dumps(report)}")
 
 
 def test_up_killed_while_the_charts_are_created_is_recovered(stack: Stack) -> None:
@@ -239,7 +323,13 @@ def test_up_killed_while_the_charts_are_created_is_recovered(stack: Stack) -> No
     assert recovered.returncode == 0, recovered.output[-6000:]
     stack.timed("up --refresh (after the recovery)", stack.project.up("--refresh"))
     stack.converged("after the killed first up")
-    assert {k: v for k, v in _live_uids(stack, left).items() if k in reached} == reached
+    adopted = {k: obj for k, obj in _live(stack, left).items() if k in reached}
+    assert {k: obj["metadata"]["uid"] for k, obj in adopted.items()} == reached
+    # the killed create's field manager stays beside the adopting one's (docs/recovery.md says what that means)
+    stack.outcomes["Pulumi field managers of the adopted objects"] = {
+        "/".join(k): _pulumi_managers(obj) for k, obj in adopted.items()
+    }
+    stack.controllers_healthy("after the killed first up")
     # the controllers serve: the charts are whole
     for ns in ("jobset-system", "kueue-system", "kubeflow-system"):
         assert stack.client.list("apps/v1", "Deployment", ns), ns
@@ -281,6 +371,7 @@ def test_api_server_stopped_during_an_up_is_recovered(stack: Stack) -> None:
     assert recovered.returncode == 0, recovered.output[-6000:]
     stack.timed("up --refresh (after the API server outage)", stack.project.up("--refresh"))
     stack.converged("after the API server outage")
+    stack.controllers_healthy("API server stopped", outage=True)
     assert stack.client.get("v1", "Namespace", "e2e-api")
     # team data untouched: the team's claim is the same object, its notes still there
     assert (
@@ -332,6 +423,7 @@ def test_skip_checkpoints_loses_what_the_killed_up_did(stack: Stack) -> None:
     assert adopted.returncode == 0, adopted.output[-6000:]
     stack.timed("up --refresh (after the adoption)", stack.project.up("--refresh"))
     stack.converged("after the skip-checkpoints kill")
+    stack.controllers_healthy("after the skip-checkpoints kill")
     # adopted, not recreated: the objects the lost run created are the same ones
     assert uids == {
         "claim": _uid(stack, "PersistentVolumeClaim", "workspace", "e2e-skip"),
