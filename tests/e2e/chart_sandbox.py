@@ -33,6 +33,7 @@ from tests.e2e.kube import ApiError, wait_for
 from tests.e2e.node import NODE_SANDBOX_BINARIES, RealNode, publish
 from tests.e2e.oci_images import pause_image
 from tests.e2e.sandbox import TIMEOUT, Sandbox, log_tail
+from trainer_infra.observability.objects import COMPONENT_LABEL, MONITORING
 
 Obj = dict[str, Any]
 SYSTEM_NODE = "e2e-system"
@@ -227,6 +228,36 @@ class ChartSandbox(Sandbox):
         problems = self.controller_problems(allowed)
         if problems:
             raise ControllerPodError("controller pods are not healthy:\n" + "\n".join(problems))
+
+    def metrics_urls(self) -> dict[str, str]:
+        """component → the address Prometheus scrapes: each ServiceMonitor the render installed
+        (``trainer-platform.io/observability: <component>``) names a Service port; its EndpointSlice gives the
+        controller pod's address and port, reachable on the node's bridge from this network namespace."""
+        urls = {}
+        for ns in CONTROLLER_NAMESPACES:
+            for monitor in self.client.list(MONITORING, "ServiceMonitor", ns):
+                component = monitor["metadata"].get("labels", {}).get(COMPONENT_LABEL)
+                if component is None:
+                    continue
+                endpoint = monitor["spec"]["endpoints"][0]
+                selector = ",".join(f"{k}={v}" for k, v in monitor["spec"]["selector"]["matchLabels"].items())
+                services = self.client.list("v1", "Service", ns, label_selector=selector)
+                if len(services) != 1:
+                    names = [s["metadata"]["name"] for s in services]
+                    raise AssertionError(f"ServiceMonitor {ns}/{monitor['metadata']['name']} selects {names}")
+                service = services[0]["metadata"]["name"]
+                urls[component] = self._endpoint_url(ns, service, endpoint["port"], endpoint["scheme"])
+        return urls
+
+    def _endpoint_url(self, namespace: str, service: str, port_name: str, scheme: str) -> str:
+        """``<scheme>://<ready pod address>:<port>/metrics`` of ``service``'s port ``port_name``."""
+        label = f"kubernetes.io/service-name={service}"
+        for piece in self.client.list("discovery.k8s.io/v1", "EndpointSlice", namespace, label_selector=label):
+            port = next((p["port"] for p in piece.get("ports") or [] if p.get("name") == port_name), None)
+            ready = [e for e in piece.get("endpoints") or [] if (e.get("conditions") or {}).get("ready")]
+            if port is not None and ready:
+                return f"{scheme}://{ready[0]['addresses'][0]}:{port}/metrics"
+        raise AssertionError(f"Service {namespace}/{service} has no ready endpoint on its port {port_name!r}")
 
     def describe(self) -> str:
         """For failure messages: the controller pods' problems and the node's logs' tails."""

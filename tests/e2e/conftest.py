@@ -1,18 +1,17 @@
-"""Fixtures for the e2e suite: one sandbox per pytest session (starting it costs ~30 s)."""
+"""Fixtures for the e2e suite: the scenario files run on the session's one real install (tests/e2e/installed.py)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.build import Builder
+from tests.e2e.chart_sandbox import ChartSandbox
+from tests.e2e.installed import Deployed, deployment, e2e_render
 from tests.e2e.kube import wait_for
 from tests.e2e.node_session import node_platform, node_session  # noqa: F401 (the real node's session fixtures)
 from tests.e2e.platform import Platform, delete_trainjobs, node_ready, wait_admission_enforced
-from tests.e2e.render import RenderOutput, apply_render, controller_users, kueue_settings, render_stack
-from tests.e2e.sandbox import Sandbox
+from tests.e2e.render import RenderOutput, kueue_settings
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -34,37 +33,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = keep
 
 
-#: The local stack as the e2e runs it: observability is off in `local`, on here (it never changes
-#: scheduling, so the scenarios hold either way; tests/observability/test_wiring.py shows the render delta).
-E2E_EXTRA = {"observability": {"enabled": True}}
-
-
 @pytest.fixture(scope="session")
 def local_render(tmp_path_factory: pytest.TempPathFactory) -> RenderOutput:
-    """``trainer-infra render --stack local`` with observability on: the scenarios apply it, the sandbox's
-    Kueue takes its settings (and its metric settings), test_observability checks its rules and dashboards."""
-    return render_stack("local", tmp_path_factory.mktemp("render") / "out", extra=E2E_EXTRA)
+    """``trainer-infra render`` of the stack the session's `pulumi up` deploys (`local`, observability on)."""
+    return e2e_render(tmp_path_factory.mktemp("render") / "out")
 
 
 @pytest.fixture(scope="session")
-def sandbox(tmp_path_factory: pytest.TempPathFactory, local_render: RenderOutput) -> Iterator[Sandbox]:
-    """A running sandbox whose Kueue schedules as the local stack configures it (fair sharing, gates).
-
-    Builds missing binaries first unless E2E_NO_BUILD=1.
-    """
-    sb = Sandbox(
-        tmp_path_factory.mktemp("sandbox"),
-        kueue_settings=kueue_settings(local_render),
-        controller_users=controller_users(local_render),
-    )
-    if os.environ.get("E2E_NO_BUILD") != "1":
-        Builder(sb.versions).build()
-    with sb:
-        yield sb
+def deployed(tmp_path_factory: pytest.TempPathFactory, local_render: RenderOutput) -> Iterator[Deployed]:
+    """The session's chart sandbox and Pulumi project (tests/e2e/installed.py), before its first `up`."""
+    with deployment(tmp_path_factory.mktemp("pulumi"), local_render) as found:
+        yield found
 
 
 @pytest.fixture(scope="session")
-def kwok_nodes(sandbox: Sandbox) -> list[str]:
+def sandbox(deployed: Deployed) -> ChartSandbox:
+    """The cluster of the session's real `pulumi up` (tests/e2e/installed.py): the charts' controllers as pods on
+    the real node with the charts' RBAC and the product's Helm values. The up runs here when no test ran it yet."""
+    deployed.install()
+    return deployed.sandbox
+
+
+@pytest.fixture(scope="session")
+def kwok_nodes(sandbox: ChartSandbox) -> list[str]:
     """Two plain CPU kwok nodes for the smoke tests, waited on until kwok marks them Ready."""
     names = ["smoke-node-0", "smoke-node-1"]
     for name in names:
@@ -82,28 +73,29 @@ def kwok_nodes(sandbox: Sandbox) -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def platform(sandbox: Sandbox, local_render: RenderOutput) -> Platform:
-    """Apply the `local` stack's render strictly (fake PVs for its claims)."""
-    render = apply_render(sandbox, local_render.directory)
-    objects = list(render.objects)
+def platform(sandbox: ChartSandbox, local_render: RenderOutput) -> Platform:
+    """The `local` stack (``local_render``) as `pulumi up` applied it: its kwok nodes Ready, its admission
+    policies enforced in every team namespace."""
+    objects = list(local_render.objects)
     nodes = [o["metadata"]["name"] for o in objects if o["kind"] == "Node"]
     wait_for(
         f"kwok nodes {nodes} Ready", lambda: all(node_ready(sandbox.client.get("v1", "Node", n)) for n in nodes), 90
     )
-    platform = Platform(render, objects)
-    if render.of_kind("ValidatingAdmissionPolicy"):
+    platform = Platform(local_render, objects)
+    if local_render.of_kind("ValidatingAdmissionPolicy"):
         for team in platform.render_teams():
             wait_admission_enforced(sandbox.client, team.namespace)
     return platform
 
 
 @pytest.fixture
-def clean_teams(sandbox: Sandbox, platform: Platform) -> Iterator[None]:
+def clean_teams(sandbox: ChartSandbox, platform: Platform) -> Iterator[None]:
     yield
     delete_trainjobs(sandbox.client, sorted(t.namespace for t in platform.render_teams()))
 
 
 @pytest.fixture(scope="session")
 def local_settings(local_render: RenderOutput) -> dict[str, object]:
-    """The Kueue behaviour settings of the `local` render (what the sandbox's Kueue runs with)."""
+    """The Kueue behaviour settings of the `local` render (what the chart's Kueue runs with: the product's
+    Helm values carry them)."""
     return kueue_settings(local_render)

@@ -110,6 +110,11 @@ def apply_render(sandbox: Any, directory: Path, volume_root: Path | None = None)
     return render
 
 
+def variant_file(stack: str, out: Path) -> Path:
+    """Where ``render_stack`` writes the stack file it rendered into ``out`` when it adds ``extra`` keys."""
+    return out.parent / f"Pulumi.{stack}-e2e.yaml"
+
+
 def render_stack(stack: str, out: Path, extra: Obj | None = None) -> RenderOutput:
     """Run ``trainer-infra render`` for a stack (the foundation's CLI) into ``out``.
 
@@ -120,7 +125,7 @@ def render_stack(stack: str, out: Path, extra: Obj | None = None) -> RenderOutpu
     if extra:
         document = yaml.safe_load((REPO_ROOT / "stacks" / f"Pulumi.{stack}.yaml").read_text())
         document["config"].update({f"trainer-platform:{key}": value for key, value in extra.items()})
-        variant = out.parent / f"Pulumi.{stack}-e2e.yaml"
+        variant = variant_file(stack, out)
         variant.write_text(yaml.safe_dump(document, sort_keys=False))
         source = ["--config-file", str(variant)]
     cmd = [sys.executable, "-m", "trainer_infra", "render", *source, "--out", str(out)]

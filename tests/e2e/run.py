@@ -1,6 +1,8 @@
 """Single entry point for ``make e2e``: build what is missing, then run the e2e suite.
 
-Usage: ``python -m tests.e2e.run [pytest args...]`` (default args: ``-m e2e tests/e2e``).
+Usage: ``python -m tests.e2e.run [pytest args...]``. Without arguments: the real install path with the platform's
+scenarios on what it installed (``INSTALLED_TESTS``, root), the files with control planes of their own
+(``HARNESS_TESTS``), and with ``E2E_NODE=1`` the real node's files, each in a session of its own.
 Prints the build and test durations so CI logs show where the time went.
 """
 
@@ -18,8 +20,28 @@ from tests.e2e.node import preflight as node_preflight
 from tests.e2e.toolchain import Toolchain
 from tests.e2e.versions import REPO_ROOT, VersionSet
 
-PULUMI_TESTS = "tests/e2e/test_pulumi.py"
-#: every file that drives the real Pulumi toolchain on a chart sandbox (test_pulumi.py, test_pulumi_scale.py)
+#: the real install path (tests/e2e/installed.py): `pulumi preview` and the first `pulumi up` of the local stack,
+#: then the platform's scenarios on what that up installed (the charts' controllers as pods on a real node, their
+#: RBAC, their config from the product's Helm values), then the day-two steps up to the destroy; one session, in
+#: this order (test_observability checks the metrics the scenarios produced)
+INSTALLED_TESTS = (
+    "tests/e2e/test_pulumi_install.py",
+    "tests/e2e/test_smoke.py",
+    "tests/e2e/test_scenarios.py",
+    "tests/e2e/test_attacks.py",
+    "tests/e2e/test_deputies.py",
+    "tests/e2e/test_migrate.py",
+    "tests/e2e/test_observability.py",
+    "tests/e2e/test_pulumi.py",
+)
+#: the files with control planes of their own (the fleet's three harness sandboxes run their controllers with the
+#: identities the charts give them, ``controller_users``); they need neither root nor the Pulumi toolchain
+HARNESS_TESTS = (
+    "tests/e2e/test_failures.py",
+    "tests/e2e/test_fleet.py",
+    "tests/e2e/test_simulate.py",
+)
+#: every file that drives the real Pulumi toolchain on a chart sandbox (test_pulumi*.py)
 PULUMI_PREFIX = "tests/e2e/test_pulumi"
 #: the real node (kubelet + containerd): opt-in, ``E2E_NODE=1`` or naming a file (``make e2e-node``); the node,
 #: cluster networking on it (before the platform is applied: its namespaces are its own), then the platform's
@@ -38,35 +60,44 @@ NODE_PREFIX = "tests/e2e/test_node"
 GO_STEPS = ("pulumi", "pulumi-language-python", "pulumi-resource-kubernetes")
 
 
-def with_pulumi(args: list[str], mode: str, toolchain: Toolchain) -> bool:
-    """Whether this run drives the real Pulumi toolchain.
+def installs(arg: str) -> bool:
+    """Whether a pytest argument names a file that runs on a real `pulumi up` (a chart sandbox and its node)."""
+    return PULUMI_PREFIX in arg or any(f in arg for f in INSTALLED_TESTS)
 
-    Unset: yes when root (its session needs a network and a mount namespace of its own), else it says why not.
-    ``E2E_PULUMI=1`` (what CI sets): yes, building the toolchain if needed (≈ 8 min cold on 2 cores,
-    tests/e2e/README.md). ``auto``: only when its Go binaries are already built, for a machine where that build
-    does not fit the time at hand. ``0``: no. Naming a file runs it."""
-    if any(PULUMI_PREFIX in arg for arg in args) or mode == "1":
+
+SKIPPED = (
+    "[e2e] the platform's scenarios (test_smoke, test_scenarios, test_attacks, test_deputies, test_migrate, "
+    "test_observability) and the real install path (test_pulumi*.py) are NOT run: {why}. They run only on what the "
+    "real `pulumi up` installs (the charts' controllers as pods on a real node: root for `unshare --net --mount`, "
+    "containerd, runc, cgroups, and the Pulumi toolchain). Only test_failures, test_fleet and test_simulate run."
+)
+
+
+def with_pulumi(args: list[str], mode: str, toolchain: Toolchain) -> bool:
+    """Whether this run drives the real Pulumi toolchain (and so runs the platform's scenarios at all).
+
+    Unset: yes when root (its session needs a network and a mount namespace of its own), else it says that the
+    scenarios do not run and why. ``E2E_PULUMI=1`` (what CI sets): yes, building the toolchain if needed (≈ 8 min
+    cold on 2 cores, tests/e2e/README.md). ``auto``: only when its Go binaries are already built, for a machine
+    where that build does not fit the time at hand. ``0``: no (only the files with their own control planes).
+    Naming a file that needs it runs it."""
+    if any(installs(arg) for arg in args) or mode == "1":
         return True
     if mode == "":
         if os.geteuid() == 0:
             return True
-        print(
-            "[e2e] the real install path (test_pulumi.py) is skipped: it needs root (`unshare --net --mount`, and its "
-            "real node: containerd, runc, cgroups). Run `make e2e` as root, or set E2E_PULUMI=0 to skip it without "
-            "this note.",
-            flush=True,
-        )
+        print(SKIPPED.format(why="not root (run `make e2e` as root; E2E_PULUMI=0 says so in one line)"), flush=True)
         return False
     if mode != "auto":
+        print("[e2e] E2E_PULUMI=0: the platform's scenarios and the real install path are not run.", flush=True)
         return False
     missing = [step for step in toolchain.missing() if step in GO_STEPS]
     if missing:
-        print(
-            f"[e2e] the real install path (test_pulumi.py) is skipped: E2E_PULUMI=auto and the Pulumi toolchain is "
-            f"not built yet ({', '.join(missing)}; ≈ 8 min cold on 2 cores). "
-            "Run `make e2e` once on this machine, or set E2E_PULUMI=1.",
-            flush=True,
+        why = (
+            f"E2E_PULUMI=auto and the Pulumi toolchain is not built yet ({', '.join(missing)}; ≈ 8 min cold on "
+            "2 cores; run `make e2e` once on this machine, or set E2E_PULUMI=1)"
         )
+        print(SKIPPED.format(why=why), flush=True)
         return False
     return True
 
@@ -80,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     named = [arg for arg in args if arg.startswith("tests/")]
     # a run of named files builds the Pulumi toolchain only when one of them drives it
     pulumi = with_pulumi(args, os.environ.get("E2E_PULUMI", ""), toolchain) and (
-        not named or any(PULUMI_PREFIX in arg for arg in named)
+        not named or any(installs(arg) for arg in named)
     )
     node = os.environ.get("E2E_NODE") == "1" or any(NODE_PREFIX in arg for arg in args)
     try:
@@ -113,23 +144,14 @@ def main(argv: list[str] | None = None) -> int:
         f"[e2e] binaries for {versions.key}: {'built ' + str(built) if built else 'cached'} ({build_s:.0f} s)",
         flush=True,
     )
-    # smoke first: if the basics fail, the scenarios would only repeat it; observability after the scenarios:
-    # it checks the metrics they produced. The real install path (test_pulumi.py; see with_pulumi) runs in a
-    # second session with its own, empty control plane.
-    default = [
-        "tests/e2e/test_smoke.py",
-        "tests/e2e/test_scenarios.py",
-        "tests/e2e/test_attacks.py",
-        "tests/e2e/test_deputies.py",
-        "tests/e2e/test_migrate.py",
-        "tests/e2e/test_observability.py",
-        "tests/e2e/test_failures.py",
-        "tests/e2e/test_fleet.py",
-        "tests/e2e/test_simulate.py",
-    ]
-    sessions = [args] if args else [["-m", "e2e", *default]]
+    # the platform's scenarios run on what the real `pulumi up` installed (INSTALLED_TESTS, one session: preview,
+    # up, smoke first, observability after the scenarios whose metrics it checks, then the day-two steps); the
+    # files with control planes of their own in a second session, the real node's files in a third
+    sessions = [args] if args else []
     if not args and pulumi:
-        sessions.append(["-m", "e2e", PULUMI_TESTS])
+        sessions.append(["-m", "e2e", *INSTALLED_TESTS])
+    if not args:
+        sessions.append(["-m", "e2e", *HARNESS_TESTS])
     if not args and node:
         sessions.append(["-m", "e2e", *NODE_TESTS])
     test_start = time.monotonic()
@@ -137,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     env = {**os.environ, "E2E_NO_BUILD": "1", **({"E2E_NODE": "1"} if node else {})}
     for pytest_args in sessions:
         cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *pytest_args]
-        if any(PULUMI_PREFIX in arg or NODE_PREFIX in arg for arg in pytest_args):
+        if any(installs(arg) or NODE_PREFIX in arg for arg in pytest_args):
             # the real node's bridge, rules and mounts (the chart sandbox's too) stay in the session
             cmd = netns.wrap(cmd, mount=True)
         code = max(code, subprocess.call(cmd, cwd=REPO_ROOT, env=env))

@@ -16,7 +16,9 @@ import pytest
 import yaml
 
 from tests.e2e import platform as scenarios
+from tests.e2e.installed import stack_file
 from tests.e2e.kube import ApiError, KubeClient, wait_for
+from tests.e2e.render import RenderOutput
 from tests.e2e.sandbox import Sandbox
 from tests.e2e.versions import REPO_ROOT, shared_dir
 
@@ -97,9 +99,10 @@ def v1_jobs(ns: str, deepspeed_image: str) -> list[Obj]:
     ]
 
 
-def migrate(*args: str, kubeconfig: Path | None = None) -> subprocess.CompletedProcess[str]:
+def migrate(render: RenderOutput, *args: str, kubeconfig: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``trainer-infra migrate`` with the stack the session deployed (`local` with its e2e keys: the image mirror)."""
     env = {**os.environ, **({"KUBECONFIG": str(kubeconfig)} if kubeconfig else {})}
-    cmd = [sys.executable, "-m", "trainer_infra", "migrate", "--stack", "local", *args]
+    cmd = [sys.executable, "-m", "trainer_infra", "migrate", "--config-file", str(stack_file(render)), *args]
     return subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, env=env)
 
 
@@ -142,13 +145,13 @@ def team(sandbox: Sandbox, platform: Platform) -> Iterator[scenarios.Team]:
 
 
 def test_migrated_jobs_are_admitted_and_run_as_a_team_member(
-    sandbox: Sandbox, platform: Platform, team: scenarios.Team, tmp_path: Path
+    sandbox: Sandbox, platform: Platform, team: scenarios.Team, tmp_path: Path, local_render: RenderOutput
 ) -> None:
     jobs = v1_jobs(team.namespace, node_image(platform, "deepspeed-distributed"))
     src = tmp_path / "v1.yaml"
     src.write_text(yaml.safe_dump_all(jobs))
     out = tmp_path / "out"
-    proc = migrate(str(src), "--out", str(out))
+    proc = migrate(local_render, str(src), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     trainjobs = [yaml.safe_load(p.read_text()) for p in sorted(out.rglob("*.yaml"))]
     runtimes = {t["metadata"]["name"]: t["spec"]["runtimeRef"]["name"] for t in trainjobs}
@@ -229,7 +232,12 @@ def reader_kubeconfig(sandbox: Sandbox) -> Path:
 
 
 def test_inventory_reads_v1_objects_and_changes_none(
-    sandbox: Sandbox, platform: Platform, team: scenarios.Team, v1_crds: list[str], tmp_path: Path
+    sandbox: Sandbox,
+    platform: Platform,
+    team: scenarios.Team,
+    v1_crds: list[str],
+    tmp_path: Path,
+    local_render: RenderOutput,
 ) -> None:
     admin, ns = sandbox.client, team.namespace
     jobs = [j for j in v1_jobs(ns, node_image(platform, "deepspeed-distributed")) if j["kind"] != "MPIJob"]
@@ -252,7 +260,9 @@ def test_inventory_reads_v1_objects_and_changes_none(
     before = {(o["kind"], o["metadata"]["name"]): o["metadata"]["resourceVersion"] for o in created}
 
     out = tmp_path / "out"
-    proc = migrate("--from-cluster", "--namespace", ns, "--out", str(out), kubeconfig=reader_kubeconfig(sandbox))
+    proc = migrate(
+        local_render, "--from-cluster", "--namespace", ns, "--out", str(out), kubeconfig=reader_kubeconfig(sandbox)
+    )
     assert proc.returncode == 1, proc.stderr  # not every job converts
     rows = {tuple(line.split()[:3]): line.split()[3:] for line in proc.stdout.splitlines() if line[:1] not in " N"}
     # clean, lossy allowed, needs --allow-lossy, refused, cannot

@@ -1,7 +1,7 @@
 """Observability, proven: alert rules under `promtool test rules`, every query parsed by the pinned
 Prometheus parser, and every metric/label name checked against the real controllers' /metrics
-(scraped over TLS with a ServiceAccount token, as the rendered ServiceMonitors and RBAC configure it)
-after the scenarios ran.
+(the charts' controller pods, scraped at the addresses the installed ServiceMonitors select, over TLS with a
+ServiceAccount token, as the rendered ServiceMonitors and RBAC configure it) after the scenarios ran.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import yaml
 from tests.e2e.build import Builder, module_dir
 from tests.e2e.kube import ApiError, wait_for
 from tests.e2e.promql import analyse, check_names, parse_exposition, recorded_series, render_expressions
-from tests.e2e.render import RenderOutput, apply_render
+from tests.e2e.render import RenderOutput
 from tests.e2e.sandbox import Sandbox
 from tests.e2e.versions import VersionSet
 from tests.observability.fixtures import FACTS, SETTINGS, rules_file
@@ -155,7 +155,7 @@ def _scrape(url: str, token: str | None) -> tuple[int, str]:
 def test_every_metric_and_label_used_exists_on_the_real_controllers(
     sandbox: Sandbox, local_render: RenderOutput, kwok_nodes: list[str]
 ) -> None:
-    apply_render(sandbox, local_render.directory)
+    # `pulumi up` installed them (the stack has observability on: tests/e2e/installed.py)
     objects = _observability(local_render)
     binding = next(
         o for o in objects if o["kind"] == "ClusterRoleBinding" and o["roleRef"]["name"].endswith("metrics-reader")

@@ -158,3 +158,18 @@ def test_trainer_webhook_and_trainjob_becomes_jobset(sandbox: Sandbox, kwok_node
     # numNodes from the TrainJob (2) overrides the runtime's mlPolicy (1): parallelism per node job.
     assert node_job["template"]["spec"]["parallelism"] == 2
     running_pods(sandbox, f"jobset.sigs.k8s.io/jobset-name={job_name}", 2, kwok_nodes)
+    # leave no runtime behind: the session's `pulumi destroy` removes the Trainer controller before its CRDs, and a
+    # runtime still holding Trainer's in-use finalizer then keeps the CRD's deletion (and the destroy) waiting
+    sandbox.client.delete("trainer.kubeflow.org/v1alpha1", "TrainJob", job_name, NS)
+    sandbox.client.delete("trainer.kubeflow.org/v1alpha1", "ClusterTrainingRuntime", runtime["metadata"]["name"])
+    wait_for(
+        f"ClusterTrainingRuntime {runtime['metadata']['name']} to be deleted",
+        lambda: (
+            not [
+                r
+                for r in sandbox.client.list("trainer.kubeflow.org/v1alpha1", "ClusterTrainingRuntime")
+                if r["metadata"]["name"] == runtime["metadata"]["name"]
+            ]
+        ),
+        120,
+    )

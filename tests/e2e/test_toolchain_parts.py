@@ -184,11 +184,13 @@ def test_make_e2e_runs_the_install_path_and_auto_only_once_its_go_binaries_are_b
     assert with_pulumi([], "", toolchain)
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     assert not with_pulumi([], "", toolchain)
-    assert "needs root" in capsys.readouterr().out
+    said = capsys.readouterr().out  # no silent fallback: the scenarios need what the real install path needs
+    assert "scenarios" in said and "NOT run" in said and "not root" in said, said
     assert not with_pulumi([], "0", toolchain)
     assert not with_pulumi([], "auto", toolchain)
     assert "make e2e" in capsys.readouterr().out
     assert with_pulumi([], "1", toolchain) and with_pulumi(["tests/e2e/test_pulumi_scale.py"], "0", toolchain)
+    assert with_pulumi(["tests/e2e/test_smoke.py"], "0", toolchain)  # a scenario file runs on the real install
     for step in toolchain.steps():
         if step.name in GO_STEPS:
             for output in step.outputs:

@@ -150,3 +150,14 @@ def test_monitoring_objects_wait_for_the_crd_gate() -> None:
     monitoring = [r for r in rendered.resources if "monitoring.coreos.com" in r["type"]]
     assert len(monitoring) == 4
     assert all("prometheus-operator-crds" in r["dependsOn"] for r in monitoring)
+
+
+def test_dashboards_are_replaced_delete_first() -> None:
+    """The Kubernetes provider replaces a ConfigMap whose data changed, and a dashboard's data follows the teams:
+    with its fixed name only a delete-first replacement works (the e2e's `up` adding a team failed with
+    "configmaps ... already exists")."""
+    plan = plan_of(_on(stack_raw("local")))
+    dashboards = [o for o in plan.objects if o.manifest["kind"] == "ConfigMap"]
+    assert dashboards and all(o.delete_before_replace for o in dashboards)
+    assert any("vision" in text for o in dashboards for text in o.manifest["data"].values())
+    assert not any(o.delete_before_replace for o in plan.objects if o.manifest["kind"] == "PrometheusRule")

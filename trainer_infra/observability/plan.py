@@ -36,5 +36,11 @@ def crd_gate() -> ReadinessGate:
 def observability_plan(settings: ObservabilitySettings, facts: PlatformFacts) -> PlanPart:
     if not settings.enabled:
         return PlanPart()
-    objects = tuple(ManagedObject(obj) for obj in observability_objects(facts, settings))
+    # The Kubernetes provider replaces a ConfigMap whose data changed (ConfigMaps are immutable to it unless
+    # `enableConfigMapMutable`), and a dashboard's data changes with the teams: with a fixed name the replacement
+    # must delete first, or the `up` that adds a team fails with "already exists" (found by the e2e).
+    objects = tuple(
+        ManagedObject(obj, delete_before_replace=obj["kind"] == "ConfigMap")
+        for obj in observability_objects(facts, settings)
+    )
     return PlanPart(gates=(crd_gate(),), objects=objects)

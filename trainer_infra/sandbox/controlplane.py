@@ -549,8 +549,12 @@ class Sandbox:
         return module_dir("sigs.k8s.io/lws", self.versions.lws)
 
     def _apply_crds(self) -> None:
+        self.apply_crds(self.crd_files())
+
+    def apply_crds(self, files: list[Path]) -> None:
+        """Server-side apply the CRDs of ``files`` and wait until each is Established."""
         names = []
-        for path in self.crd_files():
+        for path in files:
             for doc in yaml.safe_load_all(path.read_text()):
                 if doc:
                     self.client.apply(doc)
