@@ -13,9 +13,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,8 +68,16 @@ def _client(kubeconfig: str) -> KubeClient:
     return KubeClient(cluster["server"], ca, cert, key)
 
 
-def test_sandbox_up_trains_a_first_job_and_down_leaves_nothing(tmp_path: Path) -> None:
-    state = tmp_path / "state"
+@pytest.fixture
+def state() -> Iterator[Path]:
+    """A short state directory: the node's containerd sockets live under it, and pytest's ``tmp_path`` can be
+    longer than containerd accepts (``node.SOCKET_PATH_MAX``)."""
+    top = Path(tempfile.mkdtemp(prefix="sbx-"))
+    yield top / "state"
+    shutil.rmtree(top, ignore_errors=True)
+
+
+def test_sandbox_up_trains_a_first_job_and_down_leaves_nothing(state: Path) -> None:
     up, up_s = _sandbox("up", "--dir", str(state))
     try:
         assert up.returncode == 0, up.stderr[-3000:]
