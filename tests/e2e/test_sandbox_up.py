@@ -2,7 +2,7 @@
 stack on a real node, detached; ``sandbox.json``; a team member's first TrainJob trains on the team's volume;
 ``make sandbox-down`` leaves nothing.
 
-Opt-in (``E2E_SANDBOX=1``, root; ≈ 10-15 min on 2 busy cores): ``python -m tests.e2e.run -m e2e
+``make e2e-sandbox`` (``E2E_SANDBOX=1``, root; CI runs it last; ≈ 6-15 min on 2 cores): ``python -m tests.e2e.run -m e2e
 tests/e2e/test_sandbox_up.py`` runs it in a network and mount namespace of its own; the sandbox's daemon makes
 its own inside that one. What is not real: the GPUs (advertised), the image (the CPU torch stand-in), the export
 (a host directory behind a hostPath PersistentVolume of the ``existing`` class).
