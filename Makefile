@@ -64,7 +64,7 @@ sandbox-up: $(STAMP) e2e-node-deps  ## try the platform without a cluster: the r
 sandbox-down: $(STAMP)  ## stop it all; fails naming anything left (the team volumes are kept)
 	$(PY) -m tests.e2e.platform_sandbox down
 
-e2e-sandbox: $(STAMP) e2e-node-deps  ## sandbox-up, sandbox.json, a member's first job trains, sandbox-down leaves nothing (root; opt-in, ≈ 10 min)
+e2e-sandbox: $(STAMP) e2e-node-deps  ## sandbox-up, sandbox.json, a member's first job trains, sandbox-down leaves nothing (root; CI runs it last, ≈ 6 min)
 	E2E_SANDBOX=1 $(PY) -m tests.e2e.run -m e2e tests/e2e/test_sandbox_up.py
 
 docs: $(STAMP)  ## regenerate docs/configuration.md and the migration mapping table from the code

@@ -293,7 +293,7 @@ class ClusterNetwork:
         self.coredns_ref = ""
 
     def start(self) -> ClusterNetwork:
-        """kube-proxy, kube-router, then CoreDNS; returns when DNS is ready. On failure everything is stopped."""
+        """kube-proxy, then kube-router, then CoreDNS; returns when DNS is ready. On failure everything is stopped."""
         preflight()
         start_or_undo(self._start, self.stop)
         return self
@@ -307,7 +307,6 @@ class ClusterNetwork:
             client.apply(obj)
         start = time.monotonic()
         kube_proxy = self._start_kube_proxy(builder)
-        self._start_kube_router(builder)
         wait_process(
             kube_proxy,
             "kube-proxy to program the kubernetes Service",
@@ -315,6 +314,9 @@ class ClusterNetwork:
             TIMEOUT,
             NodeError,
         )
+        # after kube-proxy's first sync: kube-router rewriting the filter table during it once left kube-proxy
+        # without its KUBE-EXTERNAL-SERVICES chain ("Chain ... does not exist"), and the Service unprogrammed
+        self._start_kube_router(builder)
         self.times["kube-proxy and kube-router started"] = round(time.monotonic() - start, 1)
         start = time.monotonic()
         self.coredns_ref = self.publish(COREDNS_IMAGE, coredns_image(builder.binary("coredns")))

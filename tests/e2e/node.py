@@ -137,6 +137,16 @@ class NodeError(SandboxError):
     """The real node cannot start here (a package, kernel feature or privilege is missing) or failed."""
 
 
+#: containerd refuses longer socket paths ("unix socket path too long (> 104)", its ttrpc listener)
+SOCKET_PATH_MAX = 104
+
+
+def containerd_socket(workdir: Path) -> Path:
+    """The node's containerd socket (containerd adds ``.ttrpc`` beside it): inside the node's folder, so its path
+    length follows the folder's."""
+    return workdir / "containerd" / "containerd.sock"
+
+
 def preflight(workdir: Path | None = None, *, in_session: bool = True) -> None:
     """Name every missing prerequisite with the command that fixes it; never fall back to kwok. ``workdir``: where
     the node's folders go (its disk needs ``NODE_SESSION_DISK`` free). ``in_session=False``: what can be checked
@@ -151,6 +161,12 @@ def preflight(workdir: Path | None = None, *, in_session: bool = True) -> None:
                 f"{NODE_SESSION_DISK / 2**30:.0f} GB (containerd's images and snapshots, pod volumes): delete earlier "
                 "sessions' folders (each node session keeps 3-4 GB in its --basetemp, pytest keeps the last 3 "
                 "under /tmp/pytest-of-<user>: `rm -rf --one-file-system <basetemp>`), then `df -h` the path again"
+            )
+        ttrpc = f"{containerd_socket(workdir.absolute())}.ttrpc"
+        if len(ttrpc) > SOCKET_PATH_MAX:
+            problems.append(
+                f"containerd's socket {ttrpc} would be {len(ttrpc)} characters long, containerd refuses more than "
+                f"{SOCKET_PATH_MAX}: use a shorter directory (`--dir` of the sandbox, `--basetemp` of pytest)"
             )
     if os.geteuid() != 0:
         problems.append("it must run as root (containerd, runc, mounts, cgroups)")
@@ -264,7 +280,7 @@ class RealNode:
         self.bridge = "e2ecni0"
         #: one cgroup subtree of its own in every controller: removable whole, never confused with the host's
         self.cgroup_root = f"/trainer-platform-e2e-{os.getpid()}"
-        self.socket = self.workdir / "containerd" / "containerd.sock"
+        self.socket = containerd_socket(self.workdir)
         self.processes: list[Process] = []
         self.times = NodeTimes()
         self._snapshot: Snapshot | None = None

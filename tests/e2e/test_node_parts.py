@@ -138,3 +138,15 @@ def test_a_disk_too_full_for_a_node_session_is_named_with_what_to_delete(
         node_mod.preflight(tmp_path)
     except node_mod.NodeError as other:  # other prerequisites may be missing where unit tests run; not the space
         assert "GB free" not in str(other)
+
+
+def test_preflight_names_a_node_folder_too_deep_for_containerd_sockets(tmp_path: Path) -> None:
+    """containerd exits at start on a socket path over 104 characters: said before anything starts, with the fix."""
+    deep = tmp_path / ("d" * (node_mod.SOCKET_PATH_MAX - len(str(tmp_path))))
+    with pytest.raises(node_mod.NodeError) as err:
+        node_mod.preflight(deep, in_session=False)
+    assert f"{deep}/containerd/containerd.sock.ttrpc" in str(err.value) and "shorter directory" in str(err.value)
+    try:
+        node_mod.preflight(tmp_path, in_session=False)
+    except node_mod.NodeError as other:
+        assert "containerd's socket" not in str(other), other

@@ -2,7 +2,7 @@
 stack on a real node, detached; ``sandbox.json``; a team member's first TrainJob trains on the team's volume;
 ``make sandbox-down`` leaves nothing.
 
-Opt-in (``E2E_SANDBOX=1``, root; ≈ 10-15 min on 2 busy cores): ``python -m tests.e2e.run -m e2e
+``make e2e-sandbox`` (``E2E_SANDBOX=1``, root; CI runs it last; ≈ 6-15 min on 2 cores): ``python -m tests.e2e.run -m e2e
 tests/e2e/test_sandbox_up.py`` runs it in a network and mount namespace of its own; the sandbox's daemon makes
 its own inside that one. What is not real: the GPUs (advertised), the image (the CPU torch stand-in), the export
 (a host directory behind a hostPath PersistentVolume of the ``existing`` class).
@@ -13,9 +13,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,8 +68,16 @@ def _client(kubeconfig: str) -> KubeClient:
     return KubeClient(cluster["server"], ca, cert, key)
 
 
-def test_sandbox_up_trains_a_first_job_and_down_leaves_nothing(tmp_path: Path) -> None:
-    state = tmp_path / "state"
+@pytest.fixture
+def state() -> Iterator[Path]:
+    """A short state directory: the node's containerd sockets live under it, and pytest's ``tmp_path`` can be
+    longer than containerd accepts (``node.SOCKET_PATH_MAX``)."""
+    top = Path(tempfile.mkdtemp(prefix="sbx-"))
+    yield top / "state"
+    shutil.rmtree(top, ignore_errors=True)
+
+
+def test_sandbox_up_trains_a_first_job_and_down_leaves_nothing(state: Path) -> None:
     up, up_s = _sandbox("up", "--dir", str(state))
     try:
         assert up.returncode == 0, up.stderr[-3000:]
