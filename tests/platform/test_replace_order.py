@@ -32,8 +32,12 @@ class _Options(_CapturingMonitor):
 def test_no_object_forbids_the_providers_delete_first_replacement() -> None:
     plan = plan_of(stack_raw("local"))
     monitor = _Options()
+
+    def program() -> None:
+        deploy(plan)
+
     with gc_paused():
-        run_under_mocks(lambda: deploy(plan), "test", monitor)
+        run_under_mocks(program, "test", monitor)
     assert len(monitor.dbr) > 50, len(monitor.dbr)
     forced_create_first = sorted(key for key, (defined, value) in monitor.dbr.items() if defined and not value)
     assert not forced_create_first, forced_create_first[:10]
