@@ -114,7 +114,9 @@ def object_resource(
             depends_on=deps,
             protect=obj.protect,
             retain_on_delete=obj.retain_on_delete,
-            delete_before_replace=obj.delete_before_replace,
+            # None unless the plan asks for it: an explicit False overrides the provider, which replaces an object
+            # keeping its name (nearly all of ours) delete-first; forced create-first, that fails "already exists"
+            delete_before_replace=obj.delete_before_replace or None,
             replace_on_changes=list(obj.replace_on_changes) or None,
         ),
     )
