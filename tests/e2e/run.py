@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from tests.e2e import netns, runtime_images
+from tests.e2e import netns, previous_release, runtime_images
 from tests.e2e.build import Builder, BuildError
 from tests.e2e.node import NodeError
 from tests.e2e.node import preflight as node_preflight
@@ -56,6 +56,8 @@ NODE_TESTS = (
 NODE_PLATFORM_TESTS = NODE_TESTS[2:]
 #: every file that starts a real node (they run in a session with its own network and mount namespaces)
 NODE_PREFIX = "tests/e2e/test_node"
+#: the upgrade e2e (opt-in, ``make e2e-upgrade``): it also needs the release it starts from (previous_release.py)
+UPGRADE_TEST = "tests/e2e/test_pulumi_upgrade.py"
 #: the toolchain steps that cost CPU-minutes cold (the venv and the plugin script take a few minutes at most)
 GO_STEPS = ("pulumi", "pulumi-language-python", "pulumi-resource-kubernetes")
 
@@ -130,6 +132,9 @@ def main(argv: list[str] | None = None) -> int:
                 began = time.monotonic()
                 if runtime_images.build(stand_in):
                     built[f"{stand_in.name} stand-in image"] = time.monotonic() - began
+        if any(UPGRADE_TEST in arg for arg in named):
+            # the release the upgrade starts from: its module (chart) and the controllers that differ, built here
+            built.update(previous_release.prepare(versions))
         if pulumi:
             # the real Pulumi toolchain (CLI, language host, Kubernetes provider, matching SDKs) for test_pulumi.py
             built.update(toolchain.build())
