@@ -19,6 +19,7 @@ Opt-in (``make e2e-upgrade``). One control plane, one Pulumi project, in this or
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import subprocess
 import sys
@@ -322,6 +323,12 @@ def _probe_jobset() -> Obj:
     }
 
 
+def _summary(output: str) -> list[str]:
+    """The engine's ``Resources:`` summary of a run (``~ 5 updated``, ``1234 unchanged``, ...)."""
+    lines = output[output.rfind("Resources:") :].splitlines()[1:]
+    return [line.strip() for line in itertools.takewhile(str.strip, lines)]
+
+
 def _jobset_ready_at(stack: Upgrade) -> float:
     """When (epoch seconds) the JobSet controller pod became Ready."""
     (pod,) = [p for p in stack.sandbox.controller_pods() if p["metadata"]["namespace"] == "jobset-system"]
@@ -381,7 +388,8 @@ def test_upgrade_to_the_defaults_keeps_every_job(stack: Upgrade) -> None:
     up_began = time.time()
     thread.start()
     try:
-        stack.timed("up (JobSet 0.11.1 → 0.12.0, work in flight)", stack.project.up())
+        upgraded = stack.timed("up (JobSet 0.11.1 → 0.12.0, work in flight)", stack.project.up())
+        stack.outcomes["the upgrade's changes"] = _summary(upgraded.stdout)
         stack.wait_controllers_ready()
         _jobset_pods_run(stack, MATRIX.defaults["jobset"])
         # the new controller has reconciled every JobSet (its first sync) and every webhook serves again
