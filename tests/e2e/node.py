@@ -606,9 +606,10 @@ class RealNode:
         Deployments' pods created and scheduled here again."""
         client = self.sandbox.client
         try:
-            cordon = {"spec": {"unschedulable": True}}
-            node_path = client.path("v1", "Node", None, self.name)
-            client.request("PATCH", node_path, cordon, content_type="application/merge-patch+json")
+            with contextlib.suppress(ApiError):  # a node never registered has no pods either
+                cordon = {"spec": {"unschedulable": True}}
+                node_path = client.path("v1", "Node", None, self.name)
+                client.request("PATCH", node_path, cordon, content_type="application/merge-patch+json")
             pods = client.request("GET", "/api/v1/pods", params={"fieldSelector": f"spec.nodeName={self.name}"})[
                 "items"
             ]
