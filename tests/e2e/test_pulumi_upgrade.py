@@ -11,7 +11,7 @@ Opt-in (``make e2e-upgrade``). One control plane, one Pulumi project, in this or
    TrainJob as a member and a JobSet (what Trainer creates; JobSet's own webhooks) as server-side dry-runs, and
    measures the longest window in which either was refused;
 4. afterwards: no job lost or restarted (same JobSet, Job and pod UIDs, no restart, Workloads never evicted),
-   controllers Ready on the new image with no restart, CRDs' ``status.storedVersions`` only the storage version,
+   controllers Ready on the new image with no restart, the webhook certificates kept, CRDs' ``status.storedVersions`` only the storage version,
    the ClusterQueues' usage equal to what their admitted Workloads hold; capacity freed: the pending job is
    admitted, the held one stays suspended until it is reactivated, then runs.
 """
@@ -54,6 +54,7 @@ from tests.e2e.platform import (
 )
 from tests.e2e.pulumi_stack import chart_archives, installation
 from tests.e2e.render import bind_claims, render_stack
+from tests.e2e.test_pulumi_install import cert_secrets
 from tests.e2e.versions import REPO_ROOT, VersionSet
 from trainer_infra.core.images import mirror_image
 from trainer_infra.sandbox.apply import wait_nodes_ready
@@ -382,6 +383,7 @@ def test_upgrade_to_the_defaults_keeps_every_job(stack: Upgrade) -> None:
                 probe.once()
             stop.wait(PROBE_INTERVAL)
 
+    certificates = cert_secrets(stack)
     thread = threading.Thread(target=loop, name="upgrade-probe", daemon=True)
     stack.kept.update(target)
     stack.set_config()
@@ -407,6 +409,8 @@ def test_upgrade_to_the_defaults_keeps_every_job(stack: Upgrade) -> None:
         stack.outcomes[f"{probe.name}: refused / tries"] = f"{refused} / {len(probe.tries)}"
         stack.outcomes[f"{probe.name}: refusals"] = messages
         assert not probe.tries[-1][1], f"{probe.name} still refused after the upgrade: {probe.tries[-1][1]}"
+    for key, secret in cert_secrets(stack).items():  # the controllers keep serving with the same certificates
+        assert secret.get("data") == certificates[key].get("data"), f"{key}: webhook certificate changed"
     after = _snapshot(stack)
     assert after == stack.before, json.dumps({"before": stack.before, "after": after}, indent=1)[:6000]
     stored = _stored_versions(client)
