@@ -11,9 +11,10 @@ Opt-in (``make e2e-upgrade``). One control plane, one Pulumi project, in this or
    TrainJob as a member and a JobSet (what Trainer creates; JobSet's own webhooks) as server-side dry-runs, and
    measures the longest window in which either was refused;
 4. afterwards: no job lost or restarted (same JobSet, Job and pod UIDs, no restart, Workloads never evicted),
-   controllers Ready on the new image with no restart, the webhook certificates kept, CRDs' ``status.storedVersions`` only the storage version,
-   the ClusterQueues' usage equal to what their admitted Workloads hold; capacity freed: the pending job is
-   admitted, the held one stays suspended until it is reactivated, then runs.
+   controllers Ready on the new image with no restart, the webhook certificates kept, CRDs'
+   ``status.storedVersions`` only the storage version, the ClusterQueues' usage equal to what their admitted
+   Workloads hold; capacity freed: the pending job is admitted, the held one stays suspended until it is
+   reactivated, then runs.
 """
 
 from __future__ import annotations
