@@ -127,11 +127,19 @@ def _trainjob(member: Member, name: str, nodes: int, script: str, env: dict[str,
 
 
 def _job_pod(admin: KubeClient, ns: str, name: str, index: int) -> Obj | None:
-    """The running pod of node ``index`` of TrainJob ``ns/name``, once it has an address."""
-    selector = f"jobset.sigs.k8s.io/jobset-name={name},batch.kubernetes.io/job-completion-index={index}"
-    for pod in admin.list("v1", "Pod", ns, label_selector=selector):
+    """The running pod of node ``index`` of TrainJob ``ns/name``, once it has an address (an error with the pods'
+    logs when the TrainJob ended first)."""
+    selector = f"jobset.sigs.k8s.io/jobset-name={name}"
+    pods = admin.list("v1", "Pod", ns, label_selector=selector)
+    for pod in pods:
+        labels = pod["metadata"].get("labels", {})
+        if labels.get("batch.kubernetes.io/job-completion-index") != str(index):
+            continue
         if pod.get("status", {}).get("phase") == "Running" and pod["status"].get("podIP"):
             return pod
+    if finished(admin, ns, name):
+        logs = {p["metadata"]["name"]: admin.log(p["metadata"]["name"], ns) for p in pods}
+        raise AssertionError(f"TrainJob {ns}/{name} ended before its node {index} served: {logs}")
     return None
 
 
@@ -185,9 +193,8 @@ def test_a_team_pod_reaches_its_peers_and_nothing_of_other_teams_the_controllers
     start = time.monotonic()
     served = unique("serve")
     peer = f"{served}-node-0-0.{served}:{PORT}"
-    victim.client().create(
-        _trainjob(victim, served, 2, SERVE_OR_PROBE, {"PROBE": PROBE, "TRIES": "60", "TARGETS": f"own-peer={peer}"})
-    )
+    victim_env = {"PROBE": PROBE, "PORT": str(PORT), "TRIES": "60", "TARGETS": f"own-peer={peer}"}
+    victim.client().create(_trainjob(victim, served, 2, SERVE_OR_PROBE, victim_env))
     server = wait_for(
         f"{victim.namespace}/{served}'s server pod", lambda: _job_pod(admin, victim.namespace, served, 0), 600
     )
