@@ -14,6 +14,7 @@ its iptables rules and conntrack table, the node's address) is reached with ``ns
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -127,11 +128,25 @@ class RunningSandbox:
             assert status["imageID"] == f"{repository}@{published[status['image']]}", status
 
 
+def attach(state: Path) -> RunningSandbox:
+    """A sandbox that already runs (``make sandbox-up``; its state directory)."""
+    status = json.loads((state / "status.json").read_text())
+    if status.get("state") != "ready":
+        raise AssertionError(f"the sandbox in {state} is not ready: {status}")
+    return RunningSandbox(state, json.loads((state / "sandbox.json").read_text()), status["pid"])
+
+
 @pytest.fixture(scope="session")
 def platform_sandbox() -> Iterator[RunningSandbox]:
     """``make sandbox-up`` in a short state directory (the node's containerd sockets live under it, and pytest's
     ``tmp_path`` can be longer than containerd accepts: ``node.SOCKET_PATH_MAX``); at the end ``make
-    sandbox-down``, which must leave no process, listener or mount (checked again from here)."""
+    sandbox-down``, which must leave no process, listener or mount (checked again from here).
+
+    ``E2E_SANDBOX_DIR=<state directory>``: the scenarios on a sandbox that already runs (a developer's
+    ``make sandbox-up``), left running."""
+    if os.environ.get("E2E_SANDBOX_DIR"):
+        yield attach(Path(os.environ["E2E_SANDBOX_DIR"]))
+        return
     top = Path(tempfile.mkdtemp(prefix="sbx-"))
     state = top / "state"
     up, up_s = run_module("tests.e2e.platform_sandbox", "up", "--dir", str(state))

@@ -43,11 +43,19 @@ pytestmark = [
 Obj = dict[str, Any]
 PORT = 7000
 RUNTIME = "torch-distributed"
+#: Service ports of the charts that nothing listens on in this install (refused from everywhere: no proof there)
+NOT_SERVED = {
+    "status-server": "the Trainer chart's Service names port 10443, which Trainer 2.2.1 serves only with its alpha "
+    "feature gate TrainJobStatus (off by default; the platform does not turn it on)",
+}
 
 #: connects to every ``label=host:port`` of ``$TARGETS`` side by side, ``$TRIES`` times one second apart, and prints
-#: one line each: ``<label>: connected <first line the server sent>`` or ``<label>: refused after N tries (<error>)``
+#: one line each: ``<label>: connected <first line the server sent>`` or ``<label>: refused after N tries (<error>)``;
+#: with ``$GATE``, only once that file exists (see ``_release``)
 PROBE = """
 import os, socket, threading, time
+while os.environ.get('GATE') and not os.path.exists(os.environ['GATE']):
+    time.sleep(0.2)
 def probe(label, host, port):
     error = ''
     for _ in range(int(os.environ['TRIES'])):
@@ -167,6 +175,27 @@ def _controller_targets(admin: KubeClient) -> dict[str, str]:
     return targets
 
 
+def _release(sb: RunningSandbox, member: Member, name: str) -> None:
+    """Let TrainJob ``name``'s probe start once kube-router has programmed its pod's firewall chain.
+
+    kube-router 2.1.0 (the e2e's enforcement) lets a new pod's traffic through until its chain exists, and keeps
+    the connections opened meanwhile (``ESTABLISHED`` is accepted first): the first run of this test, whose probe
+    started at once, connected to every webhook and metrics port and to the node (upstream kube-router#873; the
+    option that closes the window, ``--netpol-default-deny``, kube-router#2079, is in no release the module proxy
+    serves here). The platform cannot close it: docs/teams.md says which enforcement to choose. What is tested here
+    is the policies as enforced."""
+    admin = sb.admin
+    pod = wait_for(f"{member.namespace}/{name}'s pod", lambda: _job_pod(admin, member.namespace, name, 0), 600)
+    pod_name = pod["metadata"]["name"]
+
+    def programmed() -> bool:
+        rules = sb.inside("iptables-save", "-t", "filter").stdout
+        return f"POD name:{pod_name} namespace: {member.namespace}" in rules
+
+    wait_for(f"kube-router to program {pod_name}'s firewall chain", programmed, 120)
+    (sb.host_directory(member.namespace) / "jobs" / name / "go").write_text("")
+
+
 def _lines(log: str) -> dict[str, str]:
     """The probe's outcome per label."""
     return {line.split(": ", 1)[0]: line.split(": ", 1)[1] for line in log.splitlines() if ": " in line}
@@ -203,11 +232,12 @@ def test_a_team_pod_reaches_its_peers_and_nothing_of_other_teams_the_controllers
     # the attacker's job
     probe_targets = {**targets, "other-team": f"{server_ip}:{PORT}"}
     attack = unique("probe")
-    env = {"TRIES": "3", "TARGETS": ",".join(f"{k}={v}" for k, v in probe_targets.items())}
+    env = {"TRIES": "3", "GATE": "/workspace/go", "TARGETS": ",".join(f"{k}={v}" for k, v in probe_targets.items())}
     attacker.client().create(_trainjob(attacker, attack, 1, PROBE, env))
+    _release(sb, attacker, attack)
 
     # the allowed source: a pod in a namespace without policies (the admin's), the same connections
-    control_ns = "net-control"
+    control_ns = unique("net-control")
     _namespace(admin, control_ns)
     torch = trainer_container(admin.get(TJ, "ClusterTrainingRuntime", RUNTIME))
     control = _pod("control", control_ns, sb.node, torch["image"], 'exec python3 -c "$PROBE"', {})
@@ -220,6 +250,7 @@ def test_a_team_pod_reaches_its_peers_and_nothing_of_other_teams_the_controllers
     attack_log = "\n".join(admin.log(p["metadata"]["name"], attacker.namespace) for p in pods)
     attacker_ips = {p["status"].get("podIP") for p in pods}
     control_log = _log_when_done(admin, "control", control_ns)
+    admin.delete("v1", "Namespace", control_ns)
     (sb.host_directory(victim.namespace) / "jobs" / served / "stop").write_text("")
     wait_for(f"{victim.namespace}/{served} to finish", lambda: finished(admin, victim.namespace, served), 300)
     victim_pods = admin.list("v1", "Pod", victim.namespace, label_selector=f"jobset.sigs.k8s.io/jobset-name={served}")
@@ -235,8 +266,18 @@ def test_a_team_pod_reaches_its_peers_and_nothing_of_other_teams_the_controllers
     assert f"own-peer: connected {served}-node-0-0 answers" in peer_log, victim_logs
     accepted = {line.split()[1] for line in server_log.splitlines() if line.startswith("accepted ")}
     assert accepted and not accepted & attacker_ips, (accepted, attacker_ips)
-    # every other target: refused to the team's pod, connected from the pod without policies
+    # every other target: refused to the team's pod, connected from the pod without policies (except a port nothing
+    # serves, named in NOT_SERVED)
     assert attacked.get("other-team", "").startswith("refused after"), attack_log
     for label in targets:
         assert attacked.get(label, "").startswith("refused after"), (label, attack_log)
-        assert allowed.get(label, "").startswith("connected"), (label, control_log)
+        port_name = label.rpartition(":")[2].split("/")[0]
+        if port_name not in NOT_SERVED:
+            assert allowed.get(label, "").startswith("connected"), (label, control_log)
+    # ... and that includes each controller's webhook and metrics ports
+    live = [label for label in targets if allowed.get(label, "").startswith("connected")]
+    for ns in CONTROLLER_NAMESPACES:
+        mine = [label for label in live if f".{ns}:" in label]
+        assert any("webhook" in label for label in mine) and any(
+            "metric" in label or "monitoring" in label for label in mine
+        ), (ns, live)
