@@ -33,6 +33,12 @@ from tests.e2e.kube import KubeClient
 from tests.e2e.versions import REPO_ROOT
 
 Obj = dict[str, Any]
+#: the marks of the session's files: opt-in, as root (the daemon's namespaces, containerd, mounts, cgroups)
+SANDBOX_MARKS = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(os.environ.get("E2E_SANDBOX") != "1", reason="opt-in: E2E_SANDBOX=1 (make e2e-sandbox)"),
+    pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's real node needs root"),
+]
 
 
 def run_module(module: str, *args: str, timeout: float = 2400) -> tuple[subprocess.CompletedProcess[str], float]:

@@ -19,26 +19,19 @@ policy's, never a dead port:
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
-
-import pytest
 
 from tests.e2e import cluster_network as net
 from tests.e2e.chart_sandbox import CONTROLLER_NAMESPACES
 from tests.e2e.kube import KubeClient, wait_for
 from tests.e2e.platform import unique
 from tests.e2e.platform_sandbox import GPU, trainer_container
-from tests.e2e.sandbox_session import Member, RunningSandbox
+from tests.e2e.sandbox_session import SANDBOX_MARKS, Member, RunningSandbox
 from tests.e2e.test_node_network import _log_when_done, _namespace, _pod
 from tests.e2e.test_sandbox_up import TJ, finished
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(os.environ.get("E2E_SANDBOX") != "1", reason="opt-in: E2E_SANDBOX=1 (make e2e-sandbox)"),
-    pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's real node needs root"),
-]
+pytestmark = SANDBOX_MARKS
 
 Obj = dict[str, Any]
 PORT = 7000

@@ -23,7 +23,6 @@ fails ``test_every_catalog_runtime_is_run_or_says_why``. Part of the sandbox ses
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import textwrap
 import time
@@ -48,14 +47,10 @@ from tests.e2e.runtime_images import (
     digest_of,
     upstream_image,
 )
-from tests.e2e.sandbox_session import Member, RunningSandbox
+from tests.e2e.sandbox_session import SANDBOX_MARKS, Member, RunningSandbox
 from tests.e2e.versions import REPO_ROOT
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(os.environ.get("E2E_SANDBOX") != "1", reason="opt-in: E2E_SANDBOX=1 (make e2e-sandbox)"),
-    pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's real node needs root"),
-]
+pytestmark = SANDBOX_MARKS
 
 Obj = dict[str, Any]
 TJ = "trainer.kubeflow.org/v1alpha1"

@@ -22,19 +22,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.e2e.first_job import STEP
 from tests.e2e.kube import wait_for
 from tests.e2e.platform_sandbox import MAX_RESTARTS
-from tests.e2e.sandbox_session import Member, RunningSandbox
+from tests.e2e.sandbox_session import SANDBOX_MARKS, Member, RunningSandbox
 from tests.e2e.test_sandbox_up import assert_quota_released, finished
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(os.environ.get("E2E_SANDBOX") != "1", reason="opt-in: E2E_SANDBOX=1 (make e2e-sandbox)"),
-    pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's real node needs root"),
-]
+pytestmark = SANDBOX_MARKS
 
 Obj = dict[str, Any]
 NUM_NODES = 2

@@ -19,13 +19,9 @@ import pytest
 from tests.e2e.first_job import NODES, STEP
 from tests.e2e.kube import ApiError, KubeClient, wait_for
 from tests.e2e.platform_sandbox import GPU, TRAINER_ID, acl
-from tests.e2e.sandbox_session import Member, RunningSandbox, run_module
+from tests.e2e.sandbox_session import SANDBOX_MARKS, Member, RunningSandbox, run_module
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(os.environ.get("E2E_SANDBOX") != "1", reason="opt-in: E2E_SANDBOX=1 (make e2e-sandbox)"),
-    pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's real node needs root"),
-]
+pytestmark = SANDBOX_MARKS
 
 Obj = dict[str, Any]
 TJ = "trainer.kubeflow.org/v1alpha1"
