@@ -45,9 +45,8 @@ e2e-pulumi: $(STAMP) e2e-node-deps  ## `make e2e`, failing instead of skipping w
 e2e-node-deps:  ## Debian's containerd, runc, CNI plugins, iptables, busybox-static, ipset and conntrack for the real node (root)
 	dpkg -s $(NODE_PACKAGES) >/dev/null 2>&1 || { apt-get update -q && apt-get install -y --no-install-recommends $(NODE_PACKAGES); }
 
-e2e-node: $(STAMP) e2e-node-deps  ## a real node (kubelet + containerd) beside the kwok nodes; a pod pulls from the mirror and runs (root)
-	E2E_NODE=1 $(PY) -m tests.e2e.run -m e2e tests/e2e/test_node.py tests/e2e/test_node_network.py tests/e2e/test_node_training.py \
-		tests/e2e/test_node_runtimes.py
+e2e-node: $(STAMP) e2e-node-deps  ## a real node (kubelet + containerd) beside the kwok nodes, without the platform: a pod pulls from the mirror and runs, cluster DNS and Services (root)
+	E2E_NODE=1 $(PY) -m tests.e2e.run -m e2e tests/e2e/test_node.py tests/e2e/test_node_network.py
 
 e2e-recovery: $(STAMP)  ## an interrupted `pulumi up` (engine killed, API server stopped, skip-checkpoints) and `destroy`, and the documented recovery (root; opt-in, see docs/recovery.md for its time)
 	$(PY) -m tests.e2e.run -m e2e tests/e2e/test_pulumi_recovery.py
@@ -67,8 +66,9 @@ sandbox-up: $(STAMP) e2e-node-deps  ## try the platform without a cluster: the r
 sandbox-down: $(STAMP)  ## stop it all; fails naming anything left (the team volumes are kept)
 	$(PY) -m tests.e2e.platform_sandbox down
 
-e2e-sandbox: $(STAMP) e2e-node-deps  ## sandbox-up, sandbox.json, a member's first job trains, sandbox-down leaves nothing (root; CI runs it last, ≈ 6 min)
-	E2E_SANDBOX=1 $(PY) -m tests.e2e.run -m e2e tests/e2e/test_sandbox_up.py
+e2e-sandbox: $(STAMP) e2e-node-deps  ## sandbox-up; as team members: the first job, resume, OOM, NetworkPolicy attacks, every CPU runtime; sandbox-down leaves nothing (root; CI runs it last)
+	E2E_SANDBOX=1 $(PY) -m tests.e2e.run -m e2e tests/e2e/test_sandbox_up.py tests/e2e/test_sandbox_training.py \
+		tests/e2e/test_sandbox_network.py tests/e2e/test_sandbox_runtimes.py
 
 docs: $(STAMP)  ## regenerate docs/configuration.md and the migration mapping table from the code
 	$(PY) -m tests.update_docs

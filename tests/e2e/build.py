@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.e2e.versions import REPO_ROOT, VersionSet, cache_root
-from trainer_infra.sandbox.versions import BuildError, binary_dir, module_dir, monitoring_crd_files
+from trainer_infra.sandbox.versions import HELM_VERSION, BuildError, binary_dir, module_dir, monitoring_crd_files
 
 __all__ = ["BuildError", "Builder", "module_dir", "monitoring_crd_files"]
 
@@ -119,14 +119,19 @@ class Builder:
         self._install(out, target)
         shutil.rmtree(work, ignore_errors=True)
 
-    def build_etcd(self, target: Target) -> None:
-        """Our wrapper module around etcdmain.Main at the pinned etcd version."""
-        work = self._wrapper_dir("etcd")
-        (work / "go.mod").write_text(etcd_go_mod(target.version))
+    def build_wrapper(self, target: Target, name: str, go_mod: str | None, ldflags: str = "-s -w") -> None:
+        """Build one of our wrapper modules (controlplane/<name>) with its go.mod pinned to the target's version."""
+        work = self._wrapper_dir(name)
+        if go_mod is not None:
+            (work / "go.mod").write_text(go_mod)
         out = self.set_dir / "tmp" / target.name
         out.parent.mkdir(parents=True, exist_ok=True)
-        self._run(["go", "build", "-ldflags=-s -w", "-o", str(out), "."], target, work, self.go_env())
+        self._run(["go", "build", f"-ldflags={ldflags}", "-o", str(out), "."], target, work, self.go_env())
         self._install(out, target)
+
+    def build_etcd(self, target: Target) -> None:
+        """Our wrapper module around etcdmain.Main at the pinned etcd version."""
+        self.build_wrapper(target, "etcd", etcd_go_mod(target.version))
 
     def build_kube(self, target: Target) -> None:
         """One Kubernetes command from our wrapper module, with version stamping."""
@@ -152,30 +157,20 @@ class Builder:
 
     def build_pause(self, target: Target) -> None:
         """The pod sandbox process of the real node (see controlplane/pause): standard library only."""
-        work = self._wrapper_dir("pause")
-        out = self.set_dir / "tmp" / target.name
-        out.parent.mkdir(parents=True, exist_ok=True)
-        self._run(["go", "build", "-ldflags=-s -w", "-o", str(out), "."], target, work, self.go_env())
-        self._install(out, target)
+        self.build_wrapper(target, "pause", None)
 
     def build_coredns(self, target: Target) -> None:
         """CoreDNS with the cluster DNS plugins only (see controlplane/coredns), at the pinned version."""
-        work = self._wrapper_dir("coredns")
-        (work / "go.mod").write_text(coredns_go_mod(target.version))
-        out = self.set_dir / "tmp" / target.name
-        out.parent.mkdir(parents=True, exist_ok=True)
         ldflags = f"-s -w -X github.com/coredns/coredns/coremain.GitCommit=v{target.version}"
-        self._run(["go", "build", f"-ldflags={ldflags}", "-o", str(out), "."], target, work, self.go_env())
-        self._install(out, target)
+        self.build_wrapper(target, "coredns", coredns_go_mod(target.version), ldflags)
 
     def build_promql_names(self, target: Target) -> None:
         """Our PromQL name extractor, against the pinned Prometheus parser (see controlplane/promql)."""
-        work = self._wrapper_dir("promql")
-        (work / "go.mod").write_text(promql_go_mod(target.version))
-        out = self.set_dir / "tmp" / target.name
-        out.parent.mkdir(parents=True, exist_ok=True)
-        self._run(["go", "build", "-ldflags=-s -w", "-o", str(out), "."], target, work, self.go_env())
-        self._install(out, target)
+        self.build_wrapper(target, "promql", promql_go_mod(target.version))
+
+    def build_chart_render(self, target: Target) -> None:
+        """Our `helm template` of one chart archive, against the pinned Helm library (see controlplane/chartrender)."""
+        self.build_wrapper(target, "chartrender", chartrender_go_mod(target.version))
 
     def staging_modules(self, target: Target) -> list[str]:
         """Staging modules that k8s.io/kubernetes replaces locally at this tag."""
@@ -266,6 +261,7 @@ class Builder:
                 v.lws,
                 from_module("sigs.k8s.io/lws", "./cmd", "sigs.k8s.io/lws/pkg/version.GitVersion"),
             ),
+            Target("chart-render", "helm", HELM_VERSION, Builder.build_chart_render),
             Target(
                 "promtool",
                 "prometheus",
@@ -392,6 +388,11 @@ def promql_go_mod(version: str) -> str:
         "module trainer-platform/e2e/controlplane/promql\n\ngo 1.24\n\n"
         f"require github.com/prometheus/prometheus v{version}\n"
     )
+
+
+def chartrender_go_mod(version: str) -> str:
+    """go.mod of the chart renderer at the requested Helm module version."""
+    return f"module trainer-platform/e2e/controlplane/chartrender\n\ngo 1.24\n\nrequire helm.sh/helm/v3 v{version}\n"
 
 
 def kube_version_ldflags(version: str) -> dict[str, str]:

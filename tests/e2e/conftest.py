@@ -9,9 +9,10 @@ import pytest
 from tests.e2e.chart_sandbox import ChartSandbox
 from tests.e2e.installed import Deployed, deployment, e2e_render
 from tests.e2e.kube import wait_for
-from tests.e2e.node_session import node_platform, node_session  # noqa: F401 (the real node's session fixtures)
+from tests.e2e.node_session import node_session  # noqa: F401 (the real node's own session)
 from tests.e2e.platform import Platform, delete_trainjobs, node_ready, wait_admission_enforced
 from tests.e2e.render import RenderOutput, kueue_settings
+from tests.e2e.sandbox_session import platform_sandbox  # noqa: F401 (make sandbox-up for the real-node scenarios)
 
 
 def pytest_configure(config: pytest.Config) -> None:

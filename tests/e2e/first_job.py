@@ -10,14 +10,51 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from tests.e2e.platform_sandbox import SANDBOX_JSON, default_dir
-from tests.e2e.test_node_training import train_linear_model
 
 NODES = 2
+#: a rank's line per step (unanchored: two ranks share the container's stdout, so one line may end where the next
+#: begins)
+STEP = re.compile(r"rank (\d+) step (\d+) loss (\d+\.\d{6})")
+
+
+def train_linear_model() -> None:
+    """A data scientist's function, run by ``torchrun`` on every node (the SDK ships its source): a ``Linear(1, 1)``
+    under DistributedDataParallel over gloo, 10 SGD steps; rank 0 saves the model under ``$CHECKPOINT_DIR``."""
+    import os
+
+    import torch  # type: ignore[import-not-found]
+    import torch.distributed as dist  # type: ignore[import-not-found]
+
+    dist.init_process_group(backend="gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+
+    def say(line: str) -> None:  # one write per line: the ranks of a pod share its stdout
+        print(line + "\n", end="", flush=True)
+
+    say(f"rank {rank} of {world}: torch {torch.__version__} backend {dist.get_backend()} uid {os.getuid()}")
+    torch.manual_seed(0)
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(1, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.2)
+    x = torch.linspace(-1, 1, 64).unsqueeze(1)[rank::world]
+    y = 3 * x + 1
+    for step in range(10):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+        say(f"rank {rank} step {step} loss {loss.item():.6f}")
+    if rank == 0:
+        path = os.path.join(os.environ["CHECKPOINT_DIR"], "model.pt")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        torch.save({"step": step, "model": model.module.state_dict()}, path)
+        say(f"rank 0 wrote checkpoint {path}")
+    dist.destroy_process_group()
 
 
 def train(member: dict[str, Any]) -> tuple[str, str, list[str]]:

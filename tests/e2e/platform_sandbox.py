@@ -12,8 +12,11 @@ daemon to stop (SIGTERM), which stops the node, its network and the control plan
 nothing (``ChartSandbox.leftovers``), then checks the host side (no process, no listener, no mount).
 
 Team claims are bound to host directories (``volumes/<namespace>/<claim>`` in the state directory), prepared as
-an NFS export comes (root's, 0755) with the ACL an admin adds for uid 1000 (``node_session.prepare_export``,
-docs/storage.md); they are kept by ``down`` (data), and reused by the next ``up``.
+an NFS export comes (root's, 0755) with the ACL an admin adds for uid 1000 (``prepare_export``, docs/storage.md);
+they are kept by ``down`` (data), and reused by the next ``up``.
+
+The e2e's real-node scenarios (training, NetworkPolicies, the runtimes: ``make e2e-sandbox``) run on this sandbox as
+its team members (tests/e2e/sandbox_session.py): what the sandbox stack (``sandbox_stack``) sets, they rely on.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import json
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -37,8 +41,8 @@ import yaml
 from tests.e2e import leftovers
 from tests.e2e import node as node_mod
 from tests.e2e.chart_sandbox import REAL_NODE, ChartSandbox
-from tests.e2e.node import NodeError, publish
-from tests.e2e.node_session import GPU, NODE, NODE_GPUS, node_stack, prepare_export
+from tests.e2e.node import MIRROR, NodeError, containerd_socket, publish
+from tests.e2e.oci_images import Image
 from tests.e2e.versions import REPO_ROOT, VersionSet, cache_root
 
 Obj = dict[str, Any]
@@ -51,18 +55,111 @@ SANDBOX_JSON = "sandbox.json"
 UP_TIMEOUT = 1800
 
 
+GPU = "nvidia.com/gpu"
+#: GPUs the real node claims to have (none is real)
+NODE_GPUS = 8
+#: the uid/gid the platform runs runtimes as (runtimes.securityContext defaults)
+TRAINER_ID = 1000
+#: the runtimes the sandbox stack serves to every team
+RUNTIMES = ["torch-distributed", "xgboost-distributed", "jax-distributed"]
+#: MPI runtimes, served as TrainingRuntimes of the first team (`restricted`: their sshd adds back NET_BIND_SERVICE,
+#: docs/teams.md#pod-security)
+MPI_RUNTIMES = ["deepspeed-distributed", "mlx-distributed"]
+#: whole-JobSet restarts of the sandbox stack (the catalog's default is 3): a job that fails for good (an OOM) fails
+#: after one restart, a killed one still gets its restart
+MAX_RESTARTS = 1
+
+
 def default_dir() -> Path:
     """The state directory: sandbox.json, the daemon's log, the run (wiped by each ``up``) and the volumes."""
     return cache_root() / "platform-sandbox"
 
 
+def node_dir(workdir: Path) -> Path:
+    """The real node's folder (containerd's root, state and socket; the kubelet's) in a state directory."""
+    return workdir / "run" / "sandbox" / "node"
+
+
 def sandbox_extra() -> Obj:
-    """Top-level keys over ``stacks/Pulumi.local.yaml``: the node session's (``node_stack``: the GPU pool is the
-    real node, claims from the ``existing`` class, the first team ``restricted``), the pool's taint not applied,
-    so the one real node serves both the controllers and the jobs."""
-    extra = node_stack()
-    extra["nodePools"][0]["static"]["applyTaints"] = False
-    return extra
+    """Top-level keys over ``stacks/Pulumi.local.yaml`` for a one-node cluster: the GPU pool is the real node
+    (``static`` backend, one block; its taint not applied, so the node serves both the controllers and the jobs),
+    quotas fit that node, claims come from an ``existing`` class, the first team is ``restricted`` and also gets the
+    MPI runtimes as TrainingRuntimes of its own, a failed job is restarted once, the images come through
+    ``images.registryMirror``, and ``waitForPodsReady`` allows the first pull of a stand-in image."""
+    local = yaml.safe_load((REPO_ROOT / "stacks" / "Pulumi.local.yaml").read_text())["config"]
+    teams = local["trainer-platform:teams"]
+    for team in teams:
+        team["quota"] = {"h100": {"gpus": NODE_GPUS // len(teams)}}
+    teams[0]["podSecurity"] = "restricted"
+    components = local["trainer-platform:components"]
+    # the first pull of the stand-in (≈ 450 MB) counts against waitForPodsReady
+    components["kueue"]["waitForPodsReady"] = {"timeout": "10m"}
+    return {
+        "components": components,
+        "images": {"registryMirror": MIRROR},
+        "nodePools": [
+            {
+                "name": "h100",
+                "backend": "static",
+                "node": {
+                    "cpu": "2",
+                    "memory": "16Gi",
+                    "accelerator": {"count": NODE_GPUS, "product": "NVIDIA-H100-80GB-HBM3"},
+                },
+                "static": {
+                    "nodes": [
+                        {
+                            "name": REAL_NODE,
+                            "topology": {"trainer-platform.io/block": "b0", "trainer-platform.io/rack": "r0"},
+                        }
+                    ],
+                    "applyTaints": False,
+                },
+            }
+        ],
+        "storage": {"existing": {"className": "e2e-host-directory"}},
+        "dataCache": {"enabled": False},
+        "runtimes": {
+            "enabled": RUNTIMES,
+            "teams": [{"team": teams[0]["name"], "runtime": name} for name in MPI_RUNTIMES],
+            "faultTolerance": {"maxRestarts": MAX_RESTARTS},
+        },
+        "teams": teams,
+    }
+
+
+# -- the team exports ------------------------------------------------------------------------------------------
+
+ACL_USER_OBJ, ACL_USER, ACL_GROUP_OBJ, ACL_GROUP, ACL_MASK, ACL_OTHER = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20
+ACL_UNDEFINED = 0xFFFFFFFF
+
+
+def acl(uid: int, gid: int) -> bytes:
+    """A POSIX ACL xattr (``system.posix_acl_access`` or ``_default``) for a root-owned 0755 directory plus
+    ``u:<uid>:rwx,g:<gid>:rwx`` (mask rwx), as ``setfacl -m``/``setfacl -d -m`` write it."""
+    entries = [
+        (ACL_USER_OBJ, 7, ACL_UNDEFINED),
+        (ACL_USER, 7, uid),
+        (ACL_GROUP_OBJ, 5, ACL_UNDEFINED),
+        (ACL_GROUP, 7, gid),
+        (ACL_MASK, 7, ACL_UNDEFINED),
+        (ACL_OTHER, 5, ACL_UNDEFINED),
+    ]
+    return struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *e) for e in entries)
+
+
+def prepare_export(path: Path) -> None:
+    """A team's directory as an NFS export comes: root's, mode 0755. The kubelet creates ``jobs/<trainjob>`` in it
+    itself (``subPathExpr``), as root, passing the root's mode to mkdir, so uid 1000 could not write its script or
+    checkpoint there. The fix an admin applies (docs/storage.md): ``setfacl -m u:1000:rwx,g:1000:rwx`` and the same
+    as a default ACL (``-d``). The default entries are inherited by every directory created inside, whoever creates
+    it; the access entries raise the root's group bits (the ACL mask) to rwx, and the kubelet passes those bits on as
+    the new directory's mask (with 0755 the inherited entries would be masked down to r-x)."""
+    path.mkdir(parents=True)
+    os.chown(path, 0, 0)
+    path.chmod(0o755)
+    for kind in ("access", "default"):
+        os.setxattr(path, f"system.posix_acl_{kind}", acl(TRAINER_ID, TRAINER_ID))
 
 
 def sandbox_stack() -> Obj:
@@ -73,22 +170,57 @@ def sandbox_stack() -> Obj:
     return doc
 
 
+def runtime_images(render: Any) -> tuple[dict[str, Image], list[str]]:
+    """The CPU stand-in of every runtime the render serves (its trainer image's reference without the mirror →
+    the image), and the runtimes left without one because their stand-in is not built (torch's must be)."""
+    from tests.e2e.runtime_images import STAND_INS, TORCH, StandInError, stand_in_image
+
+    read: dict[str, Image] = {}
+    images: dict[str, Image] = {}
+    missing = []
+    for runtime in render.of_kind("ClusterTrainingRuntime") + render.of_kind("TrainingRuntime"):
+        name = runtime["metadata"]["name"]
+        stand_in = next((s for s in STAND_INS if name in s.runtimes), None)
+        if stand_in is None:
+            continue
+        upstream = trainer_container(runtime)["image"].removeprefix(f"{MIRROR}/")
+        try:
+            images[upstream] = read.get(stand_in.name) or read.setdefault(stand_in.name, stand_in_image(stand_in))
+        except StandInError:
+            if stand_in is TORCH:
+                raise
+            missing.append(name)
+    return images, sorted(set(missing))
+
+
+def trainer_container(runtime: Obj) -> Obj:
+    """The trainer container (``node`` in the ``node`` replicated job) of a (Cluster)TrainingRuntime."""
+    job = next(j for j in runtime["spec"]["template"]["spec"]["replicatedJobs"] if j["name"] == "node")
+    container: Obj = next(c for c in job["template"]["spec"]["template"]["spec"]["containers"] if c["name"] == "node")
+    return container
+
+
 class NodeSandbox(ChartSandbox):
     """``ChartSandbox`` whose real node is untainted and advertises ``NODE_GPUS`` GPUs (none is real), with the
-    torch stand-in image published under the catalog's reference."""
+    runtimes' CPU stand-in images (``images``: upstream reference → image) published under the catalog's
+    references."""
 
     node_taints = ()
 
-    def _start(self) -> None:
-        from tests.e2e.runtime_images import TORCH, stand_in_image
+    def __init__(self, workdir: Path, images: dict[str, Image], **kwargs: Any) -> None:
+        super().__init__(workdir, **kwargs)
+        self.runtime_images = images
+        #: mirrored reference → manifest digest of every stand-in published (sandbox.json ``runtimeImages``)
+        self.runtime_refs: dict[str, str] = {}
 
+    def _start(self) -> None:
         super()._start()
         assert self.node is not None and self.registry is not None
         began = time.monotonic()
         self.node.advertise(GPU, NODE_GPUS)
-        image = stand_in_image(TORCH)
-        self.published[publish(self.registry, TORCH.upstream, image)] = image.digest
-        self.times["GPUs advertised, torch stand-in published"] = round(time.monotonic() - began, 1)
+        for upstream, image in sorted(self.runtime_images.items()):
+            self.runtime_refs[publish(self.registry, upstream, image)] = image.digest
+        self.times["GPUs advertised, runtime stand-ins published"] = round(time.monotonic() - began, 1)
 
 
 # -- the daemon's namespaces and port forward ------------------------------------------------------------------
@@ -174,7 +306,14 @@ def serve(workdir: Path, port: int) -> int:
         render = render_stack("local", run / "render" / "out", extra=sandbox_extra())
         check_versions(render, VersionSet.from_env())
         node_mod.preflight(run)
-        sandbox = NodeSandbox(run / "sandbox", archives=chart_archives())
+        images, unserved = runtime_images(render)
+        if unserved:
+            print(
+                f"[sandbox] no stand-in image built for {unserved}: their jobs cannot pull (build them with "
+                "`python -m tests.e2e.runtime_images`, then `make sandbox-up` again)",
+                flush=True,
+            )
+        sandbox = NodeSandbox(run / "sandbox", images, archives=chart_archives())
         sandbox.ports.apiserver = port
         with installation(run, base, sandbox) as installed:
             times["sandbox started (control plane, real node, network, images)"] = round(time.monotonic() - began, 1)
@@ -226,7 +365,7 @@ def serve(workdir: Path, port: int) -> int:
     return 0
 
 
-def _wait_controllers(sandbox: ChartSandbox) -> None:
+def _wait_controllers(sandbox: NodeSandbox) -> None:
     """Every controller pod Ready on the real node, none restarted."""
     from tests.e2e.kube import wait_for
 
@@ -239,9 +378,10 @@ def _wait_controllers(sandbox: ChartSandbox) -> None:
         raise NodeError("controller pods are not healthy:\n" + "\n".join(sandbox.controller_problems())) from None
 
 
-def describe(sandbox: ChartSandbox, stack: Obj, render: Any, volumes: Path, workdir: Path) -> Obj:
+def describe(sandbox: NodeSandbox, stack: Obj, render: Any, volumes: Path, workdir: Path) -> Obj:
     """sandbox.json: the admin kubeconfig, one kubeconfig per team member (a client certificate of the user in
-    the team's groups, as an authenticator names them), and per team claim the host directory behind it."""
+    the team's groups, as an authenticator names them), per team claim the host directory behind it, the runtime
+    images the mirror serves (CPU stand-ins) and the node's containerd (``ctr``)."""
     from tests.e2e.platform import wait_admission_enforced
 
     queues = {q["metadata"]["namespace"]: q["metadata"]["name"] for q in render.of_kind("LocalQueue")}
@@ -276,7 +416,9 @@ def describe(sandbox: ChartSandbox, stack: Obj, render: Any, volumes: Path, work
         "members": members,
         "claims": claims,
         "node": REAL_NODE,
-        "gpus": f"{NODE_GPUS} {GPU} advertised on {NODE} (not real: torch runs on the CPU)",
+        "gpus": f"{NODE_GPUS} {GPU} advertised on {REAL_NODE} (not real: torch runs on the CPU)",
+        "runtimeImages": dict(sorted(sandbox.runtime_refs.items())),
+        "containerd": {"address": str(containerd_socket(node_dir(workdir))), "namespace": "k8s.io"},
         "logs": str(workdir / "sandbox.log"),
         "stop": "make sandbox-down",
     }
@@ -311,6 +453,7 @@ def _prepare() -> None:
     toolchain.preflight()
     Builder(VersionSet.from_env()).build(node=True)
     toolchain.build()
+    # the other runtimes' stand-ins are served when built (`python -m tests.e2e.runtime_images`: minutes each cold)
     runtime_images.build(runtime_images.TORCH)
 
 

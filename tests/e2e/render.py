@@ -100,12 +100,13 @@ def check_versions(render: RenderOutput, versions: VersionSet) -> None:
         )
 
 
-def apply_render(sandbox: Any, directory: Path, volume_root: Path | None = None) -> RenderOutput:
-    """Apply a render directory to a running sandbox and wait for kwok nodes to be Ready (claims: ``bind_claims``)."""
+def apply_render(sandbox: Any, directory: Path) -> RenderOutput:
+    """Apply a render directory to a running harness sandbox and wait for kwok nodes to be Ready (claims: fake
+    pre-bound volumes, ``bind_claims``)."""
     render = load_render(directory)
     check_versions(render, sandbox.versions)
     apply_objects(sandbox.client, render.objects)
-    bind_claims(sandbox.client, render.of_kind("PersistentVolumeClaim"), volume_root)
+    bind_claims(sandbox.client, render.of_kind("PersistentVolumeClaim"))
     wait_nodes_ready(sandbox.client, [n["metadata"]["name"] for n in render.of_kind("Node")])
     return render
 

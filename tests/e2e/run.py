@@ -2,7 +2,8 @@
 
 Usage: ``python -m tests.e2e.run [pytest args...]``. Without arguments: the real install path with the platform's
 scenarios on what it installed (``INSTALLED_TESTS``, root), the files with control planes of their own
-(``HARNESS_TESTS``), and with ``E2E_NODE=1`` the real node's files, each in a session of its own.
+(``HARNESS_TESTS``), with ``E2E_NODE=1`` the real node's own files (``NODE_TESTS``) and with ``E2E_SANDBOX=1`` the
+real-node scenarios on ``make sandbox-up`` (``SANDBOX_TESTS``), each in a session of its own.
 Prints the build and test durations so CI logs show where the time went.
 """
 
@@ -43,21 +44,27 @@ HARNESS_TESTS = (
 )
 #: every file that drives the real Pulumi toolchain on a chart sandbox (test_pulumi*.py)
 PULUMI_PREFIX = "tests/e2e/test_pulumi"
-#: the real node (kubelet + containerd): opt-in, ``E2E_NODE=1`` or naming a file (``make e2e-node``); the node,
-#: cluster networking on it (before the platform is applied: its namespaces are its own), then the platform's
-#: scenarios (one session, tests/e2e/node_session.py)
+#: the real node (kubelet + containerd) without the platform: opt-in, ``E2E_NODE=1`` or naming a file (``make
+#: e2e-node``); the node and cluster networking on it (one session, tests/e2e/node_session.py)
 NODE_TESTS = (
     "tests/e2e/test_node.py",
     "tests/e2e/test_node_network.py",
-    "tests/e2e/test_node_training.py",
-    "tests/e2e/test_node_runtimes.py",
 )
-#: the node files that use the platform (``node_platform``: the runtime stand-in images)
-NODE_PLATFORM_TESTS = NODE_TESTS[2:]
-#: every file that starts a real node (they run in a session with its own network and mount namespaces)
+#: every file that starts a real node in the test process (a session with its own network and mount namespaces)
 NODE_PREFIX = "tests/e2e/test_node"
 #: the upgrade e2e (opt-in, ``make e2e-upgrade``): it also needs the release it starts from (previous_release.py)
 UPGRADE_TEST = "tests/e2e/test_pulumi_upgrade.py"
+#: the platform's scenarios on real containers: ``make sandbox-up`` (the real `pulumi up` of the sandbox stack on an
+#: untainted real node, in the daemon's own namespaces), then, as its team members, a first job, training with a
+#: resume and an OOM, the teams' NetworkPolicies, every CPU runtime; ``make sandbox-down`` leaves nothing (one
+#: session, tests/e2e/sandbox_session.py); opt-in, ``E2E_SANDBOX=1`` or naming a file (``make e2e-sandbox``)
+SANDBOX_TESTS = (
+    "tests/e2e/test_sandbox_up.py",
+    "tests/e2e/test_sandbox_training.py",
+    "tests/e2e/test_sandbox_network.py",
+    "tests/e2e/test_sandbox_runtimes.py",
+)
+SANDBOX_PREFIX = "tests/e2e/test_sandbox"
 #: the toolchain steps that cost CPU-minutes cold (the venv and the plugin script take a few minutes at most)
 GO_STEPS = ("pulumi", "pulumi-language-python", "pulumi-resource-kubernetes")
 
@@ -116,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         not named or any(installs(arg) for arg in named)
     )
     node = os.environ.get("E2E_NODE") == "1" or any(NODE_PREFIX in arg for arg in args)
+    sandbox = os.environ.get("E2E_SANDBOX") == "1" or any(SANDBOX_PREFIX in arg for arg in args)
     try:
         if pulumi:
             toolchain.preflight()  # a missing archive fails now, not after the control plane's build
@@ -124,10 +132,10 @@ def main(argv: list[str] | None = None) -> int:
         # the node's files share one session (tests/e2e/node_session.py): the platform's controllers, the node
         # and its network; the pulumi session's chart sandbox runs a real node too (kubelet, pause, kube-proxy,
         # CoreDNS, kube-router)
-        built = Builder(versions).build(node=node or pulumi)
-        if node and (not named or any(f in arg for f in NODE_PLATFORM_TESTS for arg in named)):
-            # the runtime stand-in images (the platform's scenarios on the node) need the Debian archive: built
-            # here, before a session enters its own network namespace
+        built = Builder(versions).build(node=node or pulumi or sandbox)
+        if sandbox:
+            # the runtime stand-in images (the sandbox serves every one built) need the Debian archive: built here,
+            # before the sandbox enters its own network namespace
             for stand_in in runtime_images.STAND_INS:
                 began = time.monotonic()
                 if runtime_images.build(stand_in):
@@ -135,8 +143,9 @@ def main(argv: list[str] | None = None) -> int:
         if any(UPGRADE_TEST in arg for arg in named):
             # the release the upgrade starts from: its module (chart) and the controllers that differ, built here
             built.update(previous_release.prepare(versions))
-        if pulumi:
-            # the real Pulumi toolchain (CLI, language host, Kubernetes provider, matching SDKs) for test_pulumi.py
+        if pulumi or sandbox:
+            # the real Pulumi toolchain (CLI, language host, Kubernetes provider, matching SDKs): test_pulumi*.py and
+            # make sandbox-up
             built.update(toolchain.build())
     except NodeError as exc:
         print(f"[e2e] cannot run: {exc}", file=sys.stderr)
@@ -151,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     # the platform's scenarios run on what the real `pulumi up` installed (INSTALLED_TESTS, one session: preview,
     # up, smoke first, observability after the scenarios whose metrics it checks, then the day-two steps); the
-    # files with control planes of their own in a second session, the real node's files in a third
+    # files with control planes of their own in a second session, the real node's files in a third, the sandbox's in
+    # a fourth
     sessions = [args] if args else []
     if not args and pulumi:
         sessions.append(["-m", "e2e", *INSTALLED_TESTS])
@@ -159,9 +169,16 @@ def main(argv: list[str] | None = None) -> int:
         sessions.append(["-m", "e2e", *HARNESS_TESTS])
     if not args and node:
         sessions.append(["-m", "e2e", *NODE_TESTS])
+    if not args and sandbox:
+        sessions.append(["-m", "e2e", *SANDBOX_TESTS])
     test_start = time.monotonic()
     code = 0
-    env = {**os.environ, "E2E_NO_BUILD": "1", **({"E2E_NODE": "1"} if node else {})}
+    env = {
+        **os.environ,
+        "E2E_NO_BUILD": "1",
+        **({"E2E_NODE": "1"} if node else {}),
+        **({"E2E_SANDBOX": "1"} if sandbox else {}),
+    }
     for pytest_args in sessions:
         cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *pytest_args]
         if any(installs(arg) or NODE_PREFIX in arg for arg in pytest_args):

@@ -27,7 +27,7 @@ from pathlib import Path
 import yaml
 
 from tests.e2e.build import BuildError
-from tests.e2e.oci_images import Image, image
+from tests.e2e.oci_images import Image, digest, image
 from tests.e2e.versions import REPO_ROOT
 from trainer_infra.sandbox.versions import cache_root
 
@@ -237,6 +237,11 @@ def stand_in_image(stand_in: StandIn, root: Path | None = None) -> Image:
         )
     manifest, config, layer = ((where / n).read_bytes() for n in FILES)
     return Image(manifest, config, (layer,))
+
+
+def digest_of(stand_in: StandIn, root: Path | None = None) -> str:
+    """The cached image's manifest digest (what a pod's ``imageID`` ends with), without reading its layer."""
+    return digest((folder(stand_in, root) / "manifest.json").read_bytes())
 
 
 def _build(stand_in: StandIn, folder: Path) -> dict[str, float]:

@@ -133,16 +133,19 @@ def main(argv: list[str] | None = None) -> int:
     # workdir, which start() wipes.
     render_dir: Path | None = args.render_dir
     settings: dict[str, Any] = {}
+    releases: list[dict[str, Any]] | None = None
     try:
         if args.stack:
             render_dir = workdir.with_name(workdir.name + "-render")
             render_stack(args.stack, render_dir)
         if render_dir:
-            settings = kueue_settings(load_render(render_dir))
+            rendered = load_render(render_dir)
+            settings, releases = kueue_settings(rendered), rendered.helm_releases
     except RuntimeError as exc:
         print(f"sandbox failed: {exc}", file=sys.stderr)
         return 1
-    sandbox = Sandbox(workdir, kueue_settings=settings)
+    # with a render: its charts' RBAC, and the controllers as their charts' ServiceAccounts
+    sandbox = Sandbox(workdir, kueue_settings=settings, helm_releases=releases)
     try:
         if not args.no_build:
             Builder(sandbox.versions).build()

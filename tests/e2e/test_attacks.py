@@ -391,7 +391,7 @@ def test_attack7_restricted_team_runs_every_compliant_runtime_and_the_data_cache
     every catalog runtime but the data cache's, MPI included (its sshd adds back only `NET_BIND_SERVICE`, which
     `restricted` allows), has its pods, initializers included, created by the real controllers and admitted by
     the API server's PodSecurity admission; `validate` refuses `restricted` while the data-cache runtime is
-    served. kwok runs no containers: the real node's session runs them (tests/e2e/test_node_runtimes.py)."""
+    served. kwok runs no containers: the real node's session runs them (tests/e2e/test_sandbox_runtimes.py)."""
     compliant = sorted(
         r["metadata"]["name"]
         for r in platform.runtimes()

@@ -27,7 +27,14 @@ import urllib3
 import yaml
 
 from tests.e2e.kube import ApiError, KubeClient, wait_for
-from tests.e2e.render import apply_objects, apply_render, check_versions, controller_users, kueue_settings, load_render
+from tests.e2e.render import (
+    apply_objects,
+    apply_render,
+    check_versions,
+    controller_users,
+    kueue_settings,
+    load_render,
+)
 from tests.e2e.sandbox import COMPLETE_LABEL, Sandbox, _terminate
 from trainer_infra.core.objects import WorkerKubeconfig
 from trainer_infra.platform.fleet import kubeconfig_text
@@ -96,10 +103,9 @@ def _manager_objects(render: Path, workers: dict[str, Sandbox]) -> list[dict[str
 
 def _start_worker(tmp: Path, name: str, render: Path) -> Sandbox:
     worker_render = load_render(render / name)
-    # Controllers run as the ServiceAccounts the charts create: the team admission rules trust those names.
-    sb = Sandbox(
-        tmp / name, kueue_settings=kueue_settings(worker_render), controller_users=controller_users(worker_render)
-    )
+    # Controllers run as the ServiceAccounts the charts create, with only the charts' RBAC: the team admission
+    # rules trust those names, and a permission the charts lack fails here as on a cluster.
+    sb = Sandbox(tmp / name, kueue_settings=kueue_settings(worker_render), helm_releases=worker_render.helm_releases)
     sb.start()
     try:
         apply_render(sb, render / name)
@@ -127,7 +133,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
         manager = Sandbox(
             tmp / "manager",
             kueue_settings=kueue_settings(manager_render),
-            controller_users=controller_users(manager_render),
+            helm_releases=manager_render.helm_releases,
             trainer_controller=False,
         )
         manager.start()
@@ -226,6 +232,43 @@ def _complete_pods(fleet: Fleet, worker: str, pods: list[dict[str, Any]]) -> Non
 
 def train_fn() -> None:  # the SDK ships this function's source to the trainer container
     print("hello from a fleet worker")
+
+
+def _allowed(client: KubeClient, verb: str, group: str, resource: str, subresource: str = "") -> bool:
+    review = client.request(
+        "POST",
+        "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {
+                "resourceAttributes": {"verb": verb, "group": group, "resource": resource, "subresource": subresource}
+            },
+        },
+    )
+    return bool(review["status"]["allowed"])
+
+
+def test_controllers_run_with_only_what_their_charts_grant(fleet: Fleet) -> None:
+    """On every cluster the controllers authenticate as the ServiceAccounts the charts create (the names the
+    stack's admission rules trust, by the product's naming rule), without `system:masters`: what they may do
+    is the RBAC rendered from the pinned charts with the stack's values, and nothing else."""
+    for cluster, sandbox in (("manager", fleet.manager), *fleet.workers.items()):
+        expected = controller_users(load_render(fleet.tmp / "render" / cluster))
+        for component in ("jobset", "kueue", *(("trainer",) if sandbox.runs("trainer") else ())):
+            client = sandbox.controller_client(component)
+            review = client.request(
+                "POST",
+                "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+            )
+            user = review["status"]["userInfo"]
+            assert user["username"] == expected[component], (cluster, component)
+            assert "system:masters" not in user.get("groups", []), (cluster, component, user)
+            assert not _allowed(client, "create", "rbac.authorization.k8s.io", "clusterrolebindings")
+            if component != "trainer":  # Trainer's chart grants Secrets cluster-wide; JobSet and Kueue, their own
+                assert not _allowed(client, "list", "", "secrets"), (cluster, component)
+        assert _allowed(sandbox.controller_client("kueue"), "update", "kueue.x-k8s.io", "workloads", "status")
 
 
 def test_member_submits_with_the_sdk_and_sees_completion(fleet: Fleet) -> None:

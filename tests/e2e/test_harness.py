@@ -20,6 +20,8 @@ from tests.e2e.sandbox import (
 from tests.e2e.versions import VersionSet, shared_dir
 from tests.e2e.webhooks import apply_json_patch, load_kustomized_webhooks, load_upstream_webhooks, localize
 from tests.helpers import MINIMAL, plan_of
+from trainer_infra.sandbox.charts import ChartError, chart_archive
+from trainer_infra.sandbox.charts import controller_users as chart_controller_users
 
 
 def test_json_patch_add_replace_remove() -> None:
@@ -210,3 +212,39 @@ def test_sandbox_ports_stay_out_of_the_kernels_ephemeral_range(tmp_path: Path) -
     proc.write_text("40000\t50000\n")
     assert ephemeral_port_range(proc) == (40000, 50000)
     assert ephemeral_port_range(tmp_path / "missing") == (32768, 60999)
+
+
+def _deployment(namespace: str, account: str | None, *images: str) -> dict[str, Any]:
+    pod: dict[str, Any] = {"containers": [{"name": f"c{i}", "image": image} for i, image in enumerate(images)]}
+    if account is not None:
+        pod["serviceAccountName"] = account
+    meta = {"name": "d", "namespace": namespace}
+    return {"kind": "Deployment", "metadata": meta, "spec": {"template": {"spec": pod}}}
+
+
+def test_each_controller_runs_as_the_service_account_of_the_deployment_that_runs_its_image() -> None:
+    """The control plane gives each process the identity of the chart Deployment running the same image; LWS
+    comes with the Trainer chart's subchart; a process whose image no chart runs gets no identity (not started)."""
+    objects = [
+        _deployment("jobset-system", "jobset-controller", "registry.k8s.io/jobset/jobset:v0.12.0"),
+        _deployment("kueue-system", "kueue-controller-manager", "registry.k8s.io/kueue/kueue:v0.19.2"),
+        _deployment("kubeflow-system", "t-cm", "ghcr.io/kubeflow/trainer/trainer-controller-manager@sha256:00"),
+        _deployment("kubeflow-system", None, "mirror.local:5000/registry.k8s.io/lws/lws:v0.8.0"),
+        _deployment("kube-system", "csi", "registry.k8s.io/sig-storage/nfsplugin:v4.13.4"),
+    ]
+    assert chart_controller_users(objects) == {
+        "jobset": "system:serviceaccount:jobset-system:jobset-controller",
+        "kueue": "system:serviceaccount:kueue-system:kueue-controller-manager",
+        "trainer": "system:serviceaccount:kubeflow-system:t-cm",
+        "lws": "system:serviceaccount:kubeflow-system:default",
+    }
+    assert "lws" not in chart_controller_users(objects[:3])
+
+
+def test_a_release_without_its_chart_archive_is_named_with_the_fix(tmp_path: Path) -> None:
+    release = {"name": "kueue", "chart": "oci://registry.k8s.io/kueue/charts/kueue", "version": "0.99.0"}
+    with pytest.raises(ChartError) as err:
+        chart_archive(release, tmp_path)
+    message = str(err.value)
+    assert "'kueue'" in message and str(tmp_path / "charts" / "kueue-0.99.0.tgz") in message
+    assert "TRAINER_PLATFORM_SHARED" in message

@@ -1,19 +1,15 @@
-"""Cluster networking on the real node (issue #28, item 1): cluster DNS (CoreDNS as a pod), Service routing
-(kube-proxy) and NetworkPolicy enforcement (kube-router), each asserted from what real containers did.
+"""Cluster networking on the real node (issue #28, item 1): cluster DNS (CoreDNS as a pod) and Service routing
+(kube-proxy), asserted from what real containers did. The teams' NetworkPolicies (kube-router) are enforced on the
+platform the real ``pulumi up`` installed: tests/e2e/test_sandbox_network.py.
 
 Opt-in like the node's own tests (``E2E_NODE=1``, root); see tests/e2e/README.md "Cluster networking".
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import socket
 import subprocess
-import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -21,9 +17,7 @@ import pytest
 from tests.e2e import cluster_network as net
 from tests.e2e.kube import KubeClient, wait_for
 from tests.e2e.node_session import NodeSession
-from tests.e2e.render import RenderOutput
 from tests.e2e.test_node import _pod as node_pod
-from trainer_infra.manifests.meta import TEAM_LABEL
 from trainer_infra.manifests.runtime import JOBSET_NAME_LABEL
 
 pytestmark = [
@@ -155,130 +149,3 @@ def test_a_pod_resolves_services_and_jobset_hostnames_and_connects_through_them(
         ["conntrack", "-L", "-p", "tcp", "--orig-dst", cluster_ip], capture_output=True, text=True, check=False
     ).stdout
     assert f"dport={PORT}" in entries and f"src={server_ip}" in entries, entries
-
-
-# -- NetworkPolicy ------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Listener:
-    """A TCP server of the test process on an address of the node's namespace (not a pod): what a private-range
-    address outside the cluster looks like to a pod. It counts the connections it accepted."""
-
-    address: str
-    port: int
-    accepted: list[str] = field(default_factory=list)
-
-    @contextlib.contextmanager
-    def serve(self) -> Iterator[None]:
-        sock = socket.socket()
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.address, self.port))
-        sock.listen()
-        sock.settimeout(0.5)
-        stop = threading.Event()
-
-        def loop() -> None:
-            while not stop.is_set():
-                try:
-                    conn, peer = sock.accept()
-                except TimeoutError:
-                    continue
-                with conn:
-                    self.accepted.append(peer[0])
-                    conn.sendall(b"private endpoint answers\n")
-
-        thread = threading.Thread(target=loop, daemon=True)
-        thread.start()
-        try:
-            yield
-        finally:
-            stop.set()
-            thread.join(timeout=5)
-            sock.close()
-
-
-def _team_objects(render: RenderOutput) -> tuple[list[str], list[Obj]]:
-    """The render's team namespaces (two) and the NetworkPolicies it renders into them."""
-    namespaces = [o for o in render.of_kind("Namespace") if TEAM_LABEL in o["metadata"].get("labels", {})]
-    names = sorted(o["metadata"]["name"] for o in namespaces)[:2]
-    policies = [p for p in render.of_kind("NetworkPolicy") if p["metadata"]["namespace"] in names]
-    return names, [o for o in namespaces if o["metadata"]["name"] in names] + policies
-
-
-def test_team_network_policies_are_enforced(node_session: NodeSession) -> None:
-    env = node_session
-    client = env.sandbox.client
-    (team, other), objects = _team_objects(env.render)
-    for obj in objects:
-        client.apply(obj)
-    policies = sorted(
-        o["metadata"]["name"] for o in objects if o["kind"] == "NetworkPolicy" and o["metadata"]["namespace"] == team
-    )
-    assert "trainer-platform-default-deny" in policies and "trainer-platform-dns" in policies, policies
-    _namespace(client, team)
-    _namespace(client, other)
-    # a namespace without policies: the control that every target is reachable when nothing forbids it
-    _namespace(client, "no-policy")
-    job = {JOBSET_NAME_LABEL: "job-a"}
-    peer_ip = _echo_server(client, env, team, job, name=PEER_HOST, hostname=PEER_HOST, subdomain=JOBSET)
-    client.apply(
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": JOBSET, "namespace": team},
-            "spec": {"clusterIP": "None", "selector": job, "publishNotReadyAddresses": True},
-        }
-    )
-    other_ip = _echo_server(client, env, other, {JOBSET_NAME_LABEL: "job-b"})
-    private = Listener(net.NODE_IP, 7001)
-    with private.serve():
-        wait_for("kube-router to program the pods' firewall chains", lambda: _chains_for(env, [PEER_HOST, "echo"]), 60)
-        scripts = {
-            (team, "member", "job-a"): "; ".join(
-                [
-                    "sleep 2",  # kube-router adds this pod's own chain when it starts: give it that moment
-                    f"nslookup {PEER_HOST}.{JOBSET}.{team}.svc.{net.CLUSTER_DOMAIN}",
-                    _connect(f"{PEER_HOST}.{JOBSET}", "own-peer", 15),
-                    _parallel(
-                        _connect(other_ip, "other-team", 3),
-                        _connect(private.address, "private-range", 3, private.port),
-                    ),
-                ]
-            ),
-            # the controls: the other team's pod answers its own team, the private address a pod without policies
-            (other, "other-member", "job-b"): "sleep 2; " + _connect(other_ip, "own-team", 15),
-            ("no-policy", "control", ""): "sleep 2; "
-            + _parallel(
-                _connect(peer_ip, "team-pod", 3),
-                _connect(private.address, "private-range", 15, private.port),
-            ),
-        }
-        for (namespace, name, jobset), script in scripts.items():
-            labels = {JOBSET_NAME_LABEL: jobset} if jobset else {}
-            client.create(_pod(name, namespace, env.node.name, env.busybox_ref(), script, labels))
-        member = _log_when_done(client, "member", team)
-        other_member = _log_when_done(client, "other-member", other)
-        control = _log_when_done(client, "control", "no-policy")
-    # the member's pod: DNS and its own job's peer by JobSet hostname work ...
-    assert f"Address: {peer_ip}" in member, member
-    assert f"own-peer: {PEER_HOST} echoes own-peer" in member, member
-    # ... another team's pod and a private-range address do not, though both answer where policy allows it
-    assert "other-team: refused after 3 tries" in member, member
-    assert "own-team: echo echoes own-team" in other_member, other_member
-    assert "private-range: refused after 3 tries" in member, member
-    assert "private-range: private endpoint answers" in control, control
-    # and nothing outside the team opens a connection to the team's pod (ingress)
-    assert "team-pod: refused after 3 tries" in control, control
-    member_ip = client.get("v1", "Pod", "member", team)["status"]["podIP"]
-    control_ip = client.get("v1", "Pod", "control", "no-policy")["status"]["podIP"]
-    assert member_ip not in private.accepted and control_ip in private.accepted, private.accepted
-    # the teams' namespaces are the platform's for the scenarios after this file: its pods go
-    for pod in client.list("v1", "Pod", team) + client.list("v1", "Pod", other):
-        client.delete("v1", "Pod", pod["metadata"]["name"], pod["metadata"]["namespace"])
-    wait_for("the teams' pods to go", lambda: not client.list("v1", "Pod", team) + client.list("v1", "Pod", other), 60)
-
-
-def _chains_for(env: NodeSession, pods: list[str]) -> bool:
-    rules = subprocess.run(["iptables-save", "-t", "filter"], capture_output=True, text=True, check=False).stdout
-    return all(f"POD name:{pod} " in rules for pod in pods)

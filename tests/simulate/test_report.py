@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 from tests.simulate.test_metrics import JOBS
-from trainer_infra.simulate.metrics import JobOutcome
-from trainer_infra.simulate.report import summary, table, write
+from trainer_infra.simulate.metrics import Admission, JobOutcome
+from trainer_infra.simulate.report import conservation, summary, table, write
 from trainer_infra.simulate.run import Run
 
 
@@ -48,3 +48,18 @@ def test_the_report_files(tmp_path: Path) -> None:
     for plot in ("utilisation.png", "shares.png", "waits.png"):
         assert (tmp_path / plot).read_bytes()[:4] == b"\x89PNG"
     assert "util" in table([("derived", summary(run()))]).splitlines()[0]
+
+
+def test_conservation_counts_the_pods_that_finished_the_job_not_a_preempted_attempt() -> None:
+    # 2 pods × 4 acc for 10 s (×60 compression); preempted at 4, admitted again at 6, finished at 18. One pod of the
+    # preempted attempt had ended (1-3): it is not the work that finished the job.
+    job = JobOutcome("P", "a", "cq-a", 8, 10, 0, 0, [Admission(0, 4, "evicted", "InCohortReclamation")])
+    job.admissions.append(Admission(6, 18, "finished"))
+    job.finished = 18
+    job.pod_runs = [(1, 3, 4), (7, 17.5, 4), (7.5, 17.5, 4)]
+    assert (job.pods_ran, job.ran) == (2, 4 * 10.5 + 4 * 10)
+    c = conservation([job], compression=60)
+    assert c["trace_accelerator_seconds"] == 80 and c["ran_accelerator_seconds"] == 82
+    assert c["finished_accelerator_seconds"] == 8 * 12  # the last admission held 6-18
+    assert c["pod_overrun_wall_seconds"] == {"mean": 0.004, "min": 0.0, "max": 0.008}  # (0.5 and 0 s) / 60
+    assert c["overhead_wall_seconds"]["max"] == 0.033  # (12 - 10) / 60

@@ -4,8 +4,9 @@ Used by `trainer-infra simulate` and the e2e tests (``python -m tests.e2e.sandbo
 
 Order (each step waits, with a timeout naming what did not happen):
 etcd → kube-apiserver → kube-controller-manager, kube-scheduler, kwok →
-pinned CRDs (Established) → JobSet, Kueue, Trainer and LeaderWorkerSet controllers (webhooks on
-127.0.0.1 with our CA) → upstream webhook configurations rewritten to those URLs.
+pinned CRDs (Established) → the charts' RBAC (given the render's Helm releases) → JobSet, Kueue, Trainer and
+LeaderWorkerSet controllers (webhooks on 127.0.0.1 with our CA), each with the identity its chart gives it →
+upstream webhook configurations rewritten to those URLs.
 Every process started is stopped on error, on context exit and at interpreter
 exit; ``up`` detaches and records the PIDs so ``down`` can stop them later.
 """
@@ -24,6 +25,8 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -33,6 +36,8 @@ import yaml
 
 from trainer_infra.manifests.runtime import minimal_runtime
 from trainer_infra.nodepools.kwok import KWOK_ANNOTATION, KWOK_MANAGED_NODES
+from trainer_infra.sandbox.apply import apply_objects
+from trainer_infra.sandbox.charts import ChartIdentities, chart_identities
 from trainer_infra.sandbox.kube import ApiError, FatalWaitError, KubeClient, wait_for
 from trainer_infra.sandbox.pki import CertificateAuthority, CertPair, service_account_keypair
 from trainer_infra.sandbox.versions import (
@@ -228,12 +233,20 @@ class Sandbox:
         shared: Path | None = None,
         kueue_settings: dict[str, Any] | None = None,
         controller_users: dict[str, str] | None = None,
+        helm_releases: Sequence[Obj] | None = None,
         trainer_controller: bool = True,
     ) -> None:
         self.workdir = workdir.resolve()
-        #: component (jobset, kueue, trainer) → the username its controller has on a real cluster
-        #: (``render.controller_users``): admission rules that trust a controller see that identity here too.
+        #: The render's Helm releases: the charts' RBAC is installed and each controller runs as its chart's
+        #: ServiceAccount with only what the charts grant it (``charts.py``); a controller the charts do not
+        #: install does not run (LeaderWorkerSet without the Trainer data cache).
+        self.helm_releases = list(helm_releases) if helm_releases is not None else None
+        #: Without releases: component → the username its controller has on a real cluster
+        #: (``render.controller_users``), in ``system:masters`` (the real node's session only).
         self.controller_users = dict(controller_users or {})
+        self._charts: Future[ChartIdentities] | None = None
+        #: component → the client certificate its controller runs with (not the admin's)
+        self.controller_certs: dict[str, CertPair] = {}
         #: False: Trainer CRDs only, no controller and no Trainer webhooks (a fleet manager on Trainer < 2.3).
         self.trainer_controller = trainer_controller
         #: Scheduling settings of the stack's Kueue (``render.kueue_settings``) laid over the sandbox's config.
@@ -302,6 +315,17 @@ class Sandbox:
 
     # -- steps --------------------------------------------------------------
     def _start(self) -> None:
+        if self.helm_releases is not None:
+            # rendered while the control plane starts: Kueue's chart takes a few seconds
+            pool = ThreadPoolExecutor(max_workers=1)
+            self._charts = pool.submit(
+                chart_identities,
+                self.helm_releases,
+                self.bin_dir / "chart-render",
+                self.shared,
+                self.versions.kubernetes,
+            )
+            pool.shutdown(wait=False)
         self._start_control_plane()
         self._apply_crds()
         self._start_platform_controllers()
@@ -573,27 +597,50 @@ class Sandbox:
         wait_for(f"CRDs {names} to be Established", established, TIMEOUT)
 
     # -- platform controllers ---------------------------------------------------
-    def _controller_kubeconfig(self, component: str) -> Path:
-        """The admin kubeconfig, or one for the controller's real-cluster username (a ServiceAccount name).
+    def _install_chart_rbac(self) -> None:
+        """The charts' RBAC objects, before any controller starts (the Namespaces exist)."""
+        if self._charts is None:
+            return
+        charts = self._charts.result()
+        apply_objects(self.client, charts.rbac, field_manager="trainer-platform-charts")
+        self.controller_users = dict(charts.users)
 
-        The certificate also carries ``system:masters``: the sandbox does not install the charts' RBAC.
+    def runs(self, component: str) -> bool:
+        """Whether the sandbox runs ``component``'s controller (the charts install it, or no charts given)."""
+        if component == "trainer" and not self.trainer_controller:
+            return False
+        return self._charts is None or component in self.controller_users
+
+    def _controller_kubeconfig(self, component: str) -> Path:
+        """One for the controller's real-cluster username (a ServiceAccount), with the groups a ServiceAccount
+        token carries; the admin kubeconfig for a sandbox without a render.
+
+        With the charts' RBAC installed that identity has exactly what the charts grant; without it (a legacy
+        caller passing only ``controller_users``) the certificate also carries ``system:masters``.
         """
         user = self.controller_users.get(component)
         if user is None:
             return self.kubeconfig
-        groups = ["system:masters"]
+        groups = [] if self._charts is not None else ["system:masters"]
         if user.startswith("system:serviceaccount:"):
             groups += ["system:serviceaccounts", f"system:serviceaccounts:{user.split(':')[2]}"]
         pair = self.ca.issue(f"controller-{component}", user, organizations=tuple(groups), client=True)
+        self.controller_certs[component] = pair
         path = self.workdir / f"kubeconfig-controller-{component}"
         self.write_kubeconfig(path, component, pair)
         return path
+
+    def controller_client(self, component: str) -> KubeClient:
+        """A client with the credential ``component``'s controller runs with (a started, non-admin one)."""
+        pair = self.controller_certs[component]
+        return KubeClient(self.server, self.ca.cert_path, pair.cert, pair.key)
 
     def _start_platform_controllers(self) -> None:
         for ns in ("jobset-system", "kueue-system", "kubeflow-system"):
             self.client.apply(
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": dict(MANAGED_BY)}}
             )
+        self._install_chart_rbac()
         cfg_dir = self.workdir / "config"
         p = self.ports
         v = self.versions
@@ -673,8 +720,10 @@ class Sandbox:
                 }
             )
         )
-        controllers = [(jobset, p.jobset_health), (kueue, p.kueue_health), (self._start_lws(), p.lws_health)]
-        if self.trainer_controller:
+        controllers = [(jobset, p.jobset_health), (kueue, p.kueue_health)]
+        if self.runs("lws"):
+            controllers.append((self._start_lws(), p.lws_health))
+        if self.runs("trainer"):
             controllers.append((self._start_trainer(trainer_cfg, trainer_tmp), p.trainer_health))
         for proc, port in controllers:
             self._wait(
@@ -730,7 +779,7 @@ class Sandbox:
             "lws-manager",
             self.versions.lws,
             "lws-manager",
-            [f"--config={cfg}", f"--kubeconfig={self.kubeconfig}", "--zap-log-level=info"],
+            [f"--config={cfg}", f"--kubeconfig={self._controller_kubeconfig('lws')}", "--zap-log-level=info"],
         )
 
     def metrics_urls(self) -> dict[str, str]:
@@ -799,14 +848,18 @@ class Sandbox:
                     self.ports.trainer_webhook,
                     self.ca.cert_pem,
                 )
-                if self.trainer_controller
+                if self.runs("trainer")
                 else []
             ),
-            *localize(
-                load_kustomized_webhooks(self.lws_module() / "config" / "webhook"),
-                "lws",
-                self.ports.lws_webhook,
-                self.ca.cert_pem,
+            *(
+                localize(
+                    load_kustomized_webhooks(self.lws_module() / "config" / "webhook"),
+                    "lws",
+                    self.ports.lws_webhook,
+                    self.ca.cert_pem,
+                )
+                if self.runs("lws")
+                else []
             ),
         ]
 
@@ -825,8 +878,9 @@ class Sandbox:
             "trainer": _probe_runtime(),
             "lws": _probe_lws(),
         }
-        if not self.trainer_controller:
-            del probes["trainer"]
+        for component in ("trainer", "lws"):
+            if not self.runs(component):
+                del probes[component]
         for component, obj in probes.items():
 
             def reachable(obj: Obj = obj) -> bool:

@@ -30,7 +30,11 @@ BINARIES = (
     "kueue-manager",
     "trainer-controller-manager",
     "lws-manager",
+    "chart-render",
 )
+#: The Helm library ``chart-render`` renders the charts with: the one pulumi-kubernetes (the version the e2e
+#: proves) renders `helm.v4.Chart` with (its provider/go.mod), so the RBAC installed is what `pulumi up` installs.
+HELM_VERSION = "3.20.2"
 
 
 class BuildError(RuntimeError):

@@ -52,10 +52,28 @@ class JobOutcome:
     finished: float | None = None
     flavor: str = ""
     never_admissible: str = ""
+    #: each pod that ran to the end: (Running, Succeeded, its accelerators), as the replay saw them
+    pod_runs: list[tuple[float, float, int]] = field(default_factory=list)
 
     @property
     def first_admitted(self) -> float | None:
         return self.admissions[0].start if self.admissions else None
+
+    @property
+    def last_runs(self) -> list[tuple[float, float, int]]:
+        """The pods of the last admission that ran to the end: what finished the job (earlier admissions' pods
+        were preempted, or ended before the admission that counts)."""
+        since = self.admissions[-1].start if self.admissions else 0.0
+        return [run for run in self.pod_runs if run[0] >= since]
+
+    @property
+    def pods_ran(self) -> int:
+        return len(self.last_runs)
+
+    @property
+    def ran(self) -> float:
+        """Accelerator-seconds the pods of the last admission ran."""
+        return sum(acc * (end - start) for start, end, acc in self.last_runs)
 
     @property
     def wait(self) -> float | None:

@@ -33,6 +33,14 @@ MANAGER = "trainer-platform.io/simulate"
 SUBMIT_BATCH = 20
 
 
+def pod_accelerators(pod: Obj, resource: str) -> int:
+    """The accelerators a pod's containers hold (their limits)."""
+    total = 0
+    for c in pod.get("spec", {}).get("containers", []):
+        total += int(c.get("resources", {}).get("limits", {}).get(resource, "0"))
+    return total
+
+
 def trainjob(row: TraceRow, facts: StackFacts, compression: float) -> Obj:
     """The TrainJob of a trace row: the team's LocalQueue, its priority and runtime, and pods that carry the
     compressed duration for kwok."""
@@ -109,6 +117,9 @@ class Replay:
         self.lock = threading.Lock()
         self.stop_event = threading.Event()
         self.submit_lag = 0.0
+        #: pod uid → trace time the replay saw it Running; the pods whose Succeeded it has counted
+        self.running_since: dict[str, float] = {}
+        self.counted: set[str] = set()
         #: the machine's 1-minute load average, every 30 wall seconds (how contended the replay was)
         self.load: list[float] = []
 
@@ -148,12 +159,22 @@ class Replay:
                 job.admissions[-1] = Admission(job.admissions[-1].start, t, "evicted", reason or "unknown")
 
     def _on_pod(self, kind: str, pod: Obj) -> None:
-        name = pod["metadata"].get("labels", {}).get(JOBSET_NAME_LABEL)
-        job = self.jobs.get(f"{pod['metadata'].get('namespace')}/{name}") if name else None
-        if job is None or job.started is not None or pod.get("status", {}).get("phase") != "Running":
+        """When each pod started running and how long it ran: what the trace's durations must add up to."""
+        meta = pod["metadata"]
+        name = meta.get("labels", {}).get(JOBSET_NAME_LABEL)
+        job = self.jobs.get(f"{meta.get('namespace')}/{name}") if name else None
+        if job is None:
             return
+        phase, uid = pod.get("status", {}).get("phase"), meta.get("uid", "")
+        t = self.now()
         with self.lock:
-            job.started = self.now()
+            if phase == "Running" and uid not in self.running_since:
+                self.running_since[uid] = t
+                if job.started is None:
+                    job.started = t
+            elif phase == "Succeeded" and uid in self.running_since and uid not in self.counted:
+                self.counted.add(uid)
+                job.pod_runs.append((self.running_since[uid], t, pod_accelerators(pod, self.facts.resource)))
 
     def _watch(self, api: tuple[str, str], handle: Callable[[str, Obj], None]) -> None:
         """List then watch one kind across namespaces until stopped; re-list when the watch expires."""

@@ -88,7 +88,6 @@ def simulate(
     from trainer_infra.sandbox.apply import (
         apply_objects,
         bind_claims,
-        controller_users,
         kueue_settings,
         wait_nodes_ready,
     )
@@ -112,13 +111,9 @@ def simulate(
     phases: dict[str, float] = {}
     started = time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="trainer-simulate-"))
-    # the controllers run as their real ServiceAccounts: the stack's admission policies trust those names only
-    sandbox = Sandbox(
-        workdir / "control-plane",
-        versions,
-        kueue_settings=settings,
-        controller_users=controller_users(list(releases)),
-    )
+    # the controllers run as their charts' ServiceAccounts with the charts' RBAC: the stack's admission policies
+    # trust those names only, and the replay sees what a cluster's controllers may do
+    sandbox = Sandbox(workdir / "control-plane", versions, kueue_settings=settings, helm_releases=releases)
     try:
         progress(f"starting the control plane (Kubernetes {versions.kubernetes}, Kueue {versions.kueue}) ...")
         sandbox.start()

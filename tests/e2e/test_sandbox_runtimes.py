@@ -1,8 +1,9 @@
-"""Every catalog runtime that can run on a CPU runs one real job on the real node (issue #28, items 4 and 5).
+"""Every catalog runtime that can run on a CPU runs one real job on the real node (issue #28, items 4 and 5), on the
+platform the real ``pulumi up`` installed (the sandbox session, tests/e2e/sandbox_session.py).
 
-A team member creates a TrainJob of each runtime through the team's LocalQueue; Kueue admits it onto the real
-node's flavor, Trainer's plugin for the runtime (XGBoost, JAX, MPI) wires the pods together, and each assertion
-reads what the processes printed:
+A team member (the kubeconfig sandbox.json names) creates a TrainJob of each runtime through the team's
+LocalQueue; Kueue admits it onto the real node's flavor, Trainer's plugin for the runtime (XGBoost, JAX, MPI) wires
+the pods together, and each assertion reads what the processes printed:
 - ``xgboost-distributed``: 2 workers join the Rabit tracker that worker 0 runs at the address Trainer injects
   (``DMLC_*``), train one booster together (both end with the same model) and allreduce across each other;
 - ``jax-distributed``: 2 processes form one ``jax.distributed`` cluster at Trainer's coordinator address, see 2
@@ -12,16 +13,16 @@ reads what the processes printed:
   shows the login), both ranks report from their own hosts and allreduce (mpi4py; MLX's MPI backend).
 
 The images are CPU stand-ins built from Debian packages and PyPI wheels (tests/e2e/runtime_images.py), published
-under the catalog's exact references through ``images.registryMirror``: what each runtime's command needs, not the
-upstream payload (no DeepSpeed or CUDA). Runtimes that cannot run here are listed in ``CANNOT_RUN`` with the
-reason; a catalog runtime that is neither run nor listed fails ``test_every_catalog_runtime_is_run_or_says_why``.
-Opt-in like the real node: ``E2E_NODE=1`` as root (``make e2e-node``).
+under the catalog's exact references through ``images.registryMirror`` by ``make sandbox-up`` (sandbox.json
+``runtimeImages``): what each runtime's command needs, not the upstream payload (no DeepSpeed or CUDA). Runtimes
+that cannot run here are listed in ``CANNOT_RUN`` with the reason; a catalog runtime that is neither run nor listed
+fails ``test_every_catalog_runtime_is_run_or_says_why``. Part of the sandbox session: ``E2E_SANDBOX=1`` as root
+(``make e2e-sandbox``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import textwrap
 import time
@@ -33,8 +34,8 @@ import pytest
 
 from tests.e2e.kube import ApiError, KubeClient, wait_for
 from tests.e2e.node import MIRROR
-from tests.e2e.node_session import GPU, MPI_RUNTIMES, TRAINER_ID, NodePlatform, NodeSession, trainer_container
-from tests.e2e.platform import Team, unique
+from tests.e2e.platform import unique
+from tests.e2e.platform_sandbox import GPU, MPI_RUNTIMES, TRAINER_ID, trainer_container
 from tests.e2e.runtime_images import (
     JAX,
     MPI,
@@ -43,16 +44,13 @@ from tests.e2e.runtime_images import (
     MPI_USER,
     XGBOOST,
     StandIn,
-    stand_in_image,
+    digest_of,
     upstream_image,
 )
+from tests.e2e.sandbox_session import SANDBOX_MARKS, Member, RunningSandbox
 from tests.e2e.versions import REPO_ROOT
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(os.environ.get("E2E_NODE") != "1", reason="the real node is opt-in: make e2e-node (E2E_NODE=1)"),
-    pytest.mark.skipif(os.geteuid() != 0, reason="the real node needs root (containerd, runc, mounts, cgroups)"),
-]
+pytestmark = SANDBOX_MARKS
 
 Obj = dict[str, Any]
 TJ = "trainer.kubeflow.org/v1alpha1"
@@ -76,7 +74,8 @@ CANNOT_RUN = {
 }
 #: runtimes another file of this session runs
 RUN_ELSEWHERE = {
-    "torch-distributed": "tests/e2e/test_node_training.py (the SDK's train(), torchrun over gloo on 2 nodes)",
+    "torch-distributed": "tests/e2e/test_sandbox_up.py and test_sandbox_training.py (the SDK's train(), torchrun over "
+    "gloo on 2 nodes, a checkpoint, a resume, an OOM)",
 }
 
 
@@ -199,7 +198,7 @@ class Case:
 
     @property
     def mpi(self) -> bool:
-        """The node stack serves the MPI runtimes as TrainingRuntimes of its first team (the team's own
+        """The sandbox stack serves the MPI runtimes as TrainingRuntimes of its first team (the team's own
         runtimes), the others cluster-wide; every job runs in that `restricted` team."""
         return self.runtime in MPI_RUNTIMES
 
@@ -271,7 +270,7 @@ def test_every_catalog_runtime_is_run_or_says_why() -> None:
 # -- the runs --------------------------------------------------------------------------------------------------
 
 
-def _finished(admin: KubeClient, ns: str, name: str, pods: dict[str, Obj], logs: dict[str, str]) -> Obj | None:
+def _seen(admin: KubeClient, ns: str, name: str, pods: dict[str, Obj], logs: dict[str, str]) -> Obj | None:
     """The TrainJob once it completed or failed. Meanwhile its pods and their logs, as last seen: JobSet deletes
     the pods still running when the job is done (the MPI node pods' sshd), and a failed attempt's on restart."""
     for pod in admin.list("v1", "Pod", ns, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}"):
@@ -286,7 +285,7 @@ def _finished(admin: KubeClient, ns: str, name: str, pods: dict[str, Obj], logs:
     return job if any(c["status"] == "True" for c in done) else None
 
 
-def _trainjob(name: str, team: Team, runtime: str, kind: str, command: list[str]) -> Obj:
+def _trainjob(name: str, team: Member, runtime: str, kind: str, command: list[str]) -> Obj:
     return {
         "apiVersion": TJ,
         "kind": "TrainJob",
@@ -306,42 +305,45 @@ def _trainjob(name: str, team: Team, runtime: str, kind: str, command: list[str]
 
 
 @pytest.mark.parametrize("runtime", CATALOG)
-def test_runtime_runs_a_real_job(runtime: str, node_session: NodeSession, node_platform: NodePlatform) -> None:
+def test_runtime_runs_a_real_job(runtime: str, platform_sandbox: RunningSandbox) -> None:
     if runtime in CANNOT_RUN:
         pytest.skip(f"{runtime} cannot run here: {CANNOT_RUN[runtime]}")
     if runtime in RUN_ELSEWHERE:
         pytest.skip(f"{runtime} runs in {RUN_ELSEWHERE[runtime]}")
     case = CASES[runtime]
-    admin = node_session.sandbox.client
-    team = node_platform.platform.render_teams()[0]
+    sb = platform_sandbox
+    admin = sb.admin
+    team = sb.member(0)
     namespace = admin.get("v1", "Namespace", team.namespace)
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
-    kind = "TrainingRuntime" if case.mpi else "ClusterTrainingRuntime"
-    rendered = next(
-        o
-        for o in node_session.render.of_kind(kind)
-        if o["metadata"]["name"] == runtime and o["metadata"].get("namespace") in (None, team.namespace)
+    # the runtime as `pulumi up` installed it: the team's own (MPI) or the cluster's
+    installed = (
+        admin.get("trainer.kubeflow.org/v1alpha1", "TrainingRuntime", runtime, team.namespace)
+        if case.mpi
+        else admin.get("trainer.kubeflow.org/v1alpha1", "ClusterTrainingRuntime", runtime)
     )
-    mirrored = trainer_container(rendered)["image"]
+    kind = installed["kind"]
+    mirrored = trainer_container(installed)["image"]
     upstream = mirrored.removeprefix(f"{MIRROR}/")  # the catalog's reference, ${TRAINER_VERSION} filled in
     assert runtime in case.stand_in.runtimes
     assert re.fullmatch(re.escape(upstream_image(runtime)).replace(r"\$\{TRAINER_VERSION\}", r"[\w.-]+"), upstream)
-    assert node_session.publish(upstream, stand_in_image(case.stand_in)) == mirrored
+    # the sandbox serves the stand-in under that exact reference
+    assert sb.doc["runtimeImages"].get(mirrored) == digest_of(case.stand_in), (mirrored, sb.doc["runtimeImages"])
 
     name = unique(runtime.split("-")[0])
-    member = node_session.sandbox.user_client(team.user, team.groups)
+    member = team.client()
     start = time.monotonic()
     member.create(_trainjob(name, team, runtime, kind, case.command))
     pods: dict[str, Obj] = {}
     logs: dict[str, str] = {}
     job = wait_for(
         f"TrainJob {team.namespace}/{name} to finish",
-        lambda: _finished(admin, team.namespace, name, pods, logs),
+        lambda: _seen(admin, team.namespace, name, pods, logs),
         600,
         1,
     )
-    node_session.times[f"{runtime} TrainJob created → finished"] = round(time.monotonic() - start, 1)
-    _finished(admin, team.namespace, name, pods, logs)  # the last lines
+    sb.times[f"{runtime} TrainJob created → finished"] = round(time.monotonic() - start, 1)
+    _seen(admin, team.namespace, name, pods, logs)  # the last lines
     for pod_name, log in sorted(logs.items()):
         print(f"\n[node runtimes] log of {pod_name}:\n{log}", flush=True)
     conditions = {c["type"]: c["status"] for c in job["status"]["conditions"]}
@@ -355,10 +357,10 @@ def test_runtime_runs_a_real_job(runtime: str, node_session: NodeSession, node_p
     # every attempt's pods (the stack's failure policy restarts a failed JobSet once: at load ≈ 36 one JAX attempt
     # failed before printing anything, its cause gone with its pods); the assertions below read the one that passed
     assert pods and len(pods) % NUM_NODES == 0, sorted(pods)
-    node_session.times[f"{runtime} attempts"] = len(pods) // NUM_NODES
+    sb.times[f"{runtime} attempts"] = len(pods) // NUM_NODES
     for pod in pods.values():
-        assert pod["spec"]["nodeName"] == node_session.node.name
-        node_session.assert_ran_from_mirror(pod)
+        assert pod["spec"]["nodeName"] == sb.node
+        sb.assert_ran_from_mirror(pod)
     case.check(logs, job, pods)
 
 
@@ -368,9 +370,7 @@ def test_runtime_runs_a_real_job(runtime: str, node_session: NodeSession, node_p
 SSHD_PROBE = '/usr/sbin/sshd -V 2>&1; echo "sshd exit $?"; getpcaps $$ 2>/dev/null || grep Cap /proc/self/status'
 
 
-def test_upstream_sshd_starts_under_restricted_only_with_net_bind_service(
-    node_session: NodeSession, node_platform: NodePlatform
-) -> None:
+def test_upstream_sshd_starts_under_restricted_only_with_net_bind_service(platform_sandbox: RunningSandbox) -> None:
     """Why the MPI runtimes' sshd adds back NET_BIND_SERVICE under `restricted`, measured: upstream's MPI images
     (and the stand-in) give sshd that file capability. With `capabilities.drop: [ALL]` (restricted) the
     container's bounding set lacks it and the kernel refuses to execute sshd (EPERM, exit 126): no MPI job could
@@ -379,17 +379,18 @@ def test_upstream_sshd_starts_under_restricted_only_with_net_bind_service(
     capability from being granted: port 2222 needs none)."""
     from tests.e2e.test_node_network import _log_when_done, _namespace, _pod
 
-    admin = node_session.sandbox.client
-    upstream = trainer_container(
-        next(o for o in node_session.render.of_kind("TrainingRuntime") if o["metadata"]["name"] == MPI_RUNTIMES[0])
-    )["image"].removeprefix(f"{MIRROR}/")
-    image = node_session.publish(upstream, stand_in_image(MPI))
+    sb = platform_sandbox
+    admin = sb.admin
+    mpi = admin.get("trainer.kubeflow.org/v1alpha1", "TrainingRuntime", MPI_RUNTIMES[0], sb.member(0).namespace)
+    image = trainer_container(mpi)["image"]
+    assert sb.doc["runtimeImages"].get(image) == digest_of(MPI), (image, sb.doc["runtimeImages"])
+    # a probe namespace of the admin's (the platform's team namespaces admit only queued workloads)
     ns = "mpi-restricted"
     _namespace(admin, ns, {"pod-security.kubernetes.io/enforce": "restricted"})
     toleration = [{"operator": "Exists"}]
     logs = {}
     for name, add in (("drop-all", []), ("net-bind-service", ["NET_BIND_SERVICE"])):
-        pod = _pod(name, ns, node_session.node.name, image, SSHD_PROBE, {}, tolerations=toleration)
+        pod = _pod(name, ns, sb.node, image, SSHD_PROBE, {}, tolerations=toleration)
         pod["spec"]["securityContext"]["runAsUser"] = MPI_UID
         if add:
             pod["spec"]["containers"][0]["securityContext"]["capabilities"]["add"] = add
