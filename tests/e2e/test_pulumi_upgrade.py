@@ -125,9 +125,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upgrade]:
         found.set_config()
         bind_claims(found.client, render.of_kind("PersistentVolumeClaim"))
         yield found
-        report = {"outcomes": found.outcomes, "timings": found.timings}
-        (found.project.workdir / "upgrade-outcomes.json").write_text(json.dumps(report, indent=2) + "\n")
-        print(f"[e2e] upgrade outcomes: {json.dumps(report)}")
+        found.report("upgrade", found.outcomes)
 
 
 def _jobset_image(version: str) -> str:
