@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from tests.e2e.node import NODE_SANDBOX_BINARIES, RealNode, publish
 from tests.e2e.oci_images import pause_image
 from tests.e2e.sandbox import TIMEOUT, Sandbox, log_tail
 from trainer_infra.observability.objects import COMPONENT_LABEL, MONITORING
+from trainer_infra.sandbox.versions import VersionSet, binary_dir
 
 Obj = dict[str, Any]
 SYSTEM_NODE = "e2e-system"
@@ -85,7 +87,9 @@ class ControllerPodError(AssertionError):
 class ChartSandbox(Sandbox):
     """Control plane + kwok + a real node and its network; the platform itself comes from Pulumi.
 
-    ``archives``: the chart archives the registry serves (``charts.repositoryMirror``) beside the images."""
+    ``archives``: the chart archives the registry serves (``charts.repositoryMirror``) beside the images;
+    ``previous``: version sets whose controller images are published too (an upgrade's start release,
+    ``previous_release.py``), each one's controllers that the sandbox's set does not run."""
 
     apiserver_args = (
         "--enable-aggregator-routing=true",
@@ -96,9 +100,16 @@ class ChartSandbox(Sandbox):
     #: the real node's taints: the controllers' node only (a subclass that trains on it too leaves it untainted)
     node_taints: tuple[Obj, ...] = (REAL_NODE_TAINT,)
 
-    def __init__(self, workdir: Path, archives: list[Path] | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        archives: list[Path] | None = None,
+        previous: Sequence[VersionSet] = (),
+        **kwargs: Any,
+    ) -> None:
         super().__init__(workdir, **kwargs)
         self.archives = list(archives or [])
+        self.previous = tuple(previous)
         self.registry: ChartRegistry | None = None
         self.node: RealNode | None = None
         self.network: ClusterNetwork | None = None
@@ -146,11 +157,12 @@ class ChartSandbox(Sandbox):
 
     def _publish_images(self) -> None:
         assert self.registry is not None
-        images, times = build_all(self.versions, self.bin_dir)
-        self.times.update(times)
-        for reference, image in images.items():
-            publish(self.registry, reference, image)
-            self.published[reference] = image.digest
+        for versions, bin_dir in ((self.versions, self.bin_dir), *((v, binary_dir(v)) for v in self.previous)):
+            images, times = build_all(versions, bin_dir, skip=self.published)
+            self.times.update(times)
+            for reference, image in images.items():
+                publish(self.registry, reference, image)
+                self.published[reference] = image.digest
 
     def _system_node(self) -> None:
         self.create_kwok_node(SYSTEM_NODE, labels={"node-role.kubernetes.io/control-plane": ""})

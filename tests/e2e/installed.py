@@ -81,6 +81,13 @@ class Deployed:
         self.project.write_stack(self.installed.config(self.base, **{**self.kept, **overrides}))
         self.project.config_secret("trainer-platform:teams[0].secrets.hfToken", SENTINEL)
 
+    def report(self, name: str, outcomes: dict[str, Any]) -> None:
+        """Print a run's outcomes and timings, and keep them beside its logs (``<name>-outcomes.json``): pytest
+        shows a passing fixture's output only with ``-rA``."""
+        report = {"outcomes": outcomes, "timings": self.timings}
+        (self.project.workdir / f"{name}-outcomes.json").write_text(json.dumps(report, indent=2) + "\n")
+        print(f"[e2e] {name} outcomes: {json.dumps(report)}")
+
     def timed(self, name: str, result: Result) -> Result:
         self.timings[name] = result.seconds
         record_timing(name, result)

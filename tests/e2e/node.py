@@ -601,9 +601,15 @@ class RealNode:
                 (Path("/proc/sys") / key).write_text(value)
 
     def _drain(self) -> None:
-        """Delete the node's pods and let the kubelet stop them (their mounts and network go with them)."""
+        """Cordon the node, delete its pods and let the kubelet stop them (their mounts and network go with them).
+        Cordoned first: a platform still installed (a session stopped before its destroy) would have its
+        Deployments' pods created and scheduled here again."""
         client = self.sandbox.client
         try:
+            with contextlib.suppress(ApiError):  # a node never registered has no pods either
+                cordon = {"spec": {"unschedulable": True}}
+                node_path = client.path("v1", "Node", None, self.name)
+                client.request("PATCH", node_path, cordon, content_type="application/merge-patch+json")
             pods = client.request("GET", "/api/v1/pods", params={"fieldSelector": f"spec.nodeName={self.name}"})[
                 "items"
             ]

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 
-from tests.e2e import netns, runtime_images
+from tests.e2e import netns, previous_release, runtime_images
 from tests.e2e.build import Builder, BuildError
 from tests.e2e.node import NodeError
 from tests.e2e.node import preflight as node_preflight
@@ -52,6 +52,8 @@ NODE_TESTS = (
 )
 #: every file that starts a real node in the test process (a session with its own network and mount namespaces)
 NODE_PREFIX = "tests/e2e/test_node"
+#: the upgrade e2e (opt-in, ``make e2e-upgrade``): it also needs the release it starts from (previous_release.py)
+UPGRADE_TEST = "tests/e2e/test_pulumi_upgrade.py"
 #: the platform's scenarios on real containers: ``make sandbox-up`` (the real `pulumi up` of the sandbox stack on an
 #: untainted real node, in the daemon's own namespaces), then, as its team members, a first job, training with a
 #: resume and an OOM, the teams' NetworkPolicies, every CPU runtime; ``make sandbox-down`` leaves nothing (one
@@ -138,6 +140,9 @@ def main(argv: list[str] | None = None) -> int:
                 began = time.monotonic()
                 if runtime_images.build(stand_in):
                     built[f"{stand_in.name} stand-in image"] = time.monotonic() - began
+        if any(UPGRADE_TEST in arg for arg in named):
+            # the release the upgrade starts from: its module (chart) and the controllers that differ, built here
+            built.update(previous_release.prepare(versions))
         if pulumi or sandbox:
             # the real Pulumi toolchain (CLI, language host, Kubernetes provider, matching SDKs): test_pulumi*.py and
             # make sandbox-up

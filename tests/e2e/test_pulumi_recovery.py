@@ -290,10 +290,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         found.set_config()
         bind_claims(found.client, render.of_kind("PersistentVolumeClaim"))
         yield found
-        report = {"outcomes": found.outcomes, "timings": found.timings}
-        # kept beside the run's logs: pytest shows a passing fixture's output only with -rA
-        (found.project.workdir / "recovery-outcomes.json").write_text(json.dumps(report, indent=2) + "\n")
-        print(f"[e2e] recovery outcomes: {json.dumps(report)}")
+        found.report("recovery", found.outcomes)
 
 
 def test_up_killed_while_the_charts_are_created_is_recovered(stack: Stack) -> None:

@@ -37,6 +37,9 @@ def test_a_downgrade_and_an_unknown_start_are_refused() -> None:
     allowed = check_upgrade({"kueue": "0.18.3"}, {"kueue": "0.19.2"}, allow_unsupported=True)
     assert allowed.refused == [] and "UNSUPPORTED" in allowed.warnings[0]
     assert _refusals({"jobset": "0.12.0"}, {"jobset": "0.11.1"}, allow=True) == [down]
+    # the upgrade the e2e runs with jobs in flight (tests/e2e/test_pulumi_upgrade.py) is accepted, warning-free
+    accepted = check_upgrade({"jobset": "0.11.1"}, {"jobset": "0.12.0"}, allow_unsupported=False)
+    assert (accepted.refused, accepted.warnings, accepted.migrations) == ([], [], [])
     # a first install and a no-op are not upgrades
     assert _refusals({}, {"kueue": "0.19.2"}) == _refusals({"kueue": "0.19.2"}, {"kueue": "0.19.2"}) == []
 
