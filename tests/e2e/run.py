@@ -129,8 +129,8 @@ def main(argv: list[str] | None = None) -> int:
             toolchain.preflight()  # a missing archive fails now, not after the control plane's build
             # the charts' controllers run as pods on a real node: a missing package is named before any build
             node_preflight(in_session=False)
-        # the node's files share one session (tests/e2e/node_session.py): the platform's controllers, the node
-        # and its network; the pulumi session's chart sandbox runs a real node too (kubelet, pause, kube-proxy,
+        # the node's files share one session (tests/e2e/node_session.py: the node and its network, no platform);
+        # the pulumi session's chart sandbox and make sandbox-up run a real node too (kubelet, pause, kube-proxy,
         # CoreDNS, kube-router)
         built = Builder(versions).build(node=node or pulumi or sandbox)
         if sandbox:

@@ -3,18 +3,21 @@ team's pod ... cannot open a connection to another team's pods, the controllers'
 private-range address"), by kube-router on the real node (the sandbox session, tests/e2e/sandbox_session.py).
 
 The attackers are what a member really runs: TrainJobs submitted with the member's kubeconfig through the team's
-queue (a team namespace admits no bare pod on a chosen node: Kueue gates it, and the gate forbids ``nodeName``).
+queue (an earlier attempt with a bare pod pinned to the node in a team namespace was refused by the API server:
+``nodeName`` cannot be set while the pod has scheduling gates).
 Every refusal is paired with the same connection from an allowed source that succeeds, so a refusal is the
 policy's, never a dead port:
 
 - ``vision``'s job: node 0 serves TCP, node 1 (its own job's peer, reached by JobSet's hostname through cluster
   DNS) connects to it: allowed;
-- ``nlp``'s job (the ``restricted`` team) tries ``vision``'s server pod, every port of every Service of the
-  controllers' namespaces (JobSet, Kueue, Trainer and its LWS: webhooks, metrics, Kueue's visibility API), at the
-  pod's address and at the Service's cluster IP, and the node's own address (the API server's port: a private-range
-  address outside the cluster): all refused;
+- ``nlp``'s job (the ``restricted`` team), once kube-router has programmed its pod (``_release``), tries
+  ``vision``'s server pod, every port of every Service of the controllers' namespaces (JobSet, Kueue, Trainer, and
+  LWS where the data cache installs it: webhooks, metrics, Kueue's visibility API), at the pod's address and at the
+  Service's cluster IP, and the node's own address (the API server's port: a private-range address outside the
+  cluster): all refused;
 - a pod of a namespace without policies (the admin's probe) makes the same connections to the controllers and the
-  node: all connect; the ``vision`` server saw only its own peer.
+  node: all connect but a port nothing serves (``NOT_SERVED``, with the reason); the ``vision`` server saw only its
+  own peer.
 """
 
 from __future__ import annotations
