@@ -230,9 +230,10 @@ def test_a_team_pod_reaches_its_peers_and_nothing_of_other_teams_the_controllers
     attack = unique("probe")
     env = {"TRIES": "3", "GATE": "/workspace/go", "TARGETS": ",".join(f"{k}={v}" for k, v in probe_targets.items())}
     attacker.client().create(_trainjob(attacker, attack, 1, PROBE, env))
-    _release(sb, attacker, attack)
 
-    # the allowed source: a pod in a namespace without policies (the admin's), the same connections
+    # the allowed source: a pod in a namespace without policies (the admin's), the same connections; it runs and
+    # ends before the attacker is released: a pod starting or ending makes kube-router resync its rules, and a
+    # connection of the attacker during that resync once passed (the node's address, CI run of 2026-11-26)
     control_ns = unique("net-control")
     _namespace(admin, control_ns)
     torch = trainer_container(admin.get(TJ, "ClusterTrainingRuntime", RUNTIME))
@@ -240,12 +241,13 @@ def test_a_team_pod_reaches_its_peers_and_nothing_of_other_teams_the_controllers
     control_env = {"PROBE": PROBE, "TRIES": "15", "TARGETS": ",".join(f"{k}={v}" for k, v in targets.items())}
     control["spec"]["containers"][0]["env"] = [{"name": k, "value": v} for k, v in control_env.items()]
     admin.create(control)
+    control_log = _log_when_done(admin, "control", control_ns)
+    _release(sb, attacker, attack)
 
     job = wait_for(f"{attacker.namespace}/{attack} to finish", lambda: finished(admin, attacker.namespace, attack), 600)
     pods = admin.list("v1", "Pod", attacker.namespace, label_selector=f"jobset.sigs.k8s.io/jobset-name={attack}")
     attack_log = "\n".join(admin.log(p["metadata"]["name"], attacker.namespace) for p in pods)
     attacker_ips = {p["status"].get("podIP") for p in pods}
-    control_log = _log_when_done(admin, "control", control_ns)
     admin.delete("v1", "Namespace", control_ns)
     (sb.host_directory(victim.namespace) / "jobs" / served / "stop").write_text("")
     wait_for(f"{victim.namespace}/{served} to finish", lambda: finished(admin, victim.namespace, served), 300)
