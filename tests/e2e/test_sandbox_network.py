@@ -105,7 +105,7 @@ print('stopped', flush=True)
 """
 
 
-def _trainjob(member: Member, name: str, nodes: int, script: str, env: dict[str, str]) -> Obj:
+def script_trainjob(member: Member, name: str, nodes: int, script: str, env: dict[str, str]) -> Obj:
     """A member's TrainJob on the catalog's torch runtime whose trainer runs ``script`` (the stand-in's python)."""
     return {
         "apiVersion": TJ,
@@ -219,7 +219,7 @@ def test_a_team_pod_reaches_its_peers_and_nothing_of_other_teams_the_controllers
     served = unique("serve")
     peer = f"{served}-node-0-0.{served}:{PORT}"
     victim_env = {"PROBE": PROBE, "PORT": str(PORT), "TRIES": "60", "TARGETS": f"own-peer={peer}"}
-    victim.client().create(_trainjob(victim, served, 2, SERVE_OR_PROBE, victim_env))
+    victim.client().create(script_trainjob(victim, served, 2, SERVE_OR_PROBE, victim_env))
     server = wait_for(
         f"{victim.namespace}/{served}'s server pod", lambda: _job_pod(admin, victim.namespace, served, 0), 600
     )
@@ -229,7 +229,7 @@ def test_a_team_pod_reaches_its_peers_and_nothing_of_other_teams_the_controllers
     probe_targets = {**targets, "other-team": f"{server_ip}:{PORT}"}
     attack = unique("probe")
     env = {"TRIES": "3", "GATE": "/workspace/go", "TARGETS": ",".join(f"{k}={v}" for k, v in probe_targets.items())}
-    attacker.client().create(_trainjob(attacker, attack, 1, PROBE, env))
+    attacker.client().create(script_trainjob(attacker, attack, 1, PROBE, env))
 
     # the allowed source: a pod in a namespace without policies (the admin's), the same connections; it runs and
     # ends before the attacker is released: a pod starting or ending makes kube-router resync its rules, and a
