@@ -34,6 +34,7 @@ from tests.e2e.sandbox import Sandbox
 from tests.helpers import stack_raw
 from trainer_infra.core.errors import ConfigError
 from trainer_infra.stack.validate import validate
+from trainer_infra.storage.injection import VOLUME as CLAIM_VOLUME
 
 pytestmark = pytest.mark.e2e
 
@@ -72,10 +73,13 @@ def patched(job: Obj, pod: Obj, replicated_job: str = "node") -> Obj:
 
 
 def claim_patch(claim: str, mount_path: str = "/data") -> Obj:
-    """Attack 1's honest variant: a runtime patch mounting the team's whole claim ``claim`` into the trainer."""
+    """Attack 1's honest variant: a runtime patch mounting the team's whole claim ``claim`` into the trainer, as the
+    volume the catalog's runtimes already mount it as (a second volume of the same claim never mounts on a real
+    kubelet: the pod stays ``ContainerCreating`` with ``unmounted volumes=[data]``, kubernetes#132921; seen on the
+    sandbox's node)."""
     return {
-        "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}],
-        "containers": [{"name": "node", "volumeMounts": [{"name": "data", "mountPath": mount_path}]}],
+        "volumes": [{"name": CLAIM_VOLUME, "persistentVolumeClaim": {"claimName": claim}}],
+        "containers": [{"name": "node", "volumeMounts": [{"name": CLAIM_VOLUME, "mountPath": mount_path}]}],
     }
 
 

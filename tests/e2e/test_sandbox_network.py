@@ -106,7 +106,19 @@ print('stopped', flush=True)
 
 
 def script_trainjob(member: Member, name: str, nodes: int, script: str, env: dict[str, str]) -> Obj:
-    """A member's TrainJob on the catalog's torch runtime whose trainer runs ``script`` (the stand-in's python)."""
+    """A member's TrainJob on the catalog's torch runtime whose trainer runs ``script`` (the stand-in's python).
+
+    No ``env`` key without variables: Kueue's full update of the TrainJob at admission drops an empty list, and
+    Trainer's CRD refuses that change of the immutable ``spec.trainer`` (the job stays suspended while admitted)."""
+    trainer: Obj = {
+        "numNodes": nodes,
+        "command": ["python3", "-c", script],
+        **({"env": [{"name": k, "value": v} for k, v in env.items()]} if env else {}),
+        "resourcesPerNode": {
+            "requests": {GPU: "1", "cpu": "100m", "memory": "256Mi"},
+            "limits": {GPU: "1", "memory": "1Gi"},
+        },
+    }
     return {
         "apiVersion": TJ,
         "kind": "TrainJob",
@@ -117,15 +129,7 @@ def script_trainjob(member: Member, name: str, nodes: int, script: str, env: dic
         },
         "spec": {
             "runtimeRef": {"name": RUNTIME, "apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime"},
-            "trainer": {
-                "numNodes": nodes,
-                "command": ["python3", "-c", script],
-                "env": [{"name": k, "value": v} for k, v in env.items()],
-                "resourcesPerNode": {
-                    "requests": {GPU: "1", "cpu": "100m", "memory": "256Mi"},
-                    "limits": {GPU: "1", "memory": "1Gi"},
-                },
-            },
+            "trainer": trainer,
         },
     }
 
