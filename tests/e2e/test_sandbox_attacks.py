@@ -130,8 +130,11 @@ def _delete(sb: RunningSandbox, ns: str, *names: str) -> None:
 
 @dataclass
 class Planted:
-    """Attack 1's honest job: its name, log, pod, and the symlinks it left in the claim (job name → target)."""
+    """Attack 1's honest job (the restricted team's member; the other team's is the victim): its name, log, pod, and
+    the symlinks it left in the claim (job name → target)."""
 
+    attacker: Member
+    victim: Member
     name: str
     log: str
     pod: Obj
@@ -157,7 +160,7 @@ def planted(platform_sandbox: RunningSandbox) -> Iterator[Planted]:
     log = _run(sb, attacker, job)
     (pod,) = sb.admin.list("v1", "Pod", ns, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}")
     try:
-        yield Planted(name, log, pod, links)
+        yield Planted(attacker, victim, name, log, pod, links)
     finally:
         _delete(sb, ns, name)
 
@@ -165,8 +168,7 @@ def planted(platform_sandbox: RunningSandbox) -> Iterator[Planted]:
 def test_attack1_member_code_writes_the_team_claim_as_uid_1000_and_a_planted_symlink_leads_nowhere(
     platform_sandbox: RunningSandbox, planted: Planted
 ) -> None:
-    sb = platform_sandbox
-    attacker, victim = sb.member(0), sb.member(1)
+    sb, attacker, victim = platform_sandbox, planted.attacker, planted.victim
     ns = attacker.namespace
     start = time.monotonic()
     # the honest variant ran in the restricted team: as uid 1000, without capabilities, no_new_privs, seccomp ...
@@ -239,8 +241,7 @@ ASKED = [
 def test_the_token_in_a_member_pod_may_do_nothing_the_member_may_not_and_ends_with_the_pod(
     platform_sandbox: RunningSandbox, planted: Planted
 ) -> None:
-    sb = platform_sandbox
-    attacker, victim = sb.member(0), sb.member(1)
+    sb, attacker, victim = platform_sandbox, planted.attacker, planted.victim
     ns = attacker.namespace
     assert "token taken" in planted.log, planted.log  # the kubelet projected one (no automount opt-out)
     token = (sb.host_directory(ns) / "jobs" / planted.name / "token").read_text()
