@@ -42,6 +42,7 @@ from trainer_infra.stack.fleet import ValidatedFleet, build_fleet, is_fleet, val
 from trainer_infra.stack.load import NAMESPACE, read_file, stack_file
 from trainer_infra.stack.validate import Validated, validate
 from trainer_infra.tenancy import guard
+from trainer_infra.versions import storage as storage_versions
 from trainer_infra.versions.upgrade import check_upgrade, release_versions, versions_of_render
 
 
@@ -385,6 +386,13 @@ def parser() -> argparse.ArgumentParser:
     )
     add_recover_arguments(rec)
     rec.set_defaults(fn=cmd_recover)
+    sv = sub.add_parser(
+        "storage-versions",
+        help="the components' CRDs whose status.storedVersions list more than the storage version; --migrate "
+        "rewrites their objects and clears it (docs/versions.md); exit 0 clean, 1 an old version listed, 2 failed",
+    )
+    storage_versions.add_arguments(sv)
+    sv.set_defaults(fn=storage_versions.cmd_storage_versions)
     sd = sub.add_parser(
         "simulate-diff",
         help="per team, what changed between two simulate reports of the same trace (wait, share, utilisation); "
