@@ -404,6 +404,44 @@ def _probes(stack: Upgrade) -> list[Probe]:
     ]
 
 
+@dataclass
+class ControllerWatch:
+    """What the component's controller pods did while the probes ran: when each one was Ready or not, and the
+    end of a container's previous log when it restarted (it is gone once the rollout deletes the pod)."""
+
+    stack: Upgrade
+    component: str
+    seen: list[str] = field(default_factory=list)
+    state: dict[str, tuple[bool, int]] = field(default_factory=dict)
+    last: float = 0.0
+
+    def once(self) -> None:
+        if time.time() - self.last < 1.0:
+            return
+        self.last = time.time()
+        try:
+            pods = _controller_pods(self.stack, self.component)
+        except Exception:  # the API server busy: the next round reads again
+            return
+        for pod in pods:
+            name = pod["metadata"]["name"]
+            statuses = pod.get("status", {}).get("containerStatuses") or []
+            now = (all(c.get("ready") for c in statuses) and bool(statuses), sum(c["restartCount"] for c in statuses))
+            if self.state.get(name) == now:
+                continue
+            self.seen.append(f"{time.strftime('%H:%M:%S')} {name}: ready={now[0]} restarts={now[1]}")
+            if name in self.state and now[1] > self.state[name][1]:
+                for c in statuses:
+                    try:
+                        tail = self.stack.client.log(
+                            name, pod["metadata"]["namespace"], c["name"], previous=True, tail=40
+                        )
+                    except Exception as exc:
+                        tail = f"(no previous log: {exc})"
+                    self.seen.append(f"{name}/{c['name']} previous log:\n{tail}")
+            self.state[name] = now
+
+
 def _upgrade(stack: Upgrade, component: str, pinned: dict[str, str]) -> str:
     """One runbook step: `validate --previous`, then `pulumi up` with ``component``'s pin removed (``pinned``: what
     stays pinned) while the probes run across the switch of its controller; records what was measured under
@@ -418,10 +456,13 @@ def _upgrade(stack: Upgrade, component: str, pinned: dict[str, str]) -> str:
         assert not probe.tries[-1][1], f"{probe.name} refused before the upgrade: {probe.tries[-1][1]}"
     stop = threading.Event()
 
+    watched = ControllerWatch(stack, component)
+
     def loop() -> None:
         while not stop.is_set():
             for probe in probes:
                 probe.once()
+            watched.once()
             stop.wait(PROBE_INTERVAL)
 
     certificates = cert_secrets(stack)
@@ -444,6 +485,7 @@ def _upgrade(stack: Upgrade, component: str, pinned: dict[str, str]) -> str:
     # the probes ran across the switch: the new controller became Ready while they were submitting
     switched = _ready_at(stack, component)
     stack.outcomes[f"{component}: new controller Ready, s after the up began"] = round(switched - up_began, 1)
+    stack.outcomes[f"{component}: controller pods during the up"] = watched.seen
     for probe in probes:
         assert probe.tries[0][0] < switched < probe.tries[-1][0], (probe.name, probe.tries[0][0], switched)
         longest, refused, messages = probe.longest_refusal()
@@ -451,7 +493,7 @@ def _upgrade(stack: Upgrade, component: str, pinned: dict[str, str]) -> str:
         stack.outcomes[f"{component}: {probe.name}: refused / tries"] = f"{refused} / {len(probe.tries)}"
         stack.outcomes[f"{component}: {probe.name}: refusals"] = messages
         assert not probe.tries[-1][1], f"{probe.name} still refused after the upgrade: {probe.tries[-1][1]}"
-        assert longest <= MAX_REFUSAL, f"{probe.name} refused for {longest} s: {messages}"
+        assert longest <= MAX_REFUSAL, f"{probe.name} refused for {longest} s: {messages}\n{watched.seen}"
     for key, secret in cert_secrets(stack).items():  # the controllers keep serving with the same certificates
         assert secret.get("data") == certificates[key].get("data"), f"{key}: webhook certificate changed"
     return upgraded.stdout
