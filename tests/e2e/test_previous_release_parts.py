@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.e2e.previous_release import MODULE_CHARTS, START, chart_archive
+from tests.e2e.previous_release import MODULE_CHARTS, RELEASES, chart_archive
 from tests.e2e.versions import shared_dir
 from trainer_infra.versions import MATRIX
 
@@ -65,10 +65,10 @@ START_IMAGES = {
 
 
 @pytest.mark.parametrize(
-    "component", [pytest.param(name, marks=_skip_unless_cached(name, START[name])) for name in sorted(START)]
+    "component", [pytest.param(name, marks=_skip_unless_cached(name, RELEASES[name])) for name in sorted(RELEASES)]
 )
 def test_the_start_release_chart_runs_the_matrix_image(tmp_path: Path, component: str) -> None:
-    version = START[component]
+    version = RELEASES[component]
     files = _files(chart_archive(component, version, tmp_path))
     chart, values = yaml.safe_load(files[f"{component}/Chart.yaml"]), yaml.safe_load(files[f"{component}/values.yaml"])
     assert (chart["version"], chart["appVersion"]) == (version, f"v{version}")
