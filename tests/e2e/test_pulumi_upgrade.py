@@ -4,8 +4,8 @@
 ``make e2e-upgrade``; the Kueue step with ``E2E_UPGRADE_KUEUE=1`` (``previous_release.KUEUE_STEP``). One control
 plane, one Pulumi project, in this order:
 
-1. the first `pulumi up` of the local stack with ``components.jobset.version: 0.11.1`` and
-   ``components.kueue.version: 0.18.3``: their charts (packaged from their Go modules) and controller images
+1. the first `pulumi up` of the local stack with ``components.jobset.version: 0.11.1`` (and, with the Kueue step,
+   ``components.kueue.version: 0.18.3``): their charts (packaged from their Go modules) and controller images
    (built from those modules) come through the stack's mirrors;
 2. work in flight: TrainJobs running on the kwok GPU nodes that fill the cohort, one pending (no quota left), one
    held (its Workload deactivated: the TrainJob and its JobSet stay suspended);
@@ -171,7 +171,7 @@ def _stored_versions(client: KubeClient) -> dict[str, tuple[list[str], str]]:
 
 
 def _queue_objects(stack: Upgrade) -> dict[str, str]:
-    """``Kind/name`` → UID of every Kueue object the stack renders (ClusterQueues, LocalQueues, Cohorts, Topology,
+    """``Kind/namespace/name`` → UID of every Kueue object the stack renders (ClusterQueues, LocalQueues, Cohorts, Topology,
     ResourceFlavors, WorkloadPriorityClasses): a replaced one (deleted and created) gets a new UID, and a replaced
     ClusterQueue or LocalQueue evicts what it admitted."""
     found = {}
