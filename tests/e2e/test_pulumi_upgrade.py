@@ -171,9 +171,9 @@ def _stored_versions(client: KubeClient) -> dict[str, tuple[list[str], str]]:
 
 
 def _queue_objects(stack: Upgrade) -> dict[str, str]:
-    """``Kind/namespace/name`` → UID of every Kueue object the stack renders (ClusterQueues, LocalQueues, Cohorts, Topology,
-    ResourceFlavors, WorkloadPriorityClasses): a replaced one (deleted and created) gets a new UID, and a replaced
-    ClusterQueue or LocalQueue evicts what it admitted."""
+    """``Kind/namespace/name`` → UID of every Kueue object the stack renders (ClusterQueues, LocalQueues, Cohorts,
+    Topology, ResourceFlavors, WorkloadPriorityClasses): a replaced one (deleted and created) gets a new UID, and a
+    replaced ClusterQueue or LocalQueue evicts what it admitted."""
     found = {}
     for obj in stack.render.objects:
         if obj["apiVersion"].startswith("kueue.x-k8s.io/"):
@@ -421,10 +421,12 @@ class ControllerWatch:
             return
         self.last = time.time()
         try:
-            pods = _controller_pods(self.stack, self.component)
-        except Exception:  # the API server busy: the next round reads again
-            return
-        for pod in pods:
+            self._read()
+        except Exception as exc:  # the API server busy: the next round reads again; never stops the probes
+            self.seen.append(f"{time.strftime('%H:%M:%S')} not read: {type(exc).__name__}: {str(exc)[:200]}")
+
+    def _read(self) -> None:
+        for pod in _controller_pods(self.stack, self.component):
             name = pod["metadata"]["name"]
             statuses = pod.get("status", {}).get("containerStatuses") or []
             now = (all(c.get("ready") for c in statuses) and bool(statuses), sum(c["restartCount"] for c in statuses))
