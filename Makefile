@@ -51,7 +51,7 @@ e2e-node: $(STAMP) e2e-node-deps  ## a real node (kubelet + containerd) beside t
 e2e-recovery: $(STAMP)  ## an interrupted `pulumi up` (engine killed, API server stopped, skip-checkpoints) and `destroy`, and the documented recovery (root; opt-in, see docs/recovery.md for its time)
 	$(PY) -m tests.e2e.run -m e2e tests/e2e/test_pulumi_recovery.py
 
-e2e-upgrade: $(STAMP) e2e-node-deps  ## JobSet 0.11.1 → 0.12.0 by `pulumi up` with jobs running, pending and held; measures the refusal window (root; `.ci/run` runs it; docs/versions.md gives its time)
+e2e-upgrade: $(STAMP) e2e-node-deps  ## JobSet 0.11.1 → 0.12.0 (then Kueue 0.18.3 → 0.19.2 with E2E_UPGRADE_KUEUE=1) by `pulumi up` with jobs running, pending and held; measures the refusal window (root; `.ci/run` runs it; docs/versions.md gives its time)
 	$(PY) -m tests.e2e.run -m e2e tests/e2e/test_pulumi_upgrade.py
 
 e2e-fleet: $(STAMP) e2e-node-deps  ## the fleet by one real `pulumi up` (manager + 2 workers, then a third joins, tokens rotate), its MultiKueue scenarios, a stranded job recovered (root; opt-in, docs/fleet.md gives its time)
@@ -69,9 +69,9 @@ sandbox-up: $(STAMP) e2e-node-deps  ## try the platform without a cluster: the r
 sandbox-down: $(STAMP)  ## stop it all; fails naming anything left (the team volumes are kept)
 	$(PY) -m tests.e2e.platform_sandbox down
 
-e2e-sandbox: $(STAMP) e2e-node-deps  ## sandbox-up; as team members: the first job, resume, OOM, NetworkPolicy attacks, every CPU runtime; sandbox-down leaves nothing (root; CI runs it last)
+e2e-sandbox: $(STAMP) e2e-node-deps  ## sandbox-up; as team members: the first job, resume, OOM, NetworkPolicy and hostile-tenant attacks, every CPU runtime; sandbox-down leaves nothing (root; CI runs it last)
 	E2E_SANDBOX=1 $(PY) -m tests.e2e.run -m e2e tests/e2e/test_sandbox_up.py tests/e2e/test_sandbox_training.py \
-		tests/e2e/test_sandbox_network.py tests/e2e/test_sandbox_runtimes.py
+		tests/e2e/test_sandbox_network.py tests/e2e/test_sandbox_attacks.py tests/e2e/test_sandbox_runtimes.py
 
 docs: $(STAMP)  ## regenerate docs/configuration.md and the migration mapping table from the code
 	$(PY) -m tests.update_docs

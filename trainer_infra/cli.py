@@ -43,6 +43,7 @@ from trainer_infra.stack.fleet import ValidatedFleet, build_fleet, is_fleet, val
 from trainer_infra.stack.load import NAMESPACE, read_file, stack_file
 from trainer_infra.stack.validate import Validated, validate
 from trainer_infra.tenancy import guard
+from trainer_infra.versions import storage as storage_versions
 from trainer_infra.versions.upgrade import check_upgrade, release_versions, versions_of_render
 
 
@@ -386,6 +387,13 @@ def parser() -> argparse.ArgumentParser:
     )
     add_recover_arguments(rec)
     rec.set_defaults(fn=cmd_recover)
+    sv = sub.add_parser(
+        "storage-versions",
+        help="the components' CRDs whose status.storedVersions list more than the storage version; --migrate "
+        "rewrites their objects and clears it (docs/versions.md); exit 0 clean, 1 an old version listed, 2 failed",
+    )
+    storage_versions.add_arguments(sv)
+    sv.set_defaults(fn=storage_versions.cmd_storage_versions)
     fl = sub.add_parser("fleet", help="day-two commands for a MultiKueue fleet's manager (docs/fleet.md)")
     fleet_sub = fl.add_subparsers(dest="fleet_command", required=True)
     rd = fleet_sub.add_parser(

@@ -56,12 +56,14 @@ NODE_PREFIX = "tests/e2e/test_node"
 UPGRADE_TEST = "tests/e2e/test_pulumi_upgrade.py"
 #: the platform's scenarios on real containers: ``make sandbox-up`` (the real `pulumi up` of the sandbox stack on an
 #: untainted real node, in the daemon's own namespaces), then, as its team members, a first job, training with a
-#: resume and an OOM, the teams' NetworkPolicies, every CPU runtime; ``make sandbox-down`` leaves nothing (one
+#: resume and an OOM, the teams' NetworkPolicies, the hostile-tenant attacks a real container changes, every CPU
+#: runtime; ``make sandbox-down`` leaves nothing (one
 #: session, tests/e2e/sandbox_session.py); opt-in, ``E2E_SANDBOX=1`` or naming a file (``make e2e-sandbox``)
 SANDBOX_TESTS = (
     "tests/e2e/test_sandbox_up.py",
     "tests/e2e/test_sandbox_training.py",
     "tests/e2e/test_sandbox_network.py",
+    "tests/e2e/test_sandbox_attacks.py",
     "tests/e2e/test_sandbox_runtimes.py",
 )
 SANDBOX_PREFIX = "tests/e2e/test_sandbox"

@@ -114,6 +114,14 @@ class RunningSandbox:
             next(c for c in self.doc["claims"] if (c["namespace"], c["claim"]) == (namespace, claim))["hostDirectory"]
         )
 
+    def token_client(self, token: str) -> KubeClient:
+        """A client holding only ``token`` (a ServiceAccount's, as a pod holds it): the sandbox's CA, no
+        certificate."""
+        doc = yaml.safe_load(Path(self.doc["adminKubeconfig"]).read_text())
+        return KubeClient(
+            self.doc["server"], Path(doc["clusters"][0]["cluster"]["certificate-authority"]), None, None, bearer=token
+        )
+
     def inside(self, *cmd: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         """``cmd`` in the sandbox's network and mount namespaces (the daemon's): the node's address, its rules."""
         full = ["nsenter", f"--target={self.pid}", "--net", "--mount", *cmd]

@@ -34,6 +34,7 @@ from tests.e2e.sandbox import Sandbox
 from tests.helpers import stack_raw
 from trainer_infra.core.errors import ConfigError
 from trainer_infra.stack.validate import validate
+from trainer_infra.storage.injection import VOLUME as CLAIM_VOLUME
 
 pytestmark = pytest.mark.e2e
 
@@ -69,6 +70,40 @@ def patched(job: Obj, pod: Obj, replicated_job: str = "node") -> Obj:
         {"manager": "example.com/member", "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [rj]}}}}
     ]
     return out
+
+
+def claim_patch(claim: str, mount_path: str = "/data") -> Obj:
+    """Attack 1's honest variant: a runtime patch mounting the team's whole claim ``claim`` into the trainer, as the
+    volume the catalog's runtimes already mount it as (a second volume of the same claim never mounts on a real
+    kubelet: the pod stays ``ContainerCreating`` with ``unmounted volumes=[data]``, kubernetes#132921; seen on the
+    sandbox's node)."""
+    return {
+        "volumes": [{"name": CLAIM_VOLUME, "persistentVolumeClaim": {"claimName": claim}}],
+        "containers": [{"name": "node", "volumeMounts": [{"name": CLAIM_VOLUME, "mountPath": mount_path}]}],
+    }
+
+
+def can(
+    client: KubeClient, verb: str, resource: str, group: str, ns: str | None = None, name: str | None = None
+) -> bool:
+    """What the API server's authorizer answers ``client`` (SelfSubjectAccessReview); ``resource`` may name a
+    subresource (``pods/log``)."""
+    base, _, sub = resource.partition("/")
+    attrs = {"group": group, "resource": base, "verb": verb, **({"name": name} if name else {})}
+    if sub:
+        attrs["subresource"] = sub
+    if ns:
+        attrs["namespace"] = ns
+    review = client.request(
+        "POST",
+        "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": attrs},
+        },
+    )
+    return bool(review["status"]["allowed"])
 
 
 def team_claim(platform: Platform, team: Team) -> str:
@@ -136,12 +171,7 @@ def test_attack1_inline_nfs_volume_is_refused_and_the_team_claim_works(
     # honest: the team's own claim, mounted through the same mechanism, runs
     claim = team_claim(platform, team)
     honest = unique("claim")
-    me.create(
-        patched(
-            small(honest, team),
-            {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}], "containers": mount},
-        )
-    )
+    me.create(patched(small(honest, team), claim_patch(claim)))
     wait_admitted(admin, ns, honest, 90, " (team claim via runtimePatches)")
 
     def pod_with_claim() -> Obj | None:
@@ -283,9 +313,8 @@ def test_attack5_service_account_in_runtime_patches_is_refused(sandbox: Sandbox,
 # -- 6. a member's TrainingRuntime ----------------------------------------------------------------
 
 
-def _member_runtime(platform: Platform, ns: str, name: str, pod_changes: Obj) -> Obj:
-    """The catalog's torch-distributed as a namespaced TrainingRuntime, with ``pod_changes`` on its node pods."""
-    source = next(r for r in platform.runtimes() if r["metadata"]["name"] == "torch-distributed")
+def member_runtime(source: Obj, ns: str, name: str, pod_changes: Obj) -> Obj:
+    """A catalog runtime (``source``) as a member's namespaced TrainingRuntime, with ``pod_changes`` on its pods."""
     spec = copy.deepcopy(source["spec"])
     for rj in spec["template"]["spec"]["replicatedJobs"]:
         rj["template"]["spec"]["template"]["spec"].update(copy.deepcopy(pod_changes))
@@ -309,9 +338,10 @@ def test_attack6_member_runtimes_with_system_priority_or_host_access_are_refused
     team = next((t for t in platform.teams() if t.namespace in editors), None)
     assert team is not None, "no render team may manage runtimes (manageRuntimes)"
     me, ns = member(sandbox, team), team.namespace
+    torch = next(r for r in platform.runtimes() if r["metadata"]["name"] == "torch-distributed")
     refused(
         me,
-        _member_runtime(platform, ns, unique("prio"), {"priorityClassName": "system-node-critical"}),
+        member_runtime(torch, ns, unique("prio"), {"priorityClassName": "system-node-critical"}),
         "priorityClassName",
     )
     host = {
@@ -319,9 +349,9 @@ def test_attack6_member_runtimes_with_system_priority_or_host_access_are_refused
         "volumes": [{"name": "root", "hostPath": {"path": "/"}}],
     }
     # the API server reports the first failed validation: the hostPath volume, then hostPID on its own
-    refused(me, _member_runtime(platform, ns, unique("host"), host), "mounts a volume of a kind")
-    refused(me, _member_runtime(platform, ns, unique("pid"), {"hostPID": True}), "hostNetwork, hostPID or hostIPC")
-    privileged = _member_runtime(platform, ns, unique("priv"), {})
+    refused(me, member_runtime(torch, ns, unique("host"), host), "mounts a volume of a kind")
+    refused(me, member_runtime(torch, ns, unique("pid"), {"hostPID": True}), "hostNetwork, hostPID or hostIPC")
+    privileged = member_runtime(torch, ns, unique("priv"), {})
     for rj in privileged["spec"]["template"]["spec"]["replicatedJobs"]:
         for c in rj["template"]["spec"]["template"]["spec"]["containers"]:
             c["securityContext"] = {"privileged": True, "capabilities": {"add": ["SYS_ADMIN"]}}
@@ -334,7 +364,7 @@ def test_attack6_member_runtimes_with_system_priority_or_host_access_are_refused
         ("containers", ["CAP_NET_BIND_SERVICE"]),
     ]
     for where, caps in hostile:
-        added = _member_runtime(platform, ns, unique("caps"), {})
+        added = member_runtime(torch, ns, unique("caps"), {})
         for rj in added["spec"]["template"]["spec"]["replicatedJobs"]:
             pod = rj["template"]["spec"]["template"]["spec"]
             if where == "initContainers":
@@ -343,7 +373,7 @@ def test_attack6_member_runtimes_with_system_priority_or_host_access_are_refused
                 c["securityContext"] = {"capabilities": {"add": caps, "drop": ["ALL"]}}
         refused(me, added, "NET_BIND_SERVICE")
     # honest: a plain copy of a catalog runtime is accepted (Trainer's webhook included), and a job runs on it
-    plain = _member_runtime(platform, ns, unique("mine"), {})
+    plain = member_runtime(torch, ns, unique("mine"), {})
     me.create(plain)
     try:
         job = trainjob(unique("onmine"), ns, gpus=1, nodes=1, queue=team.queue, cpu="1")
@@ -528,22 +558,7 @@ def test_members_read_their_own_cluster_queue_only(sandbox: Sandbox, platform: P
     me = member(sandbox, mine)
 
     def allowed(resource: str, name: str | None, group: str, ns: str | None = None, verb: str = "get") -> bool:
-        base, _, sub = resource.partition("/")
-        attrs = {"group": group, "resource": base, "verb": verb, **({"name": name} if name else {})}
-        if sub:
-            attrs["subresource"] = sub
-        if ns:
-            attrs["namespace"] = ns
-        review = me.request(
-            "POST",
-            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
-            {
-                "apiVersion": "authorization.k8s.io/v1",
-                "kind": "SelfSubjectAccessReview",
-                "spec": {"resourceAttributes": attrs},
-            },
-        )
-        return bool(review["status"]["allowed"])
+        return can(me, verb, resource, group, ns, name)
 
     own_cq = platform.cluster_queue(mine)["metadata"]["name"]
     other_cq = platform.cluster_queue(other)["metadata"]["name"]

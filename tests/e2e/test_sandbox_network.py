@@ -105,8 +105,20 @@ print('stopped', flush=True)
 """
 
 
-def _trainjob(member: Member, name: str, nodes: int, script: str, env: dict[str, str]) -> Obj:
-    """A member's TrainJob on the catalog's torch runtime whose trainer runs ``script`` (the stand-in's python)."""
+def script_trainjob(member: Member, name: str, nodes: int, script: str, env: dict[str, str]) -> Obj:
+    """A member's TrainJob on the catalog's torch runtime whose trainer runs ``script`` (the stand-in's python).
+
+    No ``env`` key without variables: Kueue's full update of the TrainJob at admission drops an empty list, and
+    Trainer's CRD refuses that change of the immutable ``spec.trainer`` (the job stays suspended while admitted)."""
+    trainer: Obj = {
+        "numNodes": nodes,
+        "command": ["python3", "-c", script],
+        **({"env": [{"name": k, "value": v} for k, v in env.items()]} if env else {}),
+        "resourcesPerNode": {
+            "requests": {GPU: "1", "cpu": "100m", "memory": "256Mi"},
+            "limits": {GPU: "1", "memory": "1Gi"},
+        },
+    }
     return {
         "apiVersion": TJ,
         "kind": "TrainJob",
@@ -117,15 +129,7 @@ def _trainjob(member: Member, name: str, nodes: int, script: str, env: dict[str,
         },
         "spec": {
             "runtimeRef": {"name": RUNTIME, "apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime"},
-            "trainer": {
-                "numNodes": nodes,
-                "command": ["python3", "-c", script],
-                "env": [{"name": k, "value": v} for k, v in env.items()],
-                "resourcesPerNode": {
-                    "requests": {GPU: "1", "cpu": "100m", "memory": "256Mi"},
-                    "limits": {GPU: "1", "memory": "1Gi"},
-                },
-            },
+            "trainer": trainer,
         },
     }
 
@@ -219,7 +223,7 @@ def test_a_team_pod_reaches_its_peers_and_nothing_of_other_teams_the_controllers
     served = unique("serve")
     peer = f"{served}-node-0-0.{served}:{PORT}"
     victim_env = {"PROBE": PROBE, "PORT": str(PORT), "TRIES": "60", "TARGETS": f"own-peer={peer}"}
-    victim.client().create(_trainjob(victim, served, 2, SERVE_OR_PROBE, victim_env))
+    victim.client().create(script_trainjob(victim, served, 2, SERVE_OR_PROBE, victim_env))
     server = wait_for(
         f"{victim.namespace}/{served}'s server pod", lambda: _job_pod(admin, victim.namespace, served, 0), 600
     )
@@ -229,7 +233,7 @@ def test_a_team_pod_reaches_its_peers_and_nothing_of_other_teams_the_controllers
     probe_targets = {**targets, "other-team": f"{server_ip}:{PORT}"}
     attack = unique("probe")
     env = {"TRIES": "3", "GATE": "/workspace/go", "TARGETS": ",".join(f"{k}={v}" for k, v in probe_targets.items())}
-    attacker.client().create(_trainjob(attacker, attack, 1, PROBE, env))
+    attacker.client().create(script_trainjob(attacker, attack, 1, PROBE, env))
 
     # the allowed source: a pod in a namespace without policies (the admin's), the same connections; it runs and
     # ends before the attacker is released: a pod starting or ending makes kube-router resync its rules, and a

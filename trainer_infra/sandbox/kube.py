@@ -48,23 +48,28 @@ def split_api_version(api_version: str) -> tuple[str, str]:
 
 
 class KubeClient:
-    """Client-certificate (optionally impersonating) access to one API server."""
+    """Client-certificate (optionally impersonating) access to one API server; ``bearer``: a token's
+    (a ServiceAccount's, as a pod holds it) instead."""
 
     def __init__(
         self,
         server: str,
         ca: Path,
-        cert: Path,
-        key: Path,
+        cert: Path | None,
+        key: Path | None,
         *,
         impersonate_user: str | None = None,
         impersonate_groups: tuple[str, ...] = (),
+        bearer: str | None = None,
     ) -> None:
         self.server = server.rstrip("/")
         self._http = urllib3.PoolManager(
-            cert_reqs="CERT_REQUIRED", ca_certs=str(ca), cert_file=str(cert), key_file=str(key)
+            cert_reqs="CERT_REQUIRED",
+            ca_certs=str(ca),
+            cert_file=str(cert) if cert else None,
+            key_file=str(key) if key else None,
         )
-        self._headers: dict[str, str] = {}
+        self._headers: dict[str, str] = {"Authorization": f"Bearer {bearer}"} if bearer else {}
         self._impersonate = (impersonate_user, impersonate_groups)
         self._discovery: dict[tuple[str, str], dict[str, ResourceInfo]] = {}
 
@@ -95,7 +100,7 @@ class KubeClient:
         url = self.server + path
         if params:
             url += "?" + urllib.parse.urlencode(params)
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": "application/json", **self._headers}
         user, groups = self._impersonate
         if user:
             headers["Impersonate-User"] = user
@@ -214,7 +219,7 @@ class KubeClient:
             query["tailLines"] = str(tail)
         if query:
             url += "?" + urllib.parse.urlencode(query)
-        resp = self._http.request("GET", url, timeout=urllib3.Timeout(total=30), retries=False)
+        resp = self._http.request("GET", url, headers=self._headers, timeout=urllib3.Timeout(total=30), retries=False)
         text = resp.data.decode(errors="replace")
         if resp.status >= 300:
             raise ApiError(resp.status, text[:4000])
