@@ -470,6 +470,14 @@ def test_worker_lost_evicts_and_redispatches(fleet: Fleet) -> None:
     name = _name("lost")
     fleet.m.create(trainjob(name, gpus=8, nodes=2))
     worker, _ = _wait_running(fleet, name, 2, 120)
+
+    def mirrored() -> bool:  # a job that has run a while: MultiKueue copied the worker's status to the manager
+        jobs = fleet.m.get(*TJ, name, "nlp").get("status", {}).get("jobsStatus") or []
+        return any((j.get("active") or 0) > 0 for j in jobs)
+
+    # Without it the outcome depends on timing: lost before the copy (seen under heavy load), the manager's
+    # TrainJob has no active jobs and Kueue does dispatch it again; the case users meet is the one after.
+    wait_for(f"the manager's TrainJob nlp/{name} to show its worker's active jobs", mirrored, 60)
     apiserver = next(p for p in fleet.workers[worker].processes if p.name == "kube-apiserver")
     lost_at = time.monotonic()
     _terminate(apiserver)
