@@ -48,10 +48,10 @@ e2e-node-deps:  ## Debian's containerd, runc, CNI plugins, iptables, busybox-sta
 e2e-node: $(STAMP) e2e-node-deps  ## a real node (kubelet + containerd) beside the kwok nodes, without the platform: a pod pulls from the mirror and runs, cluster DNS and Services (root)
 	E2E_NODE=1 $(PY) -m tests.e2e.run -m e2e tests/e2e/test_node.py tests/e2e/test_node_network.py
 
-e2e-recovery: $(STAMP)  ## an interrupted `pulumi up` (engine killed, API server stopped, skip-checkpoints) and `destroy`, and the documented recovery (root; opt-in, see docs/recovery.md for its time)
+e2e-recovery: $(STAMP)  ## an interrupted `pulumi up` (engine killed, API server stopped, skip-checkpoints) and `destroy`, and the documented recovery (root; `.ci/nightly` runs it; docs/recovery.md gives its time)
 	$(PY) -m tests.e2e.run -m e2e tests/e2e/test_pulumi_recovery.py
 
-e2e-upgrade: $(STAMP) e2e-node-deps  ## JobSet 0.11.1 → 0.12.0 by `pulumi up` with jobs running, pending and held; measures the refusal window (root; `.ci/run` runs it; docs/versions.md gives its time)
+e2e-upgrade: $(STAMP) e2e-node-deps  ## JobSet 0.11.1 → 0.12.0 by `pulumi up` with jobs running, pending and held; measures the refusal window (root; `.ci/nightly` runs it; docs/versions.md gives its time)
 	$(PY) -m tests.e2e.run -m e2e tests/e2e/test_pulumi_upgrade.py
 
 bench-pulumi: $(STAMP) e2e-node-deps  ## first up of a 1,000-team synthetic stack in team stacks, checkpoints vs PULUMI_SKIP_CHECKPOINTS, one-team preview (BENCH_TEAMS, BENCH_SHARDS, BENCH_JOBS; root)

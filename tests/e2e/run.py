@@ -52,7 +52,7 @@ NODE_TESTS = (
 )
 #: every file that starts a real node in the test process (a session with its own network and mount namespaces)
 NODE_PREFIX = "tests/e2e/test_node"
-#: the upgrade e2e (opt-in, ``make e2e-upgrade``): it also needs the release it starts from (previous_release.py)
+#: the upgrade e2e (``make e2e-upgrade``, run by ``.ci/nightly``): it also needs the release it starts from (previous_release.py)
 UPGRADE_TEST = "tests/e2e/test_pulumi_upgrade.py"
 #: the platform's scenarios on real containers: ``make sandbox-up`` (the real `pulumi up` of the sandbox stack on an
 #: untainted real node, in the daemon's own namespaces), then, as its team members, a first job, training with a

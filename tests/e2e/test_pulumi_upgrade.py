@@ -1,7 +1,7 @@
 """An upgrade with work in flight through the real engine: JobSet 0.11.1 → 0.12.0 (docs/versions.md, "Upgrade
 runbook"), Trainer 2.2.1 and Kueue 0.19.2 unchanged.
 
-Opt-in (``make e2e-upgrade``). One control plane, one Pulumi project, in this order:
+Scheduled tier (``make e2e-upgrade``, run by ``.ci/nightly``). One control plane, one Pulumi project, in this order:
 
 1. the first `pulumi up` of the local stack with ``components.jobset.version: 0.11.1``: the 0.11.1 chart (packaged
    from its Go module) and its controller image (built from that module) come through the stack's mirrors;
