@@ -6,7 +6,7 @@ STACK  ?= local
 # the real node's Debian packages (tests/e2e/node.py PACKAGES)
 NODE_PACKAGES := containerd runc containernetworking-plugins iptables busybox-static mmdebstrap libcap2-bin python3-pip ipset conntrack
 
-.PHONY: render validate test lint typecheck unit bench bench-pulumi bench-scheduling docs clean e2e e2e-pulumi e2e-node e2e-node-deps e2e-recovery e2e-upgrade e2e-sandbox sandbox-up sandbox-down
+.PHONY: render validate test lint typecheck unit bench bench-pulumi bench-scheduling docs clean e2e e2e-pulumi e2e-node e2e-node-deps e2e-recovery e2e-upgrade e2e-fleet e2e-sandbox sandbox-up sandbox-down
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -51,8 +51,11 @@ e2e-node: $(STAMP) e2e-node-deps  ## a real node (kubelet + containerd) beside t
 e2e-recovery: $(STAMP)  ## an interrupted `pulumi up` (engine killed, API server stopped, skip-checkpoints) and `destroy`, and the documented recovery (root; `.ci/nightly` runs it; docs/recovery.md gives its time)
 	$(PY) -m tests.e2e.run -m e2e tests/e2e/test_pulumi_recovery.py
 
-e2e-upgrade: $(STAMP) e2e-node-deps  ## JobSet 0.11.1 → 0.12.0 by `pulumi up` with jobs running, pending and held; measures the refusal window (root; `.ci/nightly` runs it; docs/versions.md gives its time)
+e2e-upgrade: $(STAMP) e2e-node-deps  ## JobSet 0.11.1 → 0.12.0 (then Kueue 0.18.3 → 0.19.2 with E2E_UPGRADE_KUEUE=1) by `pulumi up` with jobs running, pending and held; measures the refusal window (root; `.ci/nightly` runs it; docs/versions.md gives its time)
 	$(PY) -m tests.e2e.run -m e2e tests/e2e/test_pulumi_upgrade.py
+
+e2e-fleet: $(STAMP) e2e-node-deps  ## the fleet by one real `pulumi up` (manager + 2 workers, then a third joins, tokens rotate), its MultiKueue scenarios, a stranded job recovered (root; opt-in, docs/fleet.md gives its time)
+	$(PY) -m tests.e2e.run -m e2e tests/e2e/test_pulumi_fleet.py
 
 bench-pulumi: $(STAMP) e2e-node-deps  ## first up of a 1,000-team synthetic stack in team stacks, checkpoints vs PULUMI_SKIP_CHECKPOINTS, one-team preview (BENCH_TEAMS, BENCH_SHARDS, BENCH_JOBS; root)
 	$(PY) -m tests.e2e.run -m e2e tests/e2e/test_pulumi_scale.py tests/e2e/test_pulumi_shards.py

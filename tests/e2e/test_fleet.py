@@ -483,13 +483,105 @@ def test_worker_lost_evicts_and_redispatches(fleet: Fleet) -> None:
     try:
         other, _ = wait_for(f"nlp/{name} running again on another worker", lambda: _running_on(fleet, name, 2), 120)
     except TimeoutError:
-        # Found on this sandbox (Kueue 0.19.2, Trainer 2.2.1 CRDs only on the manager): the evicted TrainJob
-        # keeps the jobsStatus copied from the lost worker, Kueue's TrainJob reconciler reports "jobs are
-        # still active" and never requeues it. Upstream: kubernetes-sigs/kueue#15380 (open), generic fix
-        # proposed in kueue#15682 (open, in no release). Kept visible (not hidden) until a fix lands.
+        # Found here (Kueue 0.19.2, Trainer 2.2.1 CRDs only on the manager): the evicted TrainJob keeps the
+        # jobsStatus (active: 1) MultiKueue copied from the lost worker; Kueue's job reconciler reports "jobs are
+        # still active", waits for them to stop and keeps the quota reservation, and nothing on the manager ever
+        # clears that status. The mechanism kubernetes-sigs/kueue#15682 describes (open PR, in no release; the
+        # RayJob report is kueue#15380). Kept visible until a fix lands; the next test recovers the job.
         pytest.xfail(
-            "no re-dispatch after worker loss (Kueue 0.19.2: 'jobs are still active'; kubernetes-sigs/kueue#15380)"
+            "no re-dispatch after worker loss (Kueue 0.19.2: 'jobs are still active'; kubernetes-sigs/kueue#15682)"
             f"\n{_describe(fleet, name)}"
         )
     MEASURED["redispatch_after_worker_loss"] = time.monotonic() - lost_at
     assert other != worker
+
+
+def _stranded(fleet: Fleet) -> list[dict[str, Any]]:
+    """The manager's `lost-*` TrainJobs whose Workload is still evicted and reserving quota (the previous test's)."""
+    found = []
+    for tj in fleet.m.list(*TJ, "nlp"):
+        wl = _manager_workload(fleet, tj["metadata"]["name"])
+        reserved = (_condition(wl, "QuotaReserved") or {}).get("status") == "True"
+        if tj["metadata"]["name"].startswith("lost-") and _evicted(wl) and reserved:
+            found.append(tj)
+    return found
+
+
+def _redispatch(fleet: Fleet, *extra: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "trainer_infra", "fleet", "redispatch", "--kubeconfig", str(fleet.manager.kubeconfig)]
+    return subprocess.run(
+        [*cmd, "--min-age", "0", *extra], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def _unfinished_evictions(manager: Sandbox) -> float:
+    """What TrainerPlatformWorkloadsStranded reads, from the manager's Kueue /metrics (scraped with a token bound
+    to `get /metrics`, as Prometheus does): nlp's admission-check evictions started minus those completed."""
+    client, ns, name = manager.client, "kueue-system", "e2e-metrics"
+    role: dict[str, Any] = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole"}
+    role.update(metadata={"name": name}, rules=[{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}])
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": ns}],
+    }
+    for obj in (
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": ns}},
+        role,
+        binding,
+    ):
+        client.apply(obj, field_manager="e2e")
+    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 600}}
+    token = client.request("POST", f"/api/v1/namespaces/{ns}/serviceaccounts/{name}/token", request)["status"]["token"]
+    urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+    http = urllib3.PoolManager(cert_reqs="CERT_NONE")  # the controller's self-signed metrics certificate
+    resp = http.request("GET", manager.metrics_urls()["kueue"], headers={"Authorization": f"Bearer {token}"})
+    assert resp.status == 200, resp.data[:300]
+    text = resp.data.decode()
+
+    def total(metric: str) -> float:
+        found = 0.0
+        for line in text.splitlines():
+            if line.startswith(metric + "{") and 'cluster_queue="nlp"' in line and 'reason="AdmissionCheck"' in line:
+                found += float(line.rsplit(" ", 1)[1])
+        return found
+
+    return total("kueue_evicted_workloads_total") - total("kueue_workload_eviction_latency_seconds_count")
+
+
+def test_a_stranded_job_is_dispatched_again_by_one_command(fleet: Fleet) -> None:
+    """The job the lost worker stranded (Kueue 0.19.2 keeps it evicted, holding nlp's manager quota, forever):
+    `trainer-infra fleet redispatch` on the manager requeues it; it runs on a remaining worker as the same
+    TrainJob (same UID) and its completion reaches the manager. Kueue's own counters show the eviction unfinished
+    until then (TrainerPlatformWorkloadsStranded's expression), completed after."""
+    stranded = _stranded(fleet)
+    if not stranded:
+        pytest.skip("no job stranded by the test above (Kueue dispatched it again itself, or that test failed)")
+    (job,) = stranded
+    name, uid = job["metadata"]["name"], job["metadata"]["uid"]
+    assert _unfinished_evictions(fleet.manager) == 1, "TrainerPlatformWorkloadsStranded's signal"
+
+    listed = _redispatch(fleet, "--dry-run")
+    assert listed.returncode == 0 and f"stranded: nlp/{name} " in listed.stdout, listed.stdout + listed.stderr
+    assert _stranded(fleet), "--dry-run changed something"
+    began = time.monotonic()
+    done = _redispatch(fleet)
+    assert done.returncode == 0 and f"requeued: nlp/{name} " in done.stdout, done.stdout + done.stderr
+    lost = {
+        w for w, sb in fleet.workers.items() if not any(p.alive() for p in sb.processes if p.name == "kube-apiserver")
+    }
+    worker, pods = _wait_running(fleet, name, 2, 120)
+    MEASURED["redispatch_command_to_running"] = time.monotonic() - began
+    assert worker not in lost, (worker, lost)
+    assert fleet.m.get(*TJ, name, "nlp")["metadata"]["uid"] == uid, "the TrainJob must be the member's, not a copy"
+    _complete_pods(fleet, worker, pods)
+    wait_for(
+        f"TrainJob nlp/{name} Complete on the manager",
+        lambda: (_condition(fleet.m.get(*TJ, name, "nlp"), "Complete") or {}).get("status") == "True",
+        120,
+    )
+    assert _unfinished_evictions(fleet.manager) == 0, "the eviction completed: the alert resolves"
+    assert _redispatch(fleet).stdout.startswith("no stranded TrainJob"), "a finished job is not stranded"
+    fleet.m.delete(*TJ, name, "nlp")

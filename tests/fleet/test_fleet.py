@@ -312,6 +312,11 @@ def test_token_rotation_updates_the_managers_secret_in_place() -> None:
     assert not new["deleteBeforeReplace"] and "replaceOnChanges" not in new
     assert "east-secret-kueue-system-multikueue-token-1" in old["dependsOn"]
     assert "east-secret-kueue-system-multikueue-token-2" in new["dependsOn"]
+    # the provider's default replaces (deletes, then creates) a Secret whose data changes: seen with the real
+    # engine (tests/e2e/test_pulumi_fleet.py), where MultiKueue's Secret got a new UID at each rotation
+    captured = capture(lambda: deploy_fleet(build_fleet(validate_fleet(rotated_raw))), "fleet")
+    providers = [r for r in captured.registrations if r.type == "pulumi:providers:kubernetes"]
+    assert providers and all(r.inputs.get("enableSecretMutable") in (True, "true") for r in providers), providers
 
 
 def test_kubeconfig_is_built_from_the_worker_token() -> None:
@@ -385,6 +390,12 @@ BAD: list[tuple[str, Any, str, str]] = [
         ),
         "fleet.workers",
         "one flavor per worker pool; Kueue allows 64",
+    ),
+    (
+        "MultiKueue settings for a Kueue the stack does not install",
+        lambda r: r.update(components={"kueue": {"install": False}}),
+        "fleet.multiKueue",
+        "this stack does not install Kueue",
     ),
     (
         "pools on the manager",

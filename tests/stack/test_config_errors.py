@@ -46,7 +46,7 @@ CASES: list[tuple[dict[str, Any], str, str, str | None, str | None]] = [
         "components.kueue.version",
         "kueue 0.18.0 is not in the compatibility matrix",
         None,
-        "supported: 0.19.2; or set allowUnsupportedVersions: true to install anyway",
+        "supported: 0.19.2, 0.18.3; or set allowUnsupportedVersions: true to install anyway",
     ),
     (
         {"kubernetes": {"version": "1.30"}},

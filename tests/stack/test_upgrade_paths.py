@@ -30,16 +30,20 @@ def test_trainer_must_pass_through_2_3() -> None:
 def test_a_downgrade_and_an_unknown_start_are_refused() -> None:
     (down,) = _refusals({"jobset": "0.12.0"}, {"jobset": "0.11.1"})
     assert "a downgrade of jobset from the deployed 0.12.0" in down and "keep components.jobset.version: 0.12.0" in down
-    (unknown,) = _refusals({"kueue": "0.18.3"}, {"kueue": "0.19.2"})
-    assert "the matrix does not know an upgrade of kueue from the deployed 0.18.3" in unknown
-    assert "the matrix upgrades kueue from 0.19.2" in unknown
+    (kueue_down,) = _refusals({"kueue": "0.19.2"}, {"kueue": "0.18.3"})
+    assert "a downgrade of kueue from the deployed 0.19.2" in kueue_down
+    # Kueue 0.17 → 0.19: the matrix knows no 0.17 row, so the path goes through the release it knows
+    (unknown,) = _refusals({"kueue": "0.17.1"}, {"kueue": "0.19.2"})
+    assert "the matrix does not know an upgrade of kueue from the deployed 0.17.1" in unknown
+    assert "the matrix upgrades kueue from 0.19.2, 0.18.3: upgrade to one of them first" in unknown
     # the documented escape hatch turns only the unknown start into a warning, never a downgrade
-    allowed = check_upgrade({"kueue": "0.18.3"}, {"kueue": "0.19.2"}, allow_unsupported=True)
+    allowed = check_upgrade({"kueue": "0.17.1"}, {"kueue": "0.19.2"}, allow_unsupported=True)
     assert allowed.refused == [] and "UNSUPPORTED" in allowed.warnings[0]
     assert _refusals({"jobset": "0.12.0"}, {"jobset": "0.11.1"}, allow=True) == [down]
-    # the upgrade the e2e runs with jobs in flight (tests/e2e/test_pulumi_upgrade.py) is accepted, warning-free
-    accepted = check_upgrade({"jobset": "0.11.1"}, {"jobset": "0.12.0"}, allow_unsupported=False)
-    assert (accepted.refused, accepted.warnings, accepted.migrations) == ([], [], [])
+    # the upgrades the e2e runs with jobs in flight (tests/e2e/test_pulumi_upgrade.py) are accepted, warning-free
+    for deployed, target in ({"jobset": "0.11.1"}, {"jobset": "0.12.0"}), ({"kueue": "0.18.3"}, {"kueue": "0.19.2"}):
+        accepted = check_upgrade(deployed, target, allow_unsupported=False)
+        assert (accepted.refused, accepted.warnings, accepted.migrations) == ([], [], [])
     # a first install and a no-op are not upgrades
     assert _refusals({}, {"kueue": "0.19.2"}) == _refusals({"kueue": "0.19.2"}, {"kueue": "0.19.2"}) == []
 
@@ -58,8 +62,9 @@ def test_kueue_0_20_waits_for_v1beta1_objects_to_be_migrated() -> None:
     assert unmigrated(check.migrations, [_crd("workloads.kueue.x-k8s.io", ["v1beta2"])]) == []
 
 
-def _stack(path: Path, jobset: str) -> Path:
-    raw = {**MINIMAL, "components": {"jobset": {"version": jobset}}}
+def _stack(path: Path, jobset: str, kueue: str | None = None) -> Path:
+    components = {"jobset": {"version": jobset}} | ({"kueue": {"version": kueue}} if kueue else {})
+    raw = {**MINIMAL, "components": components}
     path.write_text(yaml.safe_dump({"config": {f"trainer-platform:{k}": v for k, v in raw.items()}}))
     return path
 
@@ -88,3 +93,30 @@ def test_validate_previous_refuses_a_downgrade_with_exit_2(
         )
         == 0
     )
+
+
+@pytest.mark.parametrize(
+    ("deployed", "target", "said"),
+    [
+        ("0.19.2", "0.18.3", "a downgrade of kueue from the deployed 0.19.2"),
+        ("0.17.1", "0.19.2", "upgrade to one of them first"),
+    ],
+)
+def test_validate_previous_refuses_a_kueue_downgrade_or_unknown_start_with_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], deployed: str, target: str, said: str
+) -> None:
+    previous = _stack(tmp_path / "Pulumi.deployed.yaml", "0.12.0", deployed)
+    if deployed not in ("0.19.2", "0.18.3"):  # a release the matrix lacks is written down as allowed then
+        doc = yaml.safe_load(previous.read_text())
+        doc["config"]["trainer-platform:allowUnsupportedVersions"] = True
+        previous.write_text(yaml.safe_dump(doc))
+    current = _stack(tmp_path / "Pulumi.dev.yaml", "0.12.0", target)
+    assert main(["validate", "--config-file", str(current), "--previous", str(previous)]) == 2
+    err = capsys.readouterr().err
+    assert "components.kueue.version" in err and said in err
+    # the path it names: from 0.18.3 (the e2e's start), on to 0.19.2
+    step, default = (
+        _stack(tmp_path / "Pulumi.step.yaml", "0.12.0", "0.18.3"),
+        _stack(tmp_path / "Pulumi.default.yaml", "0.12.0"),
+    )
+    assert main(["validate", "--config-file", str(default), "--previous", str(step)]) == 0

@@ -13,6 +13,8 @@ from trainer_infra.components.registry import COMPONENTS
 from trainer_infra.core.errors import ConfigIssue, did_you_mean
 
 TAS_GATE = "TopologyAwareScheduling"
+#: settings that only reach the chart (its Helm values): without the chart they would be silently ignored
+CHART_ONLY = {"replicas": "replicas", "resources": "resources", "feature_gates": "featureGates", "values": "values"}
 
 
 def _gates(stack: StackView, releases: Releases) -> list[ConfigIssue]:
@@ -61,5 +63,26 @@ def _kueue(stack: StackView, releases: Releases) -> list[ConfigIssue]:
     return issues
 
 
+def _not_installed(stack: StackView) -> list[ConfigIssue]:
+    """With `install: false` the chart is someone else's: a setting that only reaches it is refused, not dropped."""
+    issues = []
+    for component in COMPONENTS:
+        settings = component.settings(stack)
+        if settings is None or settings.install:
+            continue
+        for field, key in CHART_ONLY.items():
+            if field in getattr(settings, "model_fields_set", ()):
+                hint = f"set it where the component is installed, or set components.{component.name}.install: true"
+                issues.append(
+                    ConfigIssue(
+                        f"components.{component.name}.{key}",
+                        "a chart setting, and this stack does not install the chart (install: false)",
+                        None,
+                        hint,
+                    )
+                )
+    return issues
+
+
 def check_components(stack: StackView, releases: Releases) -> list[ConfigIssue]:
-    return _gates(stack, releases) + _kueue(stack, releases)
+    return _gates(stack, releases) + _kueue(stack, releases) + _not_installed(stack)

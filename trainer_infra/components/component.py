@@ -47,6 +47,9 @@ class StackView(Protocol):
 
 class ComponentSettings(Protocol):
     @property
+    def install(self) -> bool: ...
+
+    @property
     def version(self) -> str | None: ...
 
     @property
@@ -70,6 +73,8 @@ class ResolvedRelease:
     feature_gates: tuple[str, ...] | None = None  # what the controller accepts; None: not known, not checked
     locked_feature_gates: dict[str, bool] = field(default_factory=dict)
     integrations: tuple[str, ...] | None = None
+    #: False: the cluster already runs it (`install: false`); no chart or namespace, only its readiness gate
+    install: bool = True
 
     def image(self, role: str) -> str:
         return self.images[role]

@@ -67,6 +67,7 @@ def resolve_releases(stack: StackView, kubernetes: str, train_job_integration: b
             feature_gates=tuple(rel.feature_gates) if rel.feature_gates is not None else None,
             locked_feature_gates=dict(rel.locked_feature_gates),
             integrations=tuple(rel.integrations) if rel.integrations is not None else None,
+            install=settings.install,
         )
     versions = {name: r.app_version for name, r in by_name.items()}
     paths = {c.name: c.version_path for c in COMPONENTS if c.name in by_name}
@@ -74,6 +75,9 @@ def resolve_releases(stack: StackView, kubernetes: str, train_job_integration: b
 
 
 def components_plan(stack: StackView, releases: Releases) -> PlanPart:
+    """A release per installed component; a component the cluster already runs (`install: false`) keeps only its
+    readiness gate, with no release: it is checked before anything that uses its API, its chart and namespace are
+    left alone."""
     mirror = stack.images.registry_mirror
     out_releases: list[HelmRelease] = []
     gates: list[ReadinessGate] = []
@@ -82,31 +86,42 @@ def components_plan(stack: StackView, releases: Releases) -> PlanPart:
         rel = releases.by_name.get(component.name)
         if rel is None:
             continue
-        out_releases.append(
-            HelmRelease(
-                name=component.name,
-                component=component.name,
-                chart=rel.chart,
-                chart_version=rel.chart_version,
-                namespace=rel.namespace,
-                values=component.values(stack, rel),
-                after=tuple(f"{a}-ready" for a in component.after if a in releases.by_name),
-                repository=rel.repository,
+        if rel.install:
+            out_releases.append(
+                HelmRelease(
+                    name=component.name,
+                    component=component.name,
+                    chart=rel.chart,
+                    chart_version=rel.chart_version,
+                    namespace=rel.namespace,
+                    values=component.values(stack, rel),
+                    after=tuple(f"{a}-ready" for a in component.after if a in releases.by_name),
+                    repository=rel.repository,
+                )
             )
-        )
         probes = component.probes(rel, mirror)
         if rel.crds or probes:
             gates.append(
                 ReadinessGate(
                     name=f"{component.name}-ready",
                     component=component.name,
-                    release=component.name,
+                    release=component.name if rel.install else "",
                     crds=rel.crds,
                     probes=probes,
                     version=rel.app_version,
                     api_groups=tuple(rel.api_versions),
+                    hint="" if rel.install else existing_hint(component.name, rel),
                 )
             )
-        if component.owns_namespace:
+        if component.owns_namespace and rel.install:
             objects.append(ManagedObject(meta.namespace(rel.namespace)))
     return PlanPart(tuple(out_releases), tuple(gates), tuple(objects))
+
+
+def existing_hint(name: str, rel: ResolvedRelease) -> str:
+    """What a gate of a component this stack does not install says when it times out."""
+    return (
+        f"components.{name}.install is false: this stack expects {name} {rel.app_version} already running in "
+        f"namespace {rel.namespace}, configured as `trainer-infra render` with install: true shows "
+        '(docs/versions.md, "A component the cluster already runs")'
+    )

@@ -20,6 +20,13 @@ def default_resources() -> Resources:
 class ControllerConfig(StrictModel):
     """Settings every controller has. `version` and `namespace` default from the compatibility matrix."""
 
+    install: bool = Field(
+        default=True,
+        description="Install the component's chart. false: the cluster already runs it (e.g. installed by a "
+        "platform team): no chart, controller or namespace is created, changed or deleted here; the stack waits "
+        "for its API to answer and manages every other object. It must run `version` in `namespace`, configured "
+        "as `trainer-infra render` with `install: true` shows (docs/versions.md).",
+    )
     version: SemVer | None = None
     namespace: DnsLabel | None = None
     replicas: int = Field(default=1, ge=1, le=10)

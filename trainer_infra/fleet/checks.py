@@ -141,3 +141,15 @@ def check_manager_trainer(fleet: FleetConfig, trainer_version: str, path: str) -
             "set fleet.managerTrainerController: false (CRDs only on the manager), or use Trainer >= 2.3.0 there",
         )
     ]
+
+
+def check_multikueue_settings(fleet: FleetConfig, kueue_installed: bool) -> list[ConfigIssue]:
+    """`fleet.multiKueue` reaches Kueue's Configuration through its chart: with a Kueue this stack does not
+    install, refused rather than silently ignored."""
+    if kueue_installed or "multi_kueue" not in fleet.model_fields_set:
+        return []
+    hint = (
+        "set gcInterval, origin and workerLostTimeout in the `multiKueue` block of your Kueue's Configuration and "
+        "remove fleet.multiKueue (or set components.kueue.install: true)"
+    )
+    return [ConfigIssue("fleet.multiKueue", "Kueue's settings, and this stack does not install Kueue", None, hint)]

@@ -55,7 +55,7 @@ class MultiKueueSettings(StrictModel):
     worker_lost_timeout: Duration = Field(
         default="15m",
         description="How long a workload stays admitted on a worker the manager lost contact with before the "
-        "manager evicts it (re-dispatch: see docs/fleet.md, kueue#15380).",
+        "manager evicts it (not dispatched again by Kueue 0.19.2: `trainer-infra fleet redispatch`, docs/fleet.md).",
     )
 
 

@@ -55,6 +55,13 @@ class TrainingPlatform(pulumi.ComponentResource):
         # Releases and gates by name, so `after` can name either.
         ready: dict[str, pulumi.Resource] = {}
         by_group: dict[str, pulumi.Resource] = {}  # API group → the gate of the controller serving it
+        # Gates of APIs the platform does not install (the Prometheus Operator's, a component with `install: false`):
+        # checked up front, and a chart installed `after` such a component waits for its gate.
+        for gate in (g for g in plan.gates if not g.release):
+            ready[gate.name] = ReadinessGateResource(
+                replace(gate, name=prefix + gate.name), kubeconfig, cluster.context, pulumi.ResourceOptions(parent=self)
+            )
+            by_group.update({group: ready[gate.name] for group in gate.api_groups})
         for release in plan.releases:
             after = [namespaces[release.namespace]] if release.namespace in namespaces else []
             after += [ready[name] for name in release.after]
@@ -74,13 +81,6 @@ class TrainingPlatform(pulumi.ComponentResource):
                     pulumi.ResourceOptions(parent=self, depends_on=objects),
                 )
                 by_group.update({group: ready[gate.name] for group in gate.api_groups})
-
-        # Gates of APIs the platform does not install (the Prometheus Operator's): checked up front.
-        for gate in (g for g in plan.gates if not g.release):
-            ready[gate.name] = ReadinessGateResource(
-                replace(gate, name=prefix + gate.name), kubeconfig, cluster.context, pulumi.ResourceOptions(parent=self)
-            )
-            by_group.update({group: ready[gate.name] for group in gate.api_groups})
 
         def waits(obj: ManagedObject) -> list[pulumi.Resource]:
             deps = [ready.get(name) or self.created[name] for name in obj.after]
@@ -134,6 +134,10 @@ def cluster_provider(name: str, cluster: ClusterAccess, opts: pulumi.ResourceOpt
         # field conflict instead of putting them back (docs/drift.md). Fields the stack does not set stay
         # with their managers (webhook caBundles, the controllers' certificates, status).
         enable_patch_force=True,
+        # A Secret whose data changes is updated in place, as the API server allows, not deleted and recreated (the
+        # provider's default, kept for backward compatibility): a fleet's kubeconfig Secret rotates with MultiKueue
+        # reading it throughout (docs/fleet.md), a team's secret changes without a moment where it does not exist.
+        enable_secret_mutable=True,
         opts=opts,
     )
 

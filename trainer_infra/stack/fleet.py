@@ -103,6 +103,7 @@ def validate_fleet(
     issues += checks.check_manager_pools(cfg.node_pools)
     issues += checks.check_served(fleet, cfg.teams)
     issues += checks.check_manager_flavors(fleet)
+    issues += checks.check_multikueue_settings(fleet, kueue_settings(cfg).install)
     if cfg.team_shards:
         hint = "a fleet is one program over every cluster; remove teamShards (docs/large-organisations.md)"
         issues.append(

@@ -84,7 +84,7 @@ def check_upgrade(deployed: Mapping[str, str], target: Mapping[str, str], *, all
                 check.warnings.append(
                     f"{_path(name)}: {name} {now} → {want} needs the objects stored as {stale} migrated first "
                     f"and that version dropped from the CRDs' status.storedVersions ({RUNBOOK}); "
-                    "check them on the cluster before `pulumi up`"
+                    "check them on the cluster before `pulumi up`: `trainer-infra storage-versions [--migrate]`"
                 )
     return check
 
@@ -107,7 +107,7 @@ def unmigrated(rules: Iterable[UpgradePath], crds: Iterable[Mapping[str, Any]]) 
                         _path(rule.component),
                         f"[{rule.id}] objects stored as {group}/{version} are not migrated: {rule.reason}",
                         f"status.storedVersions of {', '.join(stale)} list {version}",
-                        f"migrate them and drop {version} from status.storedVersions first ({RUNBOOK})",
+                        f"`trainer-infra storage-versions --migrate` first ({RUNBOOK})",
                     )
                 )
     return issues

@@ -144,3 +144,42 @@ def _cluster_queue_inactive(facts: PlatformFacts, ina: InactiveAlert) -> list[di
 
 
 CLUSTER_QUEUE_INACTIVE = Alert("cluster_queue_inactive", "queues", InactiveAlert, _cluster_queue_inactive)
+
+
+class StrandedAlert(AlertBase):
+    """A team ClusterQueue with an admission-check eviction (MultiKueue's, when a worker is lost) that has not
+    completed for `for`: the workload keeps its quota and is never dispatched again (Kueue 0.19.2, docs/fleet.md)."""
+
+    for_: Duration = Field(default="15m", alias="for")
+
+
+#: what Kueue counts when an eviction starts (evict.go) and when it completes, the quota released
+EVICTIONS_STARTED = "kueue_evicted_workloads_total"
+EVICTIONS_COMPLETED = "kueue_workload_eviction_latency_seconds_count"
+
+
+def _workloads_stranded(facts: PlatformFacts, st: StrandedAlert) -> list[dict[str, Any]]:
+    if not facts.teams:
+        return []
+    cqs = f'{_team_cqs(facts)}, reason="AdmissionCheck"'
+    # max by the series' own labels first (several replicas: only the leader reports), then per ClusterQueue
+    by_series = "cluster_queue, underlying_cause, priority_class"
+    started = f"sum by (cluster_queue) (max by ({by_series}) ({EVICTIONS_STARTED}{{{cqs}}}))"
+    completed = f"sum by (cluster_queue) (max by (cluster_queue) ({EVICTIONS_COMPLETED}{{{cqs}}}))"
+    # a ClusterQueue with no completed eviction yet has no such series: it counts as 0
+    expr = f"{started}\n- ({completed} or {started} * 0)\n> 0"
+    return [
+        alert(
+            "TrainerPlatformWorkloadsStranded",
+            with_team(expr, "cluster_queue"),
+            st.severity,
+            "Team {{ $labels.team }}: {{ $value }} evicted workload(s) never released their quota",
+            f"ClusterQueue {{{{ $labels.cluster_queue }}}} has had {{{{ $value }}}} admission-check eviction(s) "
+            f"unfinished for {st.for_}: on a fleet's manager, jobs of a lost worker that Kueue 0.19.2 does not "
+            "dispatch again while they hold the team's quota. `trainer-infra fleet redispatch` requeues them.",
+            st.for_,
+        )
+    ]
+
+
+WORKLOADS_STRANDED = Alert("workloads_stranded", "queues", StrandedAlert, _workloads_stranded)

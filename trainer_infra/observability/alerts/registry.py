@@ -22,6 +22,7 @@ ALERTS: Registry[Alert[Any]] = Registry(
     queues.BORROWING,
     jobs.TRAIN_JOB_FAILURES,
     queues.CLUSTER_QUEUE_INACTIVE,
+    queues.WORKLOADS_STRANDED,
     nodes.POOL_NODES_NOT_READY,
 )
 
