@@ -20,6 +20,8 @@ from tests.e2e.node import NodeError
 from tests.e2e.node import preflight as node_preflight
 from tests.e2e.toolchain import Toolchain
 from tests.e2e.versions import REPO_ROOT, VersionSet
+from trainer_infra.observability.sources import EXTERNAL
+from trainer_infra.sandbox.versions import module_dir
 
 #: the real install path (tests/e2e/installed.py): `pulumi preview` and the first `pulumi up` of the local stack,
 #: then the platform's scenarios on what that up installed (the charts' controllers as pods on a real node, their
@@ -52,7 +54,7 @@ NODE_TESTS = (
 )
 #: every file that starts a real node in the test process (a session with its own network and mount namespaces)
 NODE_PREFIX = "tests/e2e/test_node"
-#: the upgrade e2e (opt-in, ``make e2e-upgrade``): it also needs the release it starts from (previous_release.py)
+#: the upgrade e2e (``make e2e-upgrade``, ``.ci/nightly``): it needs the release it starts from (previous_release.py)
 UPGRADE_TEST = "tests/e2e/test_pulumi_upgrade.py"
 #: the platform's scenarios on real containers: ``make sandbox-up`` (the real `pulumi up` of the sandbox stack on an
 #: untainted real node, in the daemon's own namespaces), then, as its team members, a first job, training with a
@@ -113,6 +115,20 @@ def with_pulumi(args: list[str], mode: str, toolchain: Toolchain) -> bool:
     return True
 
 
+def fetch_exporter_sources() -> dict[str, float]:
+    """Download the pinned exporters' Go modules whose sources test_observability reads.
+
+    It reads them inside the install session's network namespace, which has no network: on a cold machine
+    (an empty module cache) they must be fetched here, before it. Returns what was fetched, with its time."""
+    fetched: dict[str, float] = {}
+    for module, version in sorted({(e.module, e.version) for e, _ in EXTERNAL.values() if e.module and e.version}):
+        began = time.monotonic()
+        module_dir(module, version)
+        if (took := time.monotonic() - began) > 1:  # a cached module answers in milliseconds
+            fetched[f"{module} source"] = took
+    return fetched
+
+
 def main(argv: list[str] | None = None) -> int:
     """Build, then run pytest; exit with pytest's code."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -149,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
             # the real Pulumi toolchain (CLI, language host, Kubernetes provider, matching SDKs): test_pulumi*.py and
             # make sandbox-up
             built.update(toolchain.build())
+        if pulumi:
+            built.update(fetch_exporter_sources())
     except NodeError as exc:
         print(f"[e2e] cannot run: {exc}", file=sys.stderr)
         return 1

@@ -568,3 +568,15 @@ def test_members_read_their_own_cluster_queue_only(sandbox: Sandbox, platform: P
     assert allowed("localqueues/pendingworkloads", mine.queue, "visibility.kueue.x-k8s.io", mine.namespace)
     assert not allowed("localqueues/pendingworkloads", other.queue, "visibility.kueue.x-k8s.io", other.namespace)
     assert not allowed("trainjobs", None, "trainer.kubeflow.org", mine.namespace, verb="patch")
+
+    # the pending positions for real, through the aggregation layer to Kueue's visibility server (as
+    # `kubectl get --raw` or kueuectl would): the member's own queue answers, another team's is forbidden
+    def pending(team: Team) -> str:
+        queue = f"namespaces/{team.namespace}/localqueues/{team.queue}"
+        return f"/apis/visibility.kueue.x-k8s.io/v1beta2/{queue}/pendingworkloads"
+
+    own = wait_for(f"Kueue's visibility API to answer {mine.user}", lambda: me.request("GET", pending(mine)), 120)
+    assert own["kind"] == "PendingWorkloadsSummary" and isinstance(own.get("items"), list), own
+    with pytest.raises(ApiError) as refused:
+        me.request("GET", pending(other))
+    assert refused.value.status == 403, refused.value

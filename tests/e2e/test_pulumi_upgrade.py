@@ -1,8 +1,8 @@
 """Upgrades with work in flight through the real engine, one `pulumi up` per component as the runbook says
 (docs/versions.md, "Upgrade runbook"): JobSet 0.11.1 → 0.12.0, then Kueue 0.18.3 → 0.19.2; Trainer 2.2.1 unchanged.
 
-``make e2e-upgrade``; the Kueue step with ``E2E_UPGRADE_KUEUE=1`` (``previous_release.KUEUE_STEP``). One control
-plane, one Pulumi project, in this order:
+Scheduled tier (``make e2e-upgrade``, run by ``.ci/nightly``); the Kueue step with ``E2E_UPGRADE_KUEUE=1``
+(``previous_release.KUEUE_STEP``). One control plane, one Pulumi project, in this order:
 
 1. the first `pulumi up` of the local stack with ``components.jobset.version: 0.11.1`` (and, with the Kueue step,
    ``components.kueue.version: 0.18.3``): their charts (packaged from their Go modules) and controller images

@@ -61,6 +61,8 @@ KUEUE_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset", "trainer.kubeflow.org
 TIMEOUT = float(os.environ.get("E2E_TIMEOUT", "90"))
 #: the API server's user towards kubelets (kubeadm's name)
 KUBELET_CLIENT_USER = "kube-apiserver-kubelet-client"
+#: the aggregation layer's client (kubeadm's name): the only identity whose X-Remote-* headers extension servers trust
+FRONT_PROXY_CLIENT = "front-proxy-client"
 
 
 class SandboxError(RuntimeError):
@@ -370,6 +372,13 @@ class Sandbox:
         self.webhook_cert = self.ca.issue("webhook", "webhook", hosts=("127.0.0.1", "localhost"))
         # what the API server shows a real node's kubelet (logs, exec; node.py binds it to system:kubelet-api-admin)
         self.kubelet_client_cert = self.ca.issue("apiserver-kubelet-client", KUBELET_CLIENT_USER, client=True)
+        # the aggregation layer, as kubeadm sets it up: the API server proxies aggregated APIs (Kueue's
+        # visibility API) with this client certificate and the caller in X-Remote-* headers; the extension
+        # server trusts those headers only from a certificate of this separate CA with this name. Without
+        # it the extension server sees every proxied request as anonymous and the APIService stays 503.
+        front_proxy_ca = CertificateAuthority(pki / "front-proxy", "trainer-platform-e2e-front-proxy-ca")
+        self.front_proxy_ca_path = front_proxy_ca.cert_path
+        self.front_proxy_client = front_proxy_ca.issue("front-proxy-client", FRONT_PROXY_CLIENT, client=True)
 
     def _spawn(
         self, name: str, version: str, binary: str, args: list[str], env: dict[str, str] | None = None
@@ -432,6 +441,13 @@ class Sandbox:
                 f"--kubelet-client-certificate={self.kubelet_client_cert.cert}",
                 f"--kubelet-client-key={self.kubelet_client_cert.key}",
                 f"--kubelet-certificate-authority={self.ca.cert_path}",
+                f"--requestheader-client-ca-file={self.front_proxy_ca_path}",
+                f"--requestheader-allowed-names={FRONT_PROXY_CLIENT}",
+                "--requestheader-username-headers=X-Remote-User",
+                "--requestheader-group-headers=X-Remote-Group",
+                "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+                f"--proxy-client-cert-file={self.front_proxy_client.cert}",
+                f"--proxy-client-key-file={self.front_proxy_client.key}",
                 "--kubelet-preferred-address-types=InternalIP",
                 f"--service-cluster-ip-range={SERVICE_CIDR}",
                 "--allow-privileged=true",

@@ -50,12 +50,12 @@ class CertPair:
 class CertificateAuthority:
     """An in-memory CA that writes leaf certificates to disk."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, common_name: str = "trainer-platform-e2e-ca") -> None:
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=True)
         self._key = ec.generate_private_key(ec.SECP256R1())
         now = datetime.datetime.now(datetime.UTC)
-        name = _name("trainer-platform-e2e-ca")
+        name = _name(common_name)
         self._cert = (
             x509.CertificateBuilder()
             .subject_name(name)
