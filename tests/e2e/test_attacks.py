@@ -183,7 +183,11 @@ def test_attack1_inline_nfs_volume_is_refused_and_the_team_claim_works(
     except TimeoutError as exc:
         raise TimeoutError(f"{exc}\n{describe_namespace(admin, ns)}") from None
     claims = [v["persistentVolumeClaim"]["claimName"] for v in pod["spec"]["volumes"] if "persistentVolumeClaim" in v]
-    assert claim in claims
+    assert claims == [claim], "the patch merges into the runtime's claim volume: one volume of the claim"
+    # the same claim as a volume of another name would be a second volume of it, which never mounts: refused
+    second = claim_patch(claim)
+    second["volumes"][0]["name"] = second["containers"][0]["volumeMounts"][0]["name"] = "data"
+    refused(me, patched(small(unique("second"), team), second), f"as the volume '{CLAIM_VOLUME}'", "132921")
 
 
 # -- 2. no queue, no quota ------------------------------------------------------------------------

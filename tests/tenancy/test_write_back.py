@@ -14,7 +14,7 @@ from tests.sdk_harness import FakeCluster, sdk_against
 from tests.tenancy import cel_admission
 from tests.tenancy.write_back.generate import TRAINJOB, immutable_paths
 from trainer_infra.tenancy.admission.policy import policy_name
-from trainer_infra.tenancy.admission.write_back import write_back_data
+from trainer_infra.tenancy.admission.write_back import prune, write_back_data
 from trainer_infra.versions.matrix import MATRIX
 
 Obj = dict[str, Any]
@@ -142,6 +142,20 @@ def test_what_the_write_back_drops_is_refused_naming_where(rendered: list[Obj], 
     found = write_back_refusals(_judge(rendered, job))
     assert len(found) == 1 and found[0].startswith(f"TrainJob tj refused: {where} holds"), found
     assert "leave the field out" in found[0]
+
+
+@pytest.mark.parametrize("case", sorted(DROPPED))
+def test_prune_leaves_out_exactly_what_the_rules_refuse(rendered: list[Obj], case: str) -> None:
+    """`prune` (what `migrate` applies to the TrainJobs it writes) is the Python of the rules' CEL."""
+    job = _job(rendered)
+    job["spec"].update(copy.deepcopy(DROPPED[case][1]))
+    before = copy.deepcopy(job)
+    prune(job["spec"])
+    assert job != before and write_back_refusals(_judge(rendered, job)) == []
+    honest = _job(rendered, {"numNodes": 1, "env": [{"name": "A", "value": "0"}], "command": ["python3"]})
+    kept = copy.deepcopy(honest)
+    prune(honest["spec"])
+    assert honest == kept
 
 
 def test_the_same_jobs_without_the_empty_values_pass(rendered: list[Obj]) -> None:

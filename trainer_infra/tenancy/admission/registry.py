@@ -20,6 +20,7 @@ RULES: Registry[AdmissionRule] = Registry(
     pod_security.PROC_MOUNT,
     pod_security.RESTRICTED,
     requests.CLAIM_TEMPLATES,
+    requests.PATCH_CLAIM_VOLUME,
     requests.QUEUE,
     requests.SUSPEND,
     deputies.POD_QUEUE,

@@ -103,6 +103,37 @@ def _tree() -> _Node:
     return root
 
 
+def _dropped(kind: str, value: Any) -> bool:
+    """Go's encoding drops `value` of a field of this kind (the CEL of `_KEEPS`, in Python)."""
+    if kind == "collection":
+        return value in ([], {})
+    if kind == "bool":
+        return value is False
+    return not isinstance(value, bool) and value in (("",) if kind == "string" else (0,))
+
+
+def prune(spec: dict[str, Any]) -> None:
+    """Leave out of a TrainJob `spec`, in place, every value Kueue's write-back drops: a field left out means what
+    its empty value means, so a converter loses nothing (`migrate`) and the rules admit the result."""
+
+    def walk(value: Any, node: _Node) -> None:
+        if isinstance(value, list) and node.items:
+            for item in value:
+                walk(item, node.items)
+        if not isinstance(value, dict):
+            return
+        if node.values:
+            for item in value.values():
+                walk(item, node.values)
+        for name, child in node.fields.items():
+            if name in value:
+                walk(value[name], child)  # inner first: a map it empties is dropped too
+                if child.kind and _dropped(child.kind, value[name]):
+                    del value[name]
+
+    walk(spec, _tree())
+
+
 #: one rule per part of the spec, so the message names where to look ("": the spec's other fields)
 PARTS = {
     "trainer": "spec.trainer",
