@@ -189,7 +189,7 @@ def _claim_once_problems(spec: Mapping[str, Any], lists: Lists) -> list[str]:
     problems = []
     for v in _volumes(spec):
         claim = _dict(v.get("persistentVolumeClaim")).get("claimName")
-        if claim is None:
+        if not isinstance(claim, str):  # hostile input: a claim name of another type is the claims rule's to report
             continue
         if claim in first:
             problems.append(

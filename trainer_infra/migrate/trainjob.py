@@ -248,16 +248,20 @@ def through_claim_volume(
     patch then merges into that volume (by name) instead of adding a second volume of the claim, which the kubelet
     never mounts (kubernetes#132921). A mount at the runtime's path merges into its mount (by mountPath) and keeps
     its sub-path: the job's own directory, as for every job of the platform."""
-    renamed = {
-        v["name"]: CLAIM_VOLUME
-        for v in volumes
-        if isinstance(v, dict) and (v.get("persistentVolumeClaim") or {}).get("claimName") in claims
-    }
+
+    def name(x: Any) -> str | None:  # hostile input: anything but a named dict is left as it is
+        return x["name"] if isinstance(x, dict) and isinstance(x.get("name"), str) else None
+
+    def claim(v: Any) -> Any:
+        source = v.get("persistentVolumeClaim") if isinstance(v, dict) else None
+        return source.get("claimName") if isinstance(source, dict) else None
+
+    renamed = {n: CLAIM_VOLUME for v in volumes if (n := name(v)) and claim(v) in claims}
     if not renamed:
         return volumes, container
 
     def rename(items: list[Any]) -> list[Any]:
-        named = [isinstance(x, dict) and x.get("name") in renamed for x in items]
+        named = [name(x) in renamed for x in items]
         return [{**x, "name": renamed[x["name"]]} if hit else x for x, hit in zip(items, named, strict=True)]
 
     mounts = container.get("volumeMounts")
