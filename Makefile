@@ -6,7 +6,7 @@ STACK  ?= local
 # the real node's Debian packages (tests/e2e/node.py PACKAGES)
 NODE_PACKAGES := containerd runc containernetworking-plugins iptables busybox-static mmdebstrap libcap2-bin python3-pip ipset conntrack
 
-.PHONY: render validate test lint typecheck unit bench bench-pulumi bench-scheduling docs clean e2e e2e-pulumi e2e-node e2e-node-deps e2e-recovery e2e-upgrade e2e-fleet e2e-sandbox sandbox-up sandbox-down
+.PHONY: render validate test lint typecheck unit bench bench-pulumi bench-scheduling docs kueue-write-back clean e2e e2e-pulumi e2e-node e2e-node-deps e2e-recovery e2e-upgrade e2e-fleet e2e-sandbox sandbox-up sandbox-down
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -75,6 +75,9 @@ e2e-sandbox: $(STAMP) e2e-node-deps  ## sandbox-up; as team members: the first j
 
 docs: $(STAMP)  ## regenerate docs/configuration.md and the migration mapping table from the code
 	$(PY) -m tests.update_docs
+
+kueue-write-back: $(STAMP)  ## regenerate the fields Kueue's write-back of a TrainJob drops (tenancy/admission/write_back.yaml; Go, module proxy)
+	$(PY) -m tests.tenancy.write_back.generate
 
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache

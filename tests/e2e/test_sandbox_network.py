@@ -237,7 +237,8 @@ def test_a_team_pod_reaches_its_peers_and_nothing_of_other_teams_the_controllers
 
     # the allowed source: a pod in a namespace without policies (the admin's), the same connections; it runs and
     # ends before the attacker is released: a pod starting or ending makes kube-router resync its rules, and a
-    # connection of the attacker during that resync once passed (the node's address, CI run of 2026-11-26)
+    # connection of the attacker during that resync once passed (the node's address, CI run of 2026-11-26; its
+    # periodic resync, every 30 s then, did the same in the cold run of that day: now every 15 min, cluster_network)
     control_ns = unique("net-control")
     _namespace(admin, control_ns)
     torch = trainer_container(admin.get(TJ, "ClusterTrainingRuntime", RUNTIME))

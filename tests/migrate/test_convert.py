@@ -90,8 +90,9 @@ def test_pytorchjob_becomes_a_torch_trainjob_in_the_team_queue() -> None:
     job_patch = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]
     assert job_patch["name"] == "node"
     pod = job_patch["template"]["spec"]["template"]["spec"]
-    assert pod["containers"] == [{"name": "node", "volumeMounts": [{"name": "ws", "mountPath": "/workspace"}]}]
-    assert pod["volumes"][0]["persistentVolumeClaim"]["claimName"] == "workspace"
+    # the team claim through the runtime's own volume: a second volume of one claim never mounts (kubernetes#132921)
+    assert pod["containers"] == [{"name": "node", "volumeMounts": [{"name": "initializer", "mountPath": "/workspace"}]}]
+    assert pod["volumes"] == [{"name": "initializer", "persistentVolumeClaim": {"claimName": "workspace"}}]
     assert "torch runtime torch-distributed" in r.reason
 
 
@@ -346,3 +347,43 @@ def test_a_launcher_that_was_a_worker_stays_a_training_host() -> None:
     obj["spec"]["runLauncherAsWorker"] = True
     r = run(obj)
     assert r.trainjob is not None and r.trainjob["spec"]["trainer"]["numNodes"] == 3
+
+
+def test_a_migrated_job_holds_nothing_kueues_write_back_would_drop_and_passes_admission() -> None:
+    """v1 templates often spell out empty values (`readOnly: false`, `value: ""`) and mount the claim under a name of
+    their own; the TrainJob leaves the former out and mounts the claim through the runtime's volume, so the team
+    policy of the render admits it (tenancy/admission/write_back.py, requests.PATCH_CLAIM_VOLUME)."""
+    from tests.helpers import render, stack_raw
+    from tests.tenancy import cel_admission
+
+    obj = job(*PT)
+
+    def fill(spec: dict[str, Any]) -> None:
+        c = spec["template"]["spec"]["containers"][0]
+        c.update(
+            env=[{"name": "EPOCHS", "value": "2"}, {"name": "DEBUG", "value": ""}],
+            volumeMounts=[{"name": "data", "mountPath": "/data", "readOnly": False, "subPath": ""}],
+        )
+        claim = {"claimName": "workspace", "readOnly": False}
+        spec["template"]["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": claim}]
+
+    both(obj, fill)
+    r = run(obj)
+    assert r.status == Status.CLEAN, r.findings
+    t = r.trainjob
+    assert t is not None
+    assert t["spec"]["trainer"]["env"] == [{"name": "EPOCHS", "value": "2"}, {"name": "DEBUG"}]
+    pod = t["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]
+    spec = pod["template"]["spec"]["template"]["spec"]
+    assert spec["volumes"] == [{"name": "initializer", "persistentVolumeClaim": {"claimName": "workspace"}}]
+    assert spec["containers"][0]["volumeMounts"] == [{"name": "initializer", "mountPath": "/data"}]
+    manifests = render(stack_raw("local")).manifests
+    (policy,) = [
+        m
+        for m in manifests
+        if m["kind"] == "ValidatingAdmissionPolicy" and m["metadata"]["name"].endswith("-trainjobs")
+    ]
+    (ns,) = [m for m in manifests if m["kind"] == "Namespace" and m["metadata"]["name"] == t["metadata"]["namespace"]]
+    annotations = ns["metadata"]["annotations"]
+    found = cel_admission.refusals(policy, t, namespace=ns["metadata"]["name"], namespace_annotations=annotations)
+    assert found == []

@@ -13,6 +13,7 @@ import yaml
 from tests.conformance.crds import crds_dir
 from tests.tenancy import cel_admission
 from trainer_infra.manifests.pod_rules import SAFE_VOLUME_KINDS, UNSAFE_VOLUME_KINDS, pod_spec_problems
+from trainer_infra.storage.injection import VOLUME as CLAIM_VOLUME
 from trainer_infra.tenancy.admission.model import AdmissionSettings, TeamAdmission
 from trainer_infra.tenancy.admission.policy import admission_objects, namespace_annotations, policy_name
 
@@ -110,18 +111,25 @@ def test_attack1_every_unsafe_volume_kind_is_refused_in_patches_runtimes_jobsets
 
 
 def test_attack1_honest_variant_team_claim_and_pod_local_volumes_pass(policies: dict[str, Obj]) -> None:
-    pod = {
-        "volumes": [
-            {"name": "data", "persistentVolumeClaim": {"claimName": "workspace"}},
-            {"name": "shm", "emptyDir": {"medium": "Memory"}},
-        ],
-        "containers": [{"name": "node", "volumeMounts": [{"name": "data", "mountPath": "/workspace"}]}],
-    }
-    assert refusals(policy(policies, "TrainJob"), trainjob(pod=pod), namespace="nlp") == []
+    """The claim through the runtime's own volume `initializer`: a patch volume of another name would be a second
+    volume of the claim beside the runtime's, which the kubelet never mounts (refused, below)."""
+
+    def pod(name: str) -> Obj:
+        return {
+            "volumes": [
+                {"name": name, "persistentVolumeClaim": {"claimName": "workspace"}},
+                {"name": "shm", "emptyDir": {"medium": "Memory"}},
+            ],
+            "containers": [{"name": "node", "volumeMounts": [{"name": name, "mountPath": "/data"}]}],
+        }
+
+    assert refusals(policy(policies, "TrainJob"), trainjob(pod=pod(CLAIM_VOLUME)), namespace="nlp") == []
+    (message,) = refusals(policy(policies, "TrainJob"), trainjob(pod=pod("data")), namespace="nlp")
+    assert f"the runtime already mounts your team's claim as the volume '{CLAIM_VOLUME}'" in message
 
 
 def test_attack1_a_claim_that_is_not_the_teams_is_refused(policies: dict[str, Obj]) -> None:
-    pod = {"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "someone-elses"}}]}
+    pod = {"volumes": [{"name": CLAIM_VOLUME, "persistentVolumeClaim": {"claimName": "someone-elses"}}]}
     (message,) = refusals(policy(policies, "TrainJob"), trainjob(pod=pod), namespace="nlp")
     assert "only workspace may be mounted" in message
 

@@ -413,7 +413,7 @@ def test_more_variants_are_refused(manifests: list[Obj], honest: tuple[Obj, Obj,
     mount = {"name": "node", "volumeMounts": [{"name": "e", "mountPath": "/var/run/nvidia-container-devices/all"}]}
     patch = {"template": {"spec": {"template": {"spec": {"containers": [mount]}}}}}
     assert any("nvidia-container-devices" in m for m in _member(manifests, _patch(_trainjob(), "node", patch)))
-    drop = {"name": "node", "securityContext": {"capabilities": {"drop": []}}}
+    drop = {"name": "node", "securityContext": {"capabilities": {"drop": ["NET_RAW"]}}}  # not ALL
     job = _patch(_trainjob(), "node", {"template": {"spec": {"template": {"spec": {"containers": [drop]}}}}})
     assert _member(manifests, job) == []  # baseline admits it
     policy = _policies(manifests)["trainer-platform-tenancy-trainjobs"]

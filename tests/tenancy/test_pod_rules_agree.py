@@ -57,6 +57,12 @@ TABLE: list[tuple[str, dict[str, Any], str | None, bool]] = [
     ("hostPath volume", _with(volumes=[{"name": "root", "hostPath": {"path": "/"}}]), "volumes", True),
     ("csi volume", _with(volumes=[{"name": "c", "csi": {"driver": "x"}}]), "volumes", False),
     ("another claim", _with(volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "other"}}]), "claims", False),
+    (
+        "two volumes of one claim",
+        _with(volumes=[*BASE["volumes"], {"name": "more", "persistentVolumeClaim": {"claimName": "workspace"}}]),
+        "claimOnce",
+        False,
+    ),
     ("hostNetwork", _with(hostNetwork=True), "host", True),
     ("hostIPC", _with(hostIPC=True), "host", True),
     ("privileged", _container(privileged=True), "privileged", True),

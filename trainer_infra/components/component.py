@@ -70,6 +70,7 @@ class ResolvedRelease:
     api_versions: dict[str, str] = field(default_factory=dict)  # group → `group/version`
     images: dict[str, str] = field(default_factory=dict)  # role → image, through the image mirror
     train_job_api: str | None = None
+    train_job_full_update: bool = False  # Kueue: see the matrix's trainJobFullUpdate
     feature_gates: tuple[str, ...] | None = None  # what the controller accepts; None: not known, not checked
     locked_feature_gates: dict[str, bool] = field(default_factory=dict)
     integrations: tuple[str, ...] | None = None

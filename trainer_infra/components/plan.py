@@ -64,6 +64,7 @@ def resolve_releases(stack: StackView, kubernetes: str, train_job_integration: b
             api_versions={group: rel.api_version(group) for group in rel.api_versions},
             images=mirrored(rel.images, mirror),
             train_job_api=rel.train_job_api,
+            train_job_full_update=rel.train_job_full_update,
             feature_gates=tuple(rel.feature_gates) if rel.feature_gates is not None else None,
             locked_feature_gates=dict(rel.locked_feature_gates),
             integrations=tuple(rel.integrations) if rel.integrations is not None else None,

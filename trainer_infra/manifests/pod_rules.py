@@ -171,6 +171,43 @@ CLAIMS = PodRule(
     _claims_problems,
 )
 
+# -- one volume per claim ---------------------------------------------------------------------------
+
+_SECOND_VOLUME = "the kubelet never mounts a second volume of one claim (kubernetes#132921)"
+
+
+def _claim_once_cel(schema: PodSchema, lists: Lists) -> str:
+    same = "w.persistentVolumeClaim.claimName == v.persistentVolumeClaim.claimName"
+    return (
+        "!has(s.volumes) || s.volumes.all(v, !has(v.persistentVolumeClaim) || "
+        f"size(s.volumes.filter(w, has(w.persistentVolumeClaim) && {same})) == 1)"
+    )
+
+
+def _claim_once_problems(spec: Mapping[str, Any], lists: Lists) -> list[str]:
+    first: dict[str, Any] = {}
+    problems = []
+    for v in _volumes(spec):
+        claim = _dict(v.get("persistentVolumeClaim")).get("claimName")
+        if not isinstance(claim, str):  # hostile input: a claim name of another type is the claims rule's to report
+            continue
+        if claim in first:
+            problems.append(
+                f"volumes {first[claim]!r} and {v.get('name', '?')!r} both mount claim {claim!r}: {_SECOND_VOLUME}"
+            )
+        first.setdefault(claim, v.get("name", "?"))
+    return problems
+
+
+CLAIM_ONCE = PodRule(
+    "claimOnce",
+    ("Pod", "JobSet", "TrainingRuntime", "TrainJob"),
+    f"has two volumes of the same claim: {_SECOND_VOLUME}, so the pod never starts while the job holds its quota. "
+    "Mount the one volume as often as you need (subPath for a directory)",
+    _claim_once_cel,
+    _claim_once_problems,
+)
+
 # -- host namespaces --------------------------------------------------------------------------------
 
 
@@ -341,7 +378,17 @@ SERVICE_ACCOUNT = PodRule(
 )
 
 #: Every pod rule, in the order admission checks and the offline policy reports them.
-RULES: tuple[PodRule, ...] = (VOLUMES, CLAIMS, HOST, PRIVILEGED, HOST_PORTS, NODE_NAME, PRIORITY_CLASS, SERVICE_ACCOUNT)
+RULES: tuple[PodRule, ...] = (
+    VOLUMES,
+    CLAIMS,
+    CLAIM_ONCE,
+    HOST,
+    PRIVILEGED,
+    HOST_PORTS,
+    NODE_NAME,
+    PRIORITY_CLASS,
+    SERVICE_ACCOUNT,
+)
 
 
 def pod_spec_problems(

@@ -17,6 +17,8 @@ from trainer_infra.migrate.replicas import Replica
 from trainer_infra.migrate.result import Conversion, Path
 from trainer_infra.migrate.select import Choice
 from trainer_infra.migrate.target import Team
+from trainer_infra.storage.injection import VOLUME as CLAIM_VOLUME
+from trainer_infra.tenancy.admission.write_back import prune
 
 SOURCE_ANNOTATION = "trainer-platform.io/migrated-from"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -79,11 +81,12 @@ def build_trainjob(
     spec["trainer"] = trainer
     if nodes is not None:
         compare_nodes(c, choice, primary, nodes)
-    patches = runtime_patches(c, choice, primary, nodes)
+    patches = runtime_patches(c, choice, primary, nodes, team.claims)
     if patches:
         spec["runtimePatches"] = [
             {"manager": PATCH_MANAGER, "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": patches}}}}
         ]
+    prune(spec)  # what Kueue's write-back of the admitted job would drop (tenancy/admission/write_back.py)
     return {
         "apiVersion": TRAINER_API_VERSION,
         "kind": "TrainJob",
@@ -224,19 +227,50 @@ def compare_nodes(c: Conversion, choice: Choice, launcher: Replica, nodes: Repli
         )
 
 
-def runtime_patches(c: Conversion, choice: Choice, primary: Replica, nodes: Replica | None) -> list[dict[str, Any]]:
+def runtime_patches(
+    c: Conversion, choice: Choice, primary: Replica, nodes: Replica | None, claims: tuple[str, ...] = ()
+) -> list[dict[str, Any]]:
     trainer_job = next((j.get("name") for j in replicated_jobs(choice.runtime) if ancestor(j) == "trainer"), "node")
     out = []
     for replica, job in ((primary, trainer_job), (nodes, "node")):
         if replica is None:
             continue
-        patch = pod_patch(c, replica)
+        patch = pod_patch(c, replica, claims)
         if patch:
             out.append({"name": job, "template": {"spec": {"template": patch}}})
     return out
 
 
-def pod_patch(c: Conversion, replica: Replica) -> dict[str, Any]:
+def through_claim_volume(
+    volumes: list[Any], container: dict[str, Any], claims: tuple[str, ...]
+) -> tuple[list[Any], dict[str, Any]]:
+    """The team claim's volume renamed to the runtime's own (`initializer`), with the container's mounts of it: the
+    patch then merges into that volume (by name) instead of adding a second volume of the claim, which the kubelet
+    never mounts (kubernetes#132921). A mount at the runtime's path merges into its mount (by mountPath) and keeps
+    its sub-path: the job's own directory, as for every job of the platform."""
+
+    def name(x: Any) -> str | None:  # hostile input: anything but a named dict is left as it is
+        return x["name"] if isinstance(x, dict) and isinstance(x.get("name"), str) else None
+
+    def claim(v: Any) -> Any:
+        source = v.get("persistentVolumeClaim") if isinstance(v, dict) else None
+        return source.get("claimName") if isinstance(source, dict) else None
+
+    renamed = {n: CLAIM_VOLUME for v in volumes if (n := name(v)) and claim(v) in claims}
+    if not renamed:
+        return volumes, container
+
+    def rename(items: list[Any]) -> list[Any]:
+        named = [name(x) in renamed for x in items]
+        return [{**x, "name": renamed[x["name"]]} if hit else x for x, hit in zip(items, named, strict=True)]
+
+    mounts = container.get("volumeMounts")
+    if isinstance(mounts, list):
+        container = {**container, "volumeMounts": rename(mounts)}
+    return rename(volumes), container
+
+
+def pod_patch(c: Conversion, replica: Replica, claims: tuple[str, ...] = ()) -> dict[str, Any]:
     pod, meta = replica.pod, get_in(replica.spec, "template", "metadata") or {}
     patch: dict[str, Any] = {}
     metadata = {k: meta[k] for k in ("labels", "annotations") if meta.get(k)}
@@ -247,6 +281,8 @@ def pod_patch(c: Conversion, replica: Replica) -> dict[str, Any]:
         if key in pod and not is_empty(pod[key]) and Version(c.target.trainer_version) >= Version(since):
             spec[key] = pod[key]
     container = {k: replica.main[k] for k in CONTAINER_PATCH_FIELDS if not is_empty(replica.main.get(k))}
+    if "volumes" in spec:
+        spec["volumes"], container = through_claim_volume(spec["volumes"], container, claims)
     if container:
         spec["containers"] = [{"name": "node", **container}]
     if spec:

@@ -48,13 +48,15 @@ def plan_tenancy(v: Validated) -> PlanPart:
     claims = (cfg.storage.claim_name,) if cfg.storage is not None else ()
     served = catalog_plan(v.serve, v.catalog, v.selection).objects if cfg.data_cache.enabled else ()
     cache = cache_deputy(cfg.data_cache, [o.manifest for o in served if o.manifest["kind"].endswith("TrainingRuntime")])
+    kueue_manages = kueue_settings(cfg).train_job_integration
     admission = AdmissionSettings(
         teams=tuple(
             TeamAdmission(t.resolved_namespace, claims, (t.local_queue,), tuple(t.job_service_accounts))
             for t in cfg.teams
         ),
         trainer_identity=_controller(v, "trainer"),
-        kueue_identity=_controller(v, "kueue") if kueue_settings(cfg).train_job_integration else None,
+        kueue_identity=_controller(v, "kueue") if kueue_manages else None,
+        kueue_write_back=kueue_manages and v.releases.by_name["kueue"].train_job_full_update,
         priority_classes=tuple(cfg.tenancy.priority_classes),
         data_cache_service_account=CACHE_INITIALIZER if cfg.data_cache.enabled else None,
         data_cache=cache,

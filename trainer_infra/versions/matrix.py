@@ -18,6 +18,9 @@ class Release(StrictModel):
     chart_version: str
     min_kubernetes: str
     train_job_api: str | None = None
+    train_job_full_update: bool = Field(
+        default=False, description="Kueue: admits a TrainJob by writing it back whole from its Go types (Update)."
+    )
     crds: list[str] = Field(default_factory=list, description="CRDs the chart installs (what readiness waits for).")
     api_versions: dict[str, str] = Field(default_factory=dict, description="API group → version we write.")
     images: dict[str, str] = Field(default_factory=dict, description="The images the release runs, by role.")

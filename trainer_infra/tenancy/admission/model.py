@@ -36,6 +36,8 @@ class AdmissionSettings:
     teams: tuple[TeamAdmission, ...]
     trainer_identity: str
     kueue_identity: str | None  # None: Kueue does not manage TrainJobs (no queue or suspend rule)
+    #: Kueue manages TrainJobs and admits one by writing it back whole (tenancy/admission/write_back.py)
+    kueue_write_back: bool = False
     priority_classes: tuple[str, ...] = ()
     data_cache_service_account: str | None = None
     #: the data cache's deputy (pinned images, settings, runtimes); None: no data cache

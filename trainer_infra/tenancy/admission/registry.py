@@ -4,7 +4,7 @@ module of this package plus one line here; the kinds it names get it in their po
 from __future__ import annotations
 
 from trainer_infra.core.registry import Registry
-from trainer_infra.tenancy.admission import deputies, pod_security, pods, requests
+from trainer_infra.tenancy.admission import deputies, pod_security, pods, requests, write_back
 from trainer_infra.tenancy.admission.model import AdmissionRule
 
 RULES: Registry[AdmissionRule] = Registry(
@@ -20,6 +20,7 @@ RULES: Registry[AdmissionRule] = Registry(
     pod_security.PROC_MOUNT,
     pod_security.RESTRICTED,
     requests.CLAIM_TEMPLATES,
+    requests.PATCH_CLAIM_VOLUME,
     requests.QUEUE,
     requests.SUSPEND,
     deputies.POD_QUEUE,
@@ -28,4 +29,5 @@ RULES: Registry[AdmissionRule] = Registry(
     deputies.DEPUTY_RUNTIME,
     deputies.CONTROLLER_LABELS,
     deputies.INITIALIZER_PATCHES,
+    *write_back.RULES,  # one per part of the spec (trainer, initializer, runtimePatches, the rest)
 )

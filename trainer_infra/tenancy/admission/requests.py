@@ -1,10 +1,12 @@
 """Admission rules on the request as a whole: the namespace is a team's, the TrainJob is in the team's queue,
-only Kueue resumes a suspended job, per-job claims are new volumes."""
+only Kueue resumes a suspended job, per-job claims are new volumes, a runtime patch mounts the team claim through
+the runtime's own volume."""
 
 from __future__ import annotations
 
 from trainer_infra.core.kueue import QUEUE_LABEL
 from trainer_infra.manifests.pod_rules import CLAIM_BINDING_FIELDS
+from trainer_infra.storage.injection import VOLUME as CLAIM_VOLUME
 from trainer_infra.tenancy.admission.cel import has_annotation, lit
 from trainer_infra.tenancy.admission.kinds import ALL
 from trainer_infra.tenancy.admission.model import ALLOW_LISTS, AdmissionRule, AdmissionSettings, AdmittedKind
@@ -32,6 +34,24 @@ CLAIM_TEMPLATES = AdmissionRule(
     f"a volumeClaimPolicies template sets {', '.join(CLAIM_BINDING_FIELDS)}: per-job claims must be new, "
     "empty volumes, not existing ones",
     _claim_templates,
+)
+
+
+def _patch_claim_volume(kind: AdmittedKind, settings: AdmissionSettings) -> str | None:
+    if not any(team.claims for team in settings.teams):
+        return None
+    return f"!has(s.volumes) || s.volumes.all(v, !has(v.persistentVolumeClaim) || v.name == '{CLAIM_VOLUME}')"
+
+
+PATCH_CLAIM_VOLUME = AdmissionRule(
+    "patchClaimVolume",
+    ("TrainJob",),
+    f"a runtime patch mounts a claim as a new volume: the runtime already mounts your team's claim as the volume "
+    f"'{CLAIM_VOLUME}', and the kubelet never mounts a second volume of one claim (kubernetes#132921), so the pod "
+    f"would never start while the job holds its quota. Name the patch's volume '{CLAIM_VOLUME}' and mount that "
+    "(subPath for a directory)",
+    _patch_claim_volume,
+    per_pod=True,
 )
 
 
