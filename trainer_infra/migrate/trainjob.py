@@ -228,7 +228,7 @@ def compare_nodes(c: Conversion, choice: Choice, launcher: Replica, nodes: Repli
 
 
 def runtime_patches(
-    c: Conversion, choice: Choice, primary: Replica, nodes: Replica | None, claims: tuple[str, ...] = ()
+    c: Conversion, choice: Choice, primary: Replica, nodes: Replica | None, claims: tuple[str, ...]
 ) -> list[dict[str, Any]]:
     trainer_job = next((j.get("name") for j in replicated_jobs(choice.runtime) if ancestor(j) == "trainer"), "node")
     out = []
@@ -270,7 +270,7 @@ def through_claim_volume(
     return rename(volumes), container
 
 
-def pod_patch(c: Conversion, replica: Replica, claims: tuple[str, ...] = ()) -> dict[str, Any]:
+def pod_patch(c: Conversion, replica: Replica, claims: tuple[str, ...]) -> dict[str, Any]:
     pod, meta = replica.pod, get_in(replica.spec, "template", "metadata") or {}
     patch: dict[str, Any] = {}
     metadata = {k: meta[k] for k in ("labels", "annotations") if meta.get(k)}
