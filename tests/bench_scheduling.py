@@ -131,6 +131,12 @@ def print_table(out: Path, configs: list[str]) -> int:
             f"compression {s['compression']:g}×, overhead per job {s['overhead_wall_seconds']['mean']} wall s, "
             f"load average {m.get('load_average_mean')} (max {m.get('load_average_max')}) on {m.get('cpus')} CPUs"
         )
+        reasons = s.get("preemptions_by_reason", {})
+        if reasons:
+            lost = ", ".join(
+                f"{r} {v['count']} ({v['accelerator_seconds'] / 3600:.0f} acc-h)" for r, v in reasons.items()
+            )
+            print(f"{name}: preemptions by reason: {lost}")
     (out / "table.json").write_text(json.dumps(dict(results), indent=2) + "\n")
     return 0
 

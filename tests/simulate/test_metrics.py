@@ -67,11 +67,15 @@ def test_weights_divide_what_a_team_receives() -> None:
 
 
 def test_preemptions_and_the_work_they_threw_away() -> None:
-    # D (2 acc) is preempted after 6 s, waits 6-8, runs again 8-18: one preemption, 12 accelerator-seconds lost
-    d = job("D", "a", 2, 0, (0, 6, "evicted", "Preempted"), (8, 18, "finished", ""))
+    # D (2 acc) is preempted after 6 s, waits 6-8, runs again 8-18: one preemption, 12 accelerator-seconds lost;
+    # F (4 acc) is reclaimed by its cohort after 2 s (8 lost), then again after 1 s (4 lost)
+    d = job("D", "a", 2, 0, (0, 6, "evicted", "Preempted/InClusterQueue"), (8, 18, "finished", ""))
     timeout = job("E", "a", 2, 0, (0, 3, "evicted", "PodsReadyTimeout"), (3, 13, "finished", ""))
-    result = metrics.preemptions([d, timeout])
-    assert (result.count, result.lost_accelerator_seconds, result.other_evictions) == (1, 12, 1)
+    reclaim = "Preempted/InCohortReclamation"
+    f = job("F", "b", 4, 0, (0, 2, "evicted", reclaim), (3, 4, "evicted", reclaim), (5, 6, "finished", ""))
+    result = metrics.preemptions([d, timeout, f])
+    assert (result.count, result.lost_accelerator_seconds, result.other_evictions) == (3, 24, 1)
+    assert result.by_reason == {"InClusterQueue": (1, 12), "InCohortReclamation": (2, 12)}
     assert d.pending_spans(20) == [(6, 8)]
     assert metrics.accelerator_seconds([d], 20) == 2 * 6 + 2 * 10
 

@@ -234,18 +234,30 @@ class Preemptions:
     lost_accelerator_seconds: float
     #: evictions for other reasons (e.g. PodsReadyTimeout)
     other_evictions: int
+    #: per Kueue reason (`InCohortReclamation`, `InCohortFairSharing`, `InClusterQueue`): (count, lost
+    #: accelerator-seconds), which of Kueue's rules threw the work away
+    by_reason: dict[str, tuple[int, float]]
+
+
+def preemption_reason(reason: str) -> str:
+    """The most specific part of an eviction's reason (`Preempted/InCohortReclamation` → `InCohortReclamation`)."""
+    return reason.rsplit("/", 1)[-1]
 
 
 def preemptions(jobs: Iterable[JobOutcome]) -> Preemptions:
     count, lost, other = 0, 0.0, 0
+    by_reason: dict[str, tuple[int, float]] = {}
     for job in jobs:
         for adm in job.admissions:
             if adm.preempted:
+                thrown = job.accelerators * adm.length(adm.start if adm.end is None else adm.end)
                 count += 1
-                lost += job.accelerators * adm.length(adm.start if adm.end is None else adm.end)
+                lost += thrown
+                n, acc = by_reason.get(preemption_reason(adm.reason), (0, 0.0))
+                by_reason[preemption_reason(adm.reason)] = (n + 1, acc + thrown)
             elif adm.ended_by == "evicted":
                 other += 1
-    return Preemptions(count, lost, other)
+    return Preemptions(count, lost, other, dict(sorted(by_reason.items())))
 
 
 def admission_rate_at_depth(jobs: Sequence[JobOutcome], depth: int, until: float) -> tuple[float, float] | None:

@@ -73,6 +73,9 @@ def summary(run: Run) -> dict[str, Any]:
         "waits": {t: {k: _round(v, 1) for k, v in asdict(s).items()} for t, s in metrics.waits_by_team(jobs).items()},
         "preemptions": pre.count,
         "preempted_accelerator_seconds": round(pre.lost_accelerator_seconds, 1),
+        "preemptions_by_reason": {
+            r: {"count": n, "accelerator_seconds": round(acc, 1)} for r, (n, acc) in pre.by_reason.items()
+        },
         "other_evictions": pre.other_evictions,
         "admissions_per_second_at_depth": None
         if rate is None
