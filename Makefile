@@ -60,7 +60,7 @@ e2e-fleet: $(STAMP) e2e-node-deps  ## the fleet by one real `pulumi up` (manager
 bench-pulumi: $(STAMP) e2e-node-deps  ## first up of a 1,000-team synthetic stack in team stacks, checkpoints vs PULUMI_SKIP_CHECKPOINTS, one-team preview (BENCH_TEAMS, BENCH_SHARDS, BENCH_JOBS; root)
 	$(PY) -m tests.e2e.run -m e2e tests/e2e/test_pulumi_scale.py tests/e2e/test_pulumi_shards.py
 
-bench-scheduling: $(STAMP)  ## a seeded 2,000-job trace on the real Kueue: derived queues vs one flat FIFO queue vs static partitions (needs the e2e binaries; ≈ 50 min per configuration at 150×, bounded at 75)
+bench-scheduling: $(STAMP)  ## a seeded 2,000-job trace on the real Kueue: derived queues vs one flat FIFO queue vs static partitions (needs the e2e binaries; 43–55 min per configuration at 200× on 2 idle cores, bounded at 75)
 	$(PY) -m tests.bench_scheduling
 
 sandbox-up: $(STAMP) e2e-node-deps  ## try the platform without a cluster: the real `pulumi up` of the local stack on a real node (root; docs/sandbox.md)

@@ -68,9 +68,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--load", type=float, default=1.1, help="offered load of the trace (default: %(default)s)")
     p.add_argument("--median-duration", type=float, default=1800.0)
     p.add_argument("--max-duration", type=float, default=6 * 3600.0)
-    # 150×: the 2,000-job trace (≈ 105 h of work at full capacity) in ≈ 47 wall minutes per configuration; a job
-    # then holds its quota ≈ 150 × (a few wall seconds of control-plane latency) beyond its duration
-    p.add_argument("--compression", type=float, default=150.0, help="trace seconds per wall second")
+    # 200×: the 2,000-job trace (92 h of submissions, ≈ 105 h of work at full capacity) completed in 43–55 wall
+    # minutes per configuration on 2 otherwise idle cores (docs/simulate.md); a job then holds its quota
+    # 200 × (the control plane's latency, 7.5–11.7 wall s there) beyond its duration
+    p.add_argument("--compression", type=float, default=200.0, help="trace seconds per wall second")
     p.add_argument("--max-wall", type=float, default=4500.0, help="bound of each replay, wall seconds")
     p.add_argument("--configs", nargs="+", default=["derived", "flat", "partitions"])
     p.add_argument("--out", type=Path, default=ROOT / "build" / "bench-scheduling")
