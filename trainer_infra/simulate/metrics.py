@@ -253,8 +253,9 @@ def preemptions(jobs: Iterable[JobOutcome]) -> Preemptions:
                 thrown = job.accelerators * adm.length(adm.start if adm.end is None else adm.end)
                 count += 1
                 lost += thrown
-                n, acc = by_reason.get(preemption_reason(adm.reason), (0, 0.0))
-                by_reason[preemption_reason(adm.reason)] = (n + 1, acc + thrown)
+                reason = preemption_reason(adm.reason)
+                n, acc = by_reason.get(reason, (0, 0.0))
+                by_reason[reason] = (n + 1, acc + thrown)
             elif adm.ended_by == "evicted":
                 other += 1
     return Preemptions(count, lost, other, dict(sorted(by_reason.items())))
