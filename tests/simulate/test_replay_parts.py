@@ -10,7 +10,7 @@ import pytest
 from tests.helpers import render, stack_raw
 from trainer_infra.sandbox.controlplane import DURATION_ANNOTATION, kwok_duration_stage
 from trainer_infra.sandbox.versions import BINARIES, BuildError, VersionSet, check_binaries
-from trainer_infra.simulate.baselines import FLAT, flat_fifo, static_partitions
+from trainer_infra.simulate.baselines import FLAT, PARTITIONS, flat_fifo, static_partitions
 from trainer_infra.simulate.facts import StackFacts, stack_facts
 from trainer_infra.simulate.replay import trainjob
 from trainer_infra.simulate.trace import TraceRow
@@ -69,9 +69,16 @@ def test_the_flat_baseline_is_one_queue_with_the_whole_capacity(objects: list[di
 
 
 def test_static_partitions_keep_each_quota_and_never_borrow(objects: list[dict[str, Any]]) -> None:
-    parts = stack_facts(static_partitions(objects))
+    rewritten = static_partitions(objects)
+    parts = stack_facts(rewritten)
     assert parts.limits == {"nlp": (128, 128), "vision": (128, 128)}
-    assert set(parts.cohorts.values()) == {None}
+    # one cohort, only so that Kueue retries a team's pending TAS job when another team's job frees nodes
+    assert set(parts.cohorts.values()) == {PARTITIONS}
+    assert [o["metadata"]["name"] for o in rewritten if o["kind"] == "Cohort"] == [PARTITIONS]
+    quotas = [q for flavors in parts.quotas.values() for q in flavors.values()]
+    assert quotas and all(q.borrowing_limit == 0 and q.lending_limit == 0 for q in quotas)
+    queues = [o["spec"] for o in rewritten if o["kind"] == "ClusterQueue"]
+    assert all("fairSharing" not in q and q["preemption"]["reclaimWithinCohort"] == "Never" for q in queues)
 
 
 def test_missing_binaries_say_how_to_build_them(tmp_path: Any) -> None:
