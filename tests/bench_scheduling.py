@@ -114,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
             label=name,
             progress=lambda line: print(f"   {line}", flush=True),
         )
-        run.weights = facts.weights()  # fairness is judged against the stack's weights in every configuration
+        # fairness is judged against the stack's weights, and "within quota" against its quotas, in every configuration
+        run.weights, run.quotas = facts.weights(), facts.team_quotas()
         write(run, args.out / name)
         results.append((name, summary(run)))
         print(f"   {name}: {time.monotonic() - started:.0f} s wall", flush=True)
@@ -132,6 +133,10 @@ def print_table(out: Path, configs: list[str]) -> int:
             f"compression {s['compression']:g}×, overhead per job {s['overhead_wall_seconds']['mean']} wall s, "
             f"load average {m.get('load_average_mean')} (max {m.get('load_average_max')}) on {m.get('cpus')} CPUs"
         )
+        inside = s.get("within_quota")
+        if inside:
+            p95 = ", ".join(f"{t} {w['p95'] / 60:.0f}" for t, w in inside["waits"].items() if w["p95"] is not None)
+            print(f"{name}: within quota: weighted fairness {inside['weighted_fairness']}; p95 wait (min) {p95}")
         reasons = s.get("preemptions_by_reason", {})
         if reasons:
             lost = ", ".join(

@@ -56,6 +56,20 @@ def test_weighted_fairness_counts_only_windows_with_pending_work() -> None:
     assert metrics.weighted_fairness(JOBS, {"a": 1, "b": 2}, 10, 25) == pytest.approx(0.5)
 
 
+def test_within_quota_counts_only_jobs_a_team_is_entitled_to_as_its_demand() -> None:
+    # quotas a 4, b 4: B (8 acc, twice b's quota) waiting 0-10 no longer makes w0 a window b is backlogged in, so
+    # b drops out (never backlogged) and a alone is left: Jain([2]) = 1; B's wait drops out of b's waits too
+    fits = metrics.within_quota({"a": 4, "b": 4})
+    assert [j.name for j in JOBS if fits(j)] == ["A", "C"]
+    assert metrics.weighted_shares(JOBS, {"a": 1, "b": 2}, 10, 25, fits) == {"a": 2.0}
+    assert metrics.weighted_fairness(JOBS, {"a": 1, "b": 2}, 10, 25, fits) == pytest.approx(1.0)
+    # what a team receives still counts every job: with b's quota 2, only B2 is demand (waits 12-15: w1), and b
+    # receives B's run (8 × 10) and B2's (2 × 5) in w1
+    b_late = job("B2", "b", 2, 12, (15, 20, "finished", ""))
+    shares = metrics.weighted_shares([*JOBS, b_late], {"a": 1, "b": 1}, 10, 25, metrics.within_quota({"b": 2}))
+    assert shares["b"] == pytest.approx((8 * 10 + 2 * 5) / 10)
+
+
 def test_weights_divide_what_a_team_receives() -> None:
     # both teams wait in w0 and receive 40 (a) and 80 (b) there; b's weight 2 makes them equal: Jain = 1
     a = job("a1", "a", 4, 0, (5, 10, "finished", ""))

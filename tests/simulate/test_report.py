@@ -31,6 +31,9 @@ def test_summary_holds_the_metrics_and_names_what_could_never_run() -> None:
     assert s["waits"]["a"]["p95"] == 15
     assert s["cluster_queue_over_limit"] == ["cq-a held 12 > 8 at t=11s"]
     assert s["complete"] is True
+    assert s["weighted_fairness"] < 1  # one 60 s window: b waited (for B) and received less per weight than a
+    inside = summary(run(quotas={"a": 4, "b": 4}))["within_quota"]  # B, twice b's quota, is not b's demand
+    assert inside["weighted_fairness"] == 1.0 and set(inside["waits"]) == {"a"}
     stopped = summary(run(stopped_early="the 600 s bound was reached with 2 jobs pending"))
     assert stopped["complete"] is False and "600 s bound" in stopped["stopped_early"]
 

@@ -94,6 +94,11 @@ class StackFacts:
             cq: (sum(q.nominal for q in flavors.values()), self.most_usable(cq)) for cq, flavors in self.quotas.items()
         }
 
+    def team_quotas(self) -> dict[str, int]:
+        """Team → its ClusterQueue's nominal quota of the accelerator resource."""
+        limits = self.limits
+        return {t.name: limits.get(t.cluster_queue, (0, 0))[0] for t in self.teams.values()}
+
     def weights(self) -> dict[str, float]:
         """Team → its ClusterQueue's fair-sharing weight."""
         return {t.name: t.weight for t in self.teams.values()}

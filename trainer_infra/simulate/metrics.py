@@ -7,7 +7,7 @@ result reads in the units of the trace. Nothing here talks to a cluster: the rep
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 #: The reasons Kueue gives an eviction that frees quota for another workload.
@@ -196,16 +196,21 @@ def jain(values: Sequence[float]) -> float:
 
 
 def weighted_shares(
-    jobs: Sequence[JobOutcome], weights: Mapping[str, float], window: float, until: float
+    jobs: Sequence[JobOutcome],
+    weights: Mapping[str, float],
+    window: float,
+    until: float,
+    backlog: Callable[[JobOutcome], bool] | None = None,
 ) -> dict[str, float]:
     """Per team: accelerator-seconds received in the windows where it had pending work, divided by its weight
-    and by the length of those windows (a rate per unit of weight). Teams never pending are left out."""
+    and by the length of those windows (a rate per unit of weight). Teams never pending are left out.
+    `backlog`: which pending jobs make a window count (default: all)."""
     if window <= 0:
         raise ValueError("window must be positive")
     start = min((j.created for j in jobs if j.created is not None), default=0.0)
     count = max(1, math.ceil((until - start) / window))
     backlogged: dict[str, set[int]] = {}  # team → windows with pending work
-    for job in jobs:
+    for job in jobs if backlog is None else filter(backlog, jobs):
         for a, b in job.pending_spans(until):
             first, last = int((a - start) // window), math.ceil((b - start) / window)
             backlogged.setdefault(job.team, set()).update(range(max(0, first), min(count, last)))
@@ -222,9 +227,23 @@ def weighted_shares(
     return {t: received.get(t, 0.0) / (weights.get(t, 1.0) * windows[t] * window) for t in sorted(windows)}
 
 
-def weighted_fairness(jobs: Sequence[JobOutcome], weights: Mapping[str, float], window: float, until: float) -> float:
+def weighted_fairness(
+    jobs: Sequence[JobOutcome],
+    weights: Mapping[str, float],
+    window: float,
+    until: float,
+    backlog: Callable[[JobOutcome], bool] | None = None,
+) -> float:
     """Jain's index over `weighted_shares` (1.0: every backlogged team got capacity in proportion to its weight)."""
-    return jain(list(weighted_shares(jobs, weights, window, until).values()))
+    return jain(list(weighted_shares(jobs, weights, window, until, backlog).values()))
+
+
+def within_quota(quotas: Mapping[str, int]) -> Callable[[JobOutcome], bool]:
+    """Jobs no larger than their team's nominal quota (`quotas`: team → accelerators; a team not named: any).
+
+    A team whose only pending job is larger than its quota waits for others' idle capacity, and receives
+    little meanwhile: the plain metrics count that as unfair, static partitions never admit such a job."""
+    return lambda job: job.accelerators <= quotas.get(job.team, job.accelerators)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import csv
 import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -69,8 +69,9 @@ def summary(run: Run) -> dict[str, Any]:
             t: _round(v) for t, v in metrics.weighted_shares(replayed, run.weights, WINDOW, run.until).items()
         },
         "weights": dict(sorted(run.weights.items())),
+        "within_quota": within_quota(run, replayed),
         "team_shares": {t: _round(v) for t, v in metrics.team_shares(replayed, run.until).items()},
-        "waits": {t: {k: _round(v, 1) for k, v in asdict(s).items()} for t, s in metrics.waits_by_team(jobs).items()},
+        "waits": _waits(metrics.waits_by_team(jobs)),
         "preemptions": pre.count,
         "preempted_accelerator_seconds": round(pre.lost_accelerator_seconds, 1),
         "preemptions_by_reason": {
@@ -83,6 +84,24 @@ def summary(run: Run) -> dict[str, Any]:
         "cluster_queue_over_limit": over,
         "cluster_queue_samples": len(run.samples),
         **conservation(replayed, run.compression),
+    }
+
+
+def _waits(stats: Mapping[str, metrics.WaitStats]) -> dict[str, dict[str, Any]]:
+    return {t: {k: _round(v, 1) for k, v in asdict(s).items()} for t, s in stats.items()}
+
+
+def within_quota(run: Run, replayed: Sequence[JobOutcome]) -> dict[str, Any]:
+    """Fairness and waits counting only jobs no larger than their team's nominal quota as demand: what static
+    partitions can admit at all, so the three configurations compare on the same jobs (docs/simulate.md)."""
+    fits = metrics.within_quota(run.quotas)
+    shares = metrics.weighted_shares(replayed, run.weights, WINDOW, run.until, fits)
+    waits = metrics.waits_by_team([j for j in replayed if fits(j)])
+    return {
+        "quotas": dict(sorted(run.quotas.items())),
+        "weighted_fairness": _round(metrics.jain(list(shares.values()))),
+        "weighted_shares": {t: _round(v) for t, v in shares.items()},
+        "waits": _waits(waits),
     }
 
 

@@ -36,3 +36,5 @@ class Run:
     kueue_changes: list[str] = field(default_factory=list)
     #: the machine's 1-minute load average every 30 wall seconds of the replay
     load_average: list[float] = field(default_factory=list)
+    #: team → the nominal quota of its ClusterQueue (accelerators): which jobs are within a team's own quota
+    quotas: Mapping[str, int] = field(default_factory=dict)

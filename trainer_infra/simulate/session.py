@@ -141,6 +141,7 @@ def simulate(
         jobs=[*jobs, *never],
         capacity=facts.capacity,
         weights=facts.weights(),
+        quotas=facts.team_quotas(),
         compression=compression,
         until=replay.ended,
         wall_seconds=time.monotonic() - started,
