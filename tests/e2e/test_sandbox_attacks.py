@@ -26,7 +26,10 @@ Per attack of test_attacks.py and test_deputies.py (run in the install session, 
   cache (no cache image here: test_sandbox_runtimes.py ``CANNOT_RUN``).
 - the identity a member's code holds in its pod (who acts for the member there): the ServiceAccount token the kubelet
   projected into the job's pod, taken out through the claim and used from the host: it is ``default``'s, bound to
-  that pod, may do nothing the member may not, and stops working once the pod is gone.
+  that pod, may do nothing the member may not, and stops working once the pod is gone. The MPI runtimes' launcher,
+  the pod that logs into the others, holds the same identity: each rank prints its token's subject and pod
+  (test_sandbox_runtimes.py, ``_check_mpi``). The initializers' pods cannot run here (no hub or bucket reachable);
+  their pod specs are checked at admission (test_deputies.py).
 """
 
 from __future__ import annotations

@@ -141,18 +141,31 @@ jax.distributed.shutdown()
 """
 JAX_LINE = re.compile(r"jax (\S+) process (\d+) of (\d+) devices (\d+) gathered \[([\d, ]+)\] uid (\d+)")
 
-MPI4PY_SCRIPT = (
+#: the identity each rank's process holds: the subject and pod of the ServiceAccount token the kubelet projected
+#: into its pod (the claims of the JWT, read by the process), or ``none`` -- who acts for the member in the
+#: launcher, the pod that logs into the other pods
+TOKEN_OF = (
+    "import base64, json\n"
+    "def token():\n"
+    "    try:\n"
+    "        part = open('/var/run/secrets/kubernetes.io/serviceaccount/token').read().split('.')[1]\n"
+    "    except FileNotFoundError:\n"
+    "        return 'none pod none'\n"
+    "    claims = json.loads(base64.urlsafe_b64decode(part + '=' * (-len(part) % 4)))\n"
+    "    return f\"{claims['sub']} pod {claims['kubernetes.io']['pod']['name']}\"\n"
+)
+MPI4PY_SCRIPT = TOKEN_OF + (
     "import os, socket; from mpi4py import MPI; c = MPI.COMM_WORLD; "
     "print(f'mpi rank {c.rank} of {c.size} host {socket.gethostname()} uid {os.getuid()} "
-    "allreduce {c.allreduce(c.rank + 1)}', flush=True)"
+    "allreduce {c.allreduce(c.rank + 1)} token {token()}', flush=True)"
 )
-MLX_SCRIPT = (
+MLX_SCRIPT = TOKEN_OF + (
     "import os, socket; import mlx.core as mx; g = mx.distributed.init(strict=True, backend='mpi'); "
     "s = mx.distributed.all_sum(mx.array([g.rank() + 1.0]), group=g); "
     "print(f'mpi rank {g.rank()} of {g.size()} host {socket.gethostname()} uid {os.getuid()} "
-    "allreduce {int(s.item())}', flush=True)"
+    "allreduce {int(s.item())} token {token()}', flush=True)"
 )
-MPI_LINE = re.compile(r"mpi rank (\d+) of (\d+) host (\S+) uid (\d+) allreduce (\d+)")
+MPI_LINE = re.compile(r"mpi rank (\d+) of (\d+) host (\S+) uid (\d+) allreduce (\d+) token (\S+) pod (\S+)")
 
 
 #: the launcher starts its command at once, as its pod starts: before the node pods' sshd listens and before the
@@ -232,12 +245,19 @@ def _check_mpi(logs: dict[str, str], job: Obj, pods: dict[str, Obj]) -> None:
     lines = MPI_LINE.findall(launcher)
     assert len(lines) == NUM_NODES, logs
     assert {int(r) for r, *_ in lines} == set(range(NUM_NODES)), lines
-    hosts = {host for _, _, host, _, _ in lines}
+    hosts = {host for _, _, host, *_ in lines}
     # rank 0 in the launcher pod (runLauncherAsNode), rank 1 in the node pod, started there through its sshd
     assert hosts == {f"{name}-launcher-0-0", f"{name}-node-0-0"}, lines
-    for _, size, _, uid, total in lines:
+    namespace = job["metadata"]["namespace"]
+    for _, size, host, uid, total, subject, bound_to in lines:
         assert int(size) == NUM_NODES and int(uid) == MPI_UID, lines
         assert int(total) == sum(range(1, NUM_NODES + 1)), lines
+        # the launcher (which logs into the node pods) and the node pods act as nobody but the namespace's
+        # `default` account, bound to their own pod: the token test_sandbox_attacks.py takes out of a job's pod
+        # and finds may do nothing its member may not (or none at all)
+        assert (subject, bound_to) == ("none", "none") or (
+            subject == f"system:serviceaccount:{namespace}:default" and bound_to.startswith(f"{host}-")
+        ), lines
     # under `restricted`: every container drops ALL; the node pods' sshd adds back NET_BIND_SERVICE, nothing else
     for pod_name, pod in pods.items():
         for c in pod["spec"]["containers"]:
