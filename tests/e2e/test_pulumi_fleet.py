@@ -387,6 +387,14 @@ def test_worker_tokens_rotate_by_up_while_jobs_dispatch(fleet: FleetUp) -> None:
         fleet.m.delete(*TJ, name, "nlp")
 
 
+def deployed_with(fleet: FleetUp, edit: Any) -> Obj:
+    """The stack as last deployed (token generations included) with ``edit`` applied to its `fleet`."""
+    assert fleet.stack is not None
+    stack = copy.deepcopy(fleet.stack)
+    edit(stack["config"]["trainer-platform:fleet"])
+    return stack
+
+
 def without(name: str) -> Any:
     """A `fleet` edit dropping worker ``name``."""
 
@@ -422,7 +430,7 @@ def test_a_worker_drains_and_leaves_by_up(fleet: FleetUp) -> None:
     before = sorted(n["metadata"]["name"] for n in north.list(*NETWORK_POLICY, "nlp"))
     assert before, "north's team namespace has no NetworkPolicy to keep"
 
-    dropped = up_stack(fleet.workers, without("north"))
+    dropped = deployed_with(fleet, without("north"))
     refused = fleet.up("up (a running worker dropped: refused)", dropped, stay, check=False)
     assert refused.returncode != 0
     assert "north removed from the fleet without draining first" in refused.output, refused.output[-3000:]
@@ -433,7 +441,7 @@ def test_a_worker_drains_and_leaves_by_up(fleet: FleetUp) -> None:
     still = _running_on(fleet, third, 2)
     assert still is not None and still[0] == "north", "the refused up must leave north's job running"
 
-    fleet.up("up (north draining)", up_stack(fleet.workers, draining("north")), fleet.names)
+    fleet.up("up (north draining)", deployed_with(fleet, draining("north")), fleet.names)
     wait_for(
         "north's Kueue to stop ClusterQueue nlp (stopPolicy Hold)",
         lambda: (_condition(north.get(KUEUE, "ClusterQueue", "nlp"), "Active") or {}).get("reason") == "Stopped",
@@ -453,7 +461,7 @@ def test_a_worker_drains_and_leaves_by_up(fleet: FleetUp) -> None:
     )
 
     left = time.monotonic()
-    fleet.up("up (north leaves)", up_stack(fleet.workers, without("north")), stay)
+    fleet.up("up (north leaves)", deployed_with(fleet, without("north")), stay)
     TIMINGS["leave: up"] = round(time.monotonic() - left, 1)
     assert fleet.m.get(KUEUE, "MultiKueueConfig", "fleet")["spec"]["clusters"] == list(stay)
     for api, kind, name, ns in (
