@@ -418,14 +418,13 @@ def test_a_worker_drains_and_leaves_by_up(fleet: FleetUp) -> None:
     runtimes) but the manager's identity, and the Pulumi state no longer names it."""
     assert fleet.stack is not None and "north" in fleet.names
     stay = tuple(n for n in fleet.names if n != "north")
-    fill = [_name("fill"), _name("fill")]
-    for name in fill:  # 24 GPUs each: all nlp gets on one worker (16 own + 8 borrowed)
+    fill = [_name("fill") for _ in fleet.names]
+    for name in fill:  # 24 GPUs each: all nlp gets on one worker (16 own + 8 borrowed), so one per worker
         fleet.m.create(trainjob(name, gpus=8, nodes=3))
-    assert {_wait_running(fleet, name, 3, 120)[0] for name in fill} == set(stay)
-    third = _name("third")
-    fleet.m.create(trainjob(third, gpus=8, nodes=2))
-    worker, pods = _wait_running(fleet, third, 2, 120)
-    assert worker == "north"
+    placed = {name: _wait_running(fleet, name, 3, 120) for name in fill}
+    assert {worker for worker, _ in placed.values()} == set(fleet.names)
+    third, pods = next((name, pods) for name, (worker, pods) in placed.items() if worker == "north")
+    fill.remove(third)
     north = fleet.workers["north"].client
     before = sorted(n["metadata"]["name"] for n in north.list(*NETWORK_POLICY, "nlp"))
     assert before, "north's team namespace has no NetworkPolicy to keep"
@@ -438,7 +437,7 @@ def test_a_worker_drains_and_leaves_by_up(fleet: FleetUp) -> None:
     assert fleet.m.exists(KUEUE, "MultiKueueCluster", "north")
     assert sorted(n["metadata"]["name"] for n in north.list(*NETWORK_POLICY, "nlp")) == before
     assert north.exists("v1", "ServiceAccount", "multikueue", "kueue-system")
-    still = _running_on(fleet, third, 2)
+    still = _running_on(fleet, third, 3)
     assert still is not None and still[0] == "north", "the refused up must leave north's job running"
 
     fleet.up("up (north draining)", deployed_with(fleet, draining("north")), fleet.names)
@@ -448,9 +447,9 @@ def test_a_worker_drains_and_leaves_by_up(fleet: FleetUp) -> None:
         30,
     )
     waiting = _name("waiting")
-    fleet.m.create(trainjob(waiting, gpus=8, nodes=1))  # only north has 8 GPUs left for nlp
+    fleet.m.create(trainjob(waiting, gpus=8, nodes=1))  # every worker is full for nlp
     time.sleep(10)
-    assert _running_on(fleet, third, 2) is not None, "the draining worker's job must keep running"
+    assert _running_on(fleet, third, 3) is not None, "the draining worker's job must keep running"
     assert _running_on(fleet, waiting, 1) is None, "a draining worker took a new job"
     assert north.get("v1", "Namespace", "nlp")["metadata"]["annotations"][LEAVING] == "true"
     _complete_pods(fleet, "north", pods)
