@@ -194,8 +194,4 @@ def test_destroy_refuses_protected_data_until_the_documented_opt_in(deployed: De
 
 
 def _absent(client: Any, inputs: Obj, meta: Obj) -> bool:
-    try:
-        client.get(inputs["apiVersion"], inputs["kind"], meta["name"], meta.get("namespace"))
-    except ApiError as exc:
-        return exc.status == 404
-    return False
+    return not client.exists(inputs["apiVersion"], inputs["kind"], meta["name"], meta.get("namespace"))

@@ -37,15 +37,32 @@ from tests.e2e.kube import ApiError, wait_for
 from tests.e2e.pulumi_stack import PulumiProject, Result, record_timing
 from tests.e2e.render import check_versions, kueue_settings, load_render
 from tests.e2e.sandbox import Sandbox
-from tests.e2e.test_fleet import STACK, TJ, Fleet, _active, _name, _render, _wait_running, _with_north, trainjob
+from tests.e2e.test_fleet import (
+    KUEUE,
+    STACK,
+    TJ,
+    Fleet,
+    _active,
+    _complete_pods,
+    _condition,
+    _name,
+    _render,
+    _running_on,
+    _wait_running,
+    _with_north,
+    trainjob,
+)
 from tests.e2e.toolchain import Toolchain
 from tests.e2e.versions import REPO_ROOT
+from trainer_infra.manifests.meta import LEAVING
 
 pytestmark = pytest.mark.e2e
 
 Obj = dict[str, Any]
 #: the controllers every cluster already runs (the harness): the stack installs no chart
 COMPONENTS = ("jobset", "trainer", "kueue")
+NETWORK_POLICY = ("networking.k8s.io/v1", "NetworkPolicy")
+TJ_RUNTIME = "trainer.kubeflow.org/v1alpha1"
 #: an untainted kwok node for the kwok controller's pod (a worker's kwok pool), as a cluster's system pool
 SYSTEM_NODE = "e2e-system"
 TIMINGS: dict[str, float] = {}
@@ -58,13 +75,15 @@ class FleetUp(Fleet):
     stack: Obj | None = None
     names: tuple[str, ...] = ()
 
-    def up(self, what: str, stack: Obj, names: tuple[str, ...]) -> Result:
-        """Write ``stack`` (its secrets set again: ``write_stack`` replaces the config) and `pulumi up` it."""
+    def up(self, what: str, stack: Obj, names: tuple[str, ...], *, check: bool = True) -> Result:
+        """Write ``stack`` (its secrets set again: ``write_stack`` replaces the config) and `pulumi up` it; the
+        deployed stack is recorded when the `up` succeeded."""
         assert self.project is not None
         self.project.write_stack(stack)
         set_secrets(self.project, self.manager, self.workers, list(names))
-        result = timed(what, self.project.up())
-        self.stack, self.names = stack, names
+        result = timed(what, self.project.up(check=check))
+        if result.returncode == 0:
+            self.stack, self.names = stack, names
         return result
 
 
@@ -366,6 +385,105 @@ def test_worker_tokens_rotate_by_up_while_jobs_dispatch(fleet: FleetUp) -> None:
     assert {_wait_running(fleet, name, 3, 120)[0] for name in jobs} == set(fleet.names)
     for name in jobs:
         fleet.m.delete(*TJ, name, "nlp")
+
+
+def deployed_with(fleet: FleetUp, edit: Any) -> Obj:
+    """The stack as last deployed (token generations included) with ``edit`` applied to its `fleet`."""
+    assert fleet.stack is not None
+    stack = copy.deepcopy(fleet.stack)
+    edit(stack["config"]["trainer-platform:fleet"])
+    return stack
+
+
+def without(name: str) -> Any:
+    """A `fleet` edit dropping worker ``name``."""
+
+    def edit(fleet: Obj) -> None:
+        fleet["workers"] = [w for w in fleet["workers"] if w["name"] != name]
+
+    return edit
+
+
+def draining(name: str) -> Any:
+    def edit(fleet: Obj) -> None:
+        next(w for w in fleet["workers"] if w["name"] == name)["draining"] = True
+
+    return edit
+
+
+def test_a_worker_drains_and_leaves_by_up(fleet: FleetUp) -> None:
+    """north runs a job: the `up` that drops it is refused by the manager's drain-first policy and changes
+    nothing. `draining: true` and `up`: its queue stops, its job runs to completion, a new job waits. Then the
+    `up` that drops it succeeds: the manager forgets it, its cluster keeps everything (team namespaces, queues,
+    runtimes) but the manager's identity, and the Pulumi state no longer names it."""
+    assert fleet.stack is not None and "north" in fleet.names
+    stay = tuple(n for n in fleet.names if n != "north")
+    fill = [_name("fill") for _ in fleet.names]
+    for name in fill:  # 24 GPUs each: all nlp gets on one worker (16 own + 8 borrowed), so one per worker
+        fleet.m.create(trainjob(name, gpus=8, nodes=3))
+    placed = {name: _wait_running(fleet, name, 3, 120) for name in fill}
+    assert {worker for worker, _ in placed.values()} == set(fleet.names)
+    third, pods = next((name, pods) for name, (worker, pods) in placed.items() if worker == "north")
+    fill.remove(third)
+    north = fleet.workers["north"].client
+    before = sorted(n["metadata"]["name"] for n in north.list(*NETWORK_POLICY, "nlp"))
+    assert before, "north's team namespace has no NetworkPolicy to keep"
+
+    dropped = deployed_with(fleet, without("north"))
+    refused = fleet.up("up (a running worker dropped: refused)", dropped, stay, check=False)
+    assert refused.returncode != 0
+    assert "north removed from the fleet without draining first" in refused.output, refused.output[-3000:]
+    assert fleet.m.get(KUEUE, "MultiKueueConfig", "fleet")["spec"]["clusters"] == list(fleet.names)
+    assert fleet.m.exists(KUEUE, "MultiKueueCluster", "north")
+    assert sorted(n["metadata"]["name"] for n in north.list(*NETWORK_POLICY, "nlp")) == before
+    assert north.exists("v1", "ServiceAccount", "multikueue", "kueue-system")
+    still = _running_on(fleet, third, 3)
+    assert still is not None and still[0] == "north", "the refused up must leave north's job running"
+
+    fleet.up("up (north draining)", deployed_with(fleet, draining("north")), fleet.names)
+    wait_for(
+        "north's Kueue to stop ClusterQueue nlp (stopPolicy Hold)",
+        lambda: (_condition(north.get(KUEUE, "ClusterQueue", "nlp"), "Active") or {}).get("reason") == "Stopped",
+        30,
+    )
+    waiting = _name("waiting")
+    fleet.m.create(trainjob(waiting, gpus=8, nodes=1))  # every worker is full for nlp
+    time.sleep(10)
+    assert _running_on(fleet, third, 3) is not None, "the draining worker's job must keep running"
+    assert _running_on(fleet, waiting, 1) is None, "a draining worker took a new job"
+    assert north.get("v1", "Namespace", "nlp")["metadata"]["annotations"][LEAVING] == "true"
+    _complete_pods(fleet, "north", pods)
+    wait_for(
+        f"TrainJob nlp/{third} Complete on the manager",
+        lambda: (_condition(fleet.m.get(*TJ, third, "nlp"), "Complete") or {}).get("status") == "True",
+        120,
+    )
+
+    left = time.monotonic()
+    fleet.up("up (north leaves)", deployed_with(fleet, without("north")), stay)
+    TIMINGS["leave: up"] = round(time.monotonic() - left, 1)
+    assert fleet.m.get(KUEUE, "MultiKueueConfig", "fleet")["spec"]["clusters"] == list(stay)
+    for api, kind, name, ns in (
+        (KUEUE, "MultiKueueCluster", "north", None),
+        ("v1", "Secret", "multikueue-north", "kueue-system"),
+        (KUEUE, "ResourceFlavor", "north.h100", None),
+    ):
+        assert not fleet.m.exists(api, kind, name, ns), f"the manager kept {kind} {name}"
+    # north's cluster keeps what its teams and admins had, and the manager can no longer act there
+    assert north.exists("v1", "Namespace", "nlp") and north.exists(KUEUE, "ClusterQueue", "nlp")
+    assert north.exists(TJ_RUNTIME, "ClusterTrainingRuntime", "torch-distributed")
+    assert sorted(n["metadata"]["name"] for n in north.list(*NETWORK_POLICY, "nlp")) == before
+    assert not north.exists("v1", "ServiceAccount", "multikueue", "kueue-system")
+    assert fleet.project is not None
+    urns = [r["urn"] for r in fleet.project.export()["deployment"]["resources"]]
+    assert not [u for u in urns if "north" in u.rsplit("::", 1)[-1]], "the state still names north"
+
+    for name in fill:
+        fleet.m.delete(*TJ, name, "nlp")
+    assert _wait_running(fleet, waiting, 1, 120)[0] in stay  # the fleet without north serves the waiting job
+    for name in (third, waiting):
+        fleet.m.delete(*TJ, name, "nlp")
+    fleet.workers.pop("north").stop()
 
 
 test_worker_lost_evicts_and_redispatches = scenarios.test_worker_lost_evicts_and_redispatches

@@ -18,10 +18,12 @@ from tests.conformance import Conformance
 from tests.helpers import ROOT, crd_versions, plan_of
 from tests.tenancy.cel_admission import refusals
 from trainer_infra.core.errors import ConfigError
-from trainer_infra.core.objects import WorkerKubeconfig
+from trainer_infra.core.objects import CHART_TYPE, ManagedObject, WorkerKubeconfig
+from trainer_infra.manifests.meta import LEAVING
 from trainer_infra.platform.fleet import kubeconfig_text
 from trainer_infra.program import deploy_fleet
 from trainer_infra.render.capture import capture
+from trainer_infra.render.enforce import check_rendered
 from trainer_infra.render.fleet import render_fleet
 from trainer_infra.render.output import Rendered
 from trainer_infra.stack.fleet import build_fleet, validate_fleet
@@ -178,6 +180,21 @@ def test_a_draining_worker_holds_its_queues_and_leaves_the_managers_quota(render
     """`draining: true` changes exactly: the worker's ClusterQueues (stopPolicy Hold), its flavors' quota on
     the manager (0), and the marks the removal policy reads. It stays in the MultiKueueConfig."""
     drained = render_fleet(build_fleet(validate_fleet(changed(_worker(0, draining=True)))), "fleet")
+    # leaving the fleet later must make Pulumi forget the worker's objects, not delete them: all retained, none
+    # protected (Pulumi would refuse to forget those and delete the rest), what was protected marked as leaving
+    protected = {r["name"] for r in renders["east"].resources if r["protect"]}
+    marked = [m for m in drained["east"].manifests if m["metadata"].get("annotations", {}).get(LEAVING) == "true"]
+    leaving = [(m["kind"], m["metadata"].get("namespace"), m["metadata"]["name"]) for m in marked]
+    assert {ManagedObject(m).key for m in marked} == protected and "namespace-nlp" in protected
+    kept = {r["name"]: r for r in drained["east"].resources if r["type"].startswith("kubernetes:")}
+    identity = {n for n in kept if "multikueue" in n}  # the manager's identity: deleted on removal
+    assert len(identity) >= 4 and not any(kept[n]["retainOnDelete"] for n in identity)
+    charts = [r for r in kept.values() if r["type"] == CHART_TYPE]  # their children: by the chart's transform
+    crds = {"protect": False, "retainOnDelete": True, "leavingFleet": True}
+    assert charts and all(r["childPolicy"]["CustomResourceDefinition"] == crds for r in charts)
+    rest = [r for n, r in kept.items() if n not in identity and r["type"] != CHART_TYPE]
+    assert all(r["retainOnDelete"] and not r["protect"] for r in rest), rest
+    assert not check_rendered(drained["east"])  # the data-is-protected rule accepts the marks
     for cluster in ("manager", "east", "west"):
         before = {
             (m["kind"], m["metadata"].get("namespace"), m["metadata"]["name"]): m for m in renders[cluster].manifests
@@ -189,7 +206,7 @@ def test_a_draining_worker_holds_its_queues_and_leaves_the_managers_quota(render
         changed_objects = sorted(k for k in before if before[k] != after[k])
         expected = {
             "west": [],
-            "east": [("ClusterQueue", None, "nlp"), ("ClusterQueue", None, "vision")],
+            "east": sorted([("ClusterQueue", None, "nlp"), ("ClusterQueue", None, "vision"), *leaving]),
             "manager": [
                 ("ClusterQueue", None, "nlp"),
                 ("ClusterQueue", None, "vision"),
@@ -234,6 +251,9 @@ def test_a_worker_leaves_only_after_draining(renders: dict[str, Rendered]) -> No
 
     (refused,) = update(removed, running)
     assert refused.startswith("worker(s) west removed from the fleet without draining first")
+    # the team queues wait for that update: a refused `up` stops before they lose the worker's flavors
+    queues = [r for r in renders["manager"].resources if r["name"].startswith("clusterqueue-")]
+    assert queues and all("multikueueconfig-fleet" in r["dependsOn"] for r in queues)
     drained = render_fleet(build_fleet(validate_fleet(changed(_worker(1, draining=True)))), "fleet")
     (draining,) = objects(drained["manager"], "MultiKueueConfig").values()
     assert update(draining, running) == []  # marking it draining is an ordinary update

@@ -124,6 +124,8 @@ class Plan:
     outputs: dict[str, Any] = field(default_factory=dict)
     cluster: ClusterAccess = field(default_factory=ClusterAccess)
     resources: tuple[ProviderResource, ...] = ()  # of other providers (cloud node groups), registered first
+    # A draining fleet worker: every chart object is retained in the cluster when dropped, none protected.
+    leaving: bool = False
 
 
 @dataclass(frozen=True)

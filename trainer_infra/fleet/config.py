@@ -43,7 +43,9 @@ class WorkerConfig(StrictModel):
         default=False,
         description="Take the worker out of service: its ClusterQueues admit nothing new (`stopPolicy: Hold`), "
         "jobs already running there finish and keep reporting to the manager, the manager stops counting its "
-        "quota. A worker can leave `fleet.workers` only after a `pulumi up` with `draining: true`.",
+        "quota; what the stack manages there is retained in the cluster, not protected, so that leaving "
+        "deletes only the manager's identity there. A worker can leave `fleet.workers` only after a "
+        "`pulumi up` with `draining: true`.",
     )
 
 

@@ -9,6 +9,9 @@ TEAM_LABEL = "trainer-platform.io/team"
 # On a decommissioned team's namespace and claim: reviewers see it in the diff, and the
 # data-is-protected policy rule knows the missing protection is deliberate.
 DECOMMISSIONED = "trainer-platform.io/decommissioned"
+# On what a draining fleet worker keeps that was protected: unprotected but retained, so that removing the worker
+# from the stack makes Pulumi forget it and leaves it in the cluster; the policy rule reads the mark too.
+LEAVING = "trainer-platform.io/leaving-fleet"
 
 PART_OF = {"app.kubernetes.io/part-of": "trainer-platform", "app.kubernetes.io/managed-by": "trainer-platform"}
 

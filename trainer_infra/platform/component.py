@@ -69,6 +69,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                 replace(release, name=prefix + release.name),
                 plan.protect_crds,
                 pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=after)),
+                leaving=plan.leaving,
             )
             ready[release.name] = helm
             # the gate (so every object served by this controller) also goes before the chart's objects on delete

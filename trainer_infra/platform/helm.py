@@ -18,6 +18,7 @@ import pulumi_kubernetes as k8s
 from pulumi.runtime import rpc
 
 from trainer_infra.core.objects import HelmRelease
+from trainer_infra.manifests.meta import LEAVING
 from trainer_infra.platform import crd_order
 
 CRD_TYPE = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
@@ -30,11 +31,19 @@ CRD_ORDER_COMMAND, CRD_ORDER_ARGS = "python3", ["-c", Path(crd_order.__file__).r
 CRD_ORDER_INPUTS: dict[str, object] = {"command": CRD_ORDER_COMMAND, "args": CRD_ORDER_ARGS}
 
 
-def protect_crds(protect: bool) -> pulumi.ResourceTransform:
+def protect_crds(protect: bool, leaving: bool = False) -> pulumi.ResourceTransform:
     """Deleting a CRD deletes every object of its kind (all TrainJobs, all ClusterQueues): keep
-    chart CRDs protected (no delete, no replace) and retained in the cluster if ever dropped."""
+    chart CRDs protected (no delete, no replace) and retained in the cluster if ever dropped.
+
+    `leaving` (a draining fleet worker): every chart object is retained and none protected, so that removing the
+    worker from the stack makes Pulumi forget the install and the cluster keeps it running; the CRDs carry the
+    mark the data-is-protected rule accepts."""
 
     def transform(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
+        if leaving:
+            props = _marked_leaving(args.props) if args.type_ == CRD_TYPE else args.props
+            keep = pulumi.ResourceOptions(protect=False, retain_on_delete=True)
+            return pulumi.ResourceTransformResult(props=props, opts=pulumi.ResourceOptions.merge(args.opts, keep))
         if args.type_ != CRD_TYPE:
             return None
         opts = pulumi.ResourceOptions.merge(
@@ -43,6 +52,12 @@ def protect_crds(protect: bool) -> pulumi.ResourceTransform:
         return pulumi.ResourceTransformResult(props=args.props, opts=opts)
 
     return transform
+
+
+def _marked_leaving(props: Mapping[str, Any]) -> dict[str, Any]:
+    meta = dict(props.get("metadata") or {})
+    meta["annotations"] = {**(meta.get("annotations") or {}), LEAVING: "true"}
+    return {**props, "metadata": meta}
 
 
 def controller_filled(data: Any) -> bool:
@@ -100,7 +115,9 @@ def with_objects(chart: k8s.helm.v4.Chart) -> pulumi.Output[list[pulumi.Resource
     return chart.resources.apply(lambda objs: [chart, *(o for o in objs or [] if isinstance(o, pulumi.Resource))])
 
 
-def chart(release: HelmRelease, protect: bool, opts: pulumi.ResourceOptions) -> k8s.helm.v4.Chart:
+def chart(
+    release: HelmRelease, protect: bool, opts: pulumi.ResourceOptions, leaving: bool = False
+) -> k8s.helm.v4.Chart:
     return k8s.helm.v4.Chart(
         release.name,
         k8s.helm.v4.ChartArgs(
@@ -113,6 +130,6 @@ def chart(release: HelmRelease, protect: bool, opts: pulumi.ResourceOptions) -> 
             repository_opts=k8s.helm.v4.RepositoryOptsArgs(repo=release.repository) if release.repository else None,
         ),
         opts=pulumi.ResourceOptions.merge(
-            opts, pulumi.ResourceOptions(transforms=[protect_crds(protect), leave_controller_secrets])
+            opts, pulumi.ResourceOptions(transforms=[protect_crds(protect, leaving), leave_controller_secrets])
         ),
     )

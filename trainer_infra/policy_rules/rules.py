@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from trainer_infra.manifests.meta import DECOMMISSIONED, TEAM_LABEL
+from trainer_infra.manifests.meta import DECOMMISSIONED, LEAVING, TEAM_LABEL
 from trainer_infra.manifests.pod_rules import pod_spec_problems
 from trainer_infra.manifests.runtime import (
     FRAMEWORK_LABEL,
@@ -156,7 +156,7 @@ def _data_protected(subjects: Sequence[Subject]) -> Iterable[Finding]:
         kind = s.kind
         if s.is_chart:
             crd = s.child_policy.get("CustomResourceDefinition")
-            if crd is not None and not crd.get("protect"):
+            if crd is not None and not crd.get("protect") and not crd.get("leavingFleet"):
                 yield s, "childPolicy.CustomResourceDefinition", "the chart's CRDs are not protected"
             continue
         if kind == "CustomResourceDefinition" or kind == "PersistentVolumeClaim":
@@ -165,7 +165,9 @@ def _data_protected(subjects: Sequence[Subject]) -> Iterable[Finding]:
             what = "team Namespace"
         else:
             continue
-        if not s.protect and get_in(s.props, "metadata", "annotations", DECOMMISSIONED) != "true":
+        # dropped on purpose: a decommissioned team's, or retained by a worker leaving the fleet (stack/fleet.py)
+        marks = (get_in(s.props, "metadata", "annotations", mark) for mark in (DECOMMISSIONED, LEAVING))
+        if not s.protect and "true" not in marks:
             yield s, "", f"{what} is not protected (resource option protect)"
 
 

@@ -14,6 +14,7 @@ import pulumi
 import yaml
 
 from trainer_infra.core.objects import CHART_TYPE
+from trainer_infra.manifests.meta import LEAVING
 from trainer_infra.platform import crd_order
 from trainer_infra.platform.helm import CRD_ORDER_INPUTS, CRD_TYPE
 from trainer_infra.render.capture import Capture, Registration
@@ -94,14 +95,16 @@ def _child_policy(r: Registration) -> dict[str, Any]:
     """Apply the chart's real transforms to a stand-in CRD: shows how chart CRDs are protected; and its
     post-renderer, when it is ours, to a stand-in CRD and Deployment: shows that workloads wait for the CRDs."""
     opts = pulumi.ResourceOptions()
+    props: dict[str, Any] = {}
     for transform in r.child_transforms:
-        args = pulumi.ResourceTransformArgs(custom=True, type_=CRD_TYPE, name="crd", props={}, opts=opts)
+        args = pulumi.ResourceTransformArgs(custom=True, type_=CRD_TYPE, name="crd", props=props, opts=opts)
         result = transform(args)
         if result is not None:
-            opts = result.opts
-    policy: dict[str, Any] = {
-        "CustomResourceDefinition": {"protect": bool(opts.protect), "retainOnDelete": bool(opts.retain_on_delete)}
-    }
+            opts, props = result.opts, dict(result.props)
+    crd = {"protect": bool(opts.protect), "retainOnDelete": bool(opts.retain_on_delete)}
+    if props.get("metadata", {}).get("annotations", {}).get(LEAVING) == "true":
+        crd["leavingFleet"] = True
+    policy: dict[str, Any] = {"CustomResourceDefinition": crd}
     ours = r.inputs.get("postRenderer") == CRD_ORDER_INPUTS
     after = ours and crd_order.order_after_crds(_STAND_IN) != _STAND_IN
     policy["workloads"] = {"afterEveryCRD": after}

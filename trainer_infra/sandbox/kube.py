@@ -187,6 +187,16 @@ class KubeClient:
         """GET one object."""
         return self.request("GET", self.path(api_version, kind, namespace, name))
 
+    def exists(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> bool:
+        """Whether the object exists (a 404 is False; any other error is raised)."""
+        try:
+            self.get(api_version, kind, name, namespace)
+        except ApiError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
     def list(
         self,
         api_version: str,

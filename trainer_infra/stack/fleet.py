@@ -26,6 +26,7 @@ from trainer_infra.core.quantity import quantity
 from trainer_infra.fleet import checks
 from trainer_infra.fleet.config import FleetConfig, WorkerConfig
 from trainer_infra.fleet.multikueue import (
+    CONFIG_NAME,
     hold,
     manager_flavor_name,
     manager_flavors,
@@ -34,6 +35,7 @@ from trainer_infra.fleet.multikueue import (
     with_admission_check,
     worker_auth_objects,
 )
+from trainer_infra.manifests.meta import LEAVING
 from trainer_infra.queues.derive import cluster_queue_name, resource_groups
 from trainer_infra.queues.resolve import QueueLimits, covered_resources
 from trainer_infra.stack.build import build_plan, unique_sorted
@@ -197,7 +199,10 @@ def _manager_plan(vf: ValidatedFleet, plan: Plan) -> Plan:
         m = obj.manifest
         if m["kind"] == "ClusterQueue" and m["metadata"]["name"] in teams:
             groups = resource_groups(covered, quotas[teams[m["metadata"]["name"]]])
-            obj = replace(obj, manifest=with_admission_check(m, groups))
+            # after the MultiKueueConfig: when the drain-first policy refuses its update, the `up` stops before
+            # the queues lose the dropped worker's flavors
+            after = (*obj.after, f"multikueueconfig-{CONFIG_NAME}")
+            obj = replace(obj, manifest=with_admission_check(m, groups), after=after)
         objects.append(obj)
     workers = []
     for w, wv in vf.workers:
@@ -221,22 +226,43 @@ def _manager_plan(vf: ValidatedFleet, plan: Plan) -> Plan:
     return replace(plan, releases=tuple(releases), gates=gates, objects=unique_sorted(objects))
 
 
-def _held(w: WorkerConfig, obj: ManagedObject) -> bool:
-    return w.draining and obj.manifest["kind"] == "ClusterQueue"
+def _draining(plan: Plan) -> Plan:
+    """A draining worker keeps everything in its cluster when it leaves `fleet.workers`: each object is retained on
+    delete and none is protected (Pulumi refuses to forget a protected one, and goes on deleting the rest: the team
+    namespaces would stay without their NetworkPolicies, RBAC and quotas). What was protected is marked as leaving.
+    Its queues admit nothing new. The manager's identity there (added after this) is deleted for real on removal,
+    so the manager's access ends."""
+
+    def keep(obj: ManagedObject) -> ManagedObject:
+        m = obj.manifest
+        if m["kind"] == "ClusterQueue":
+            m = hold(m)
+        if obj.protect:
+            meta = m["metadata"]
+            m = {
+                **m,
+                "metadata": {
+                    **meta,
+                    "annotations": dict(sorted({**meta.get("annotations", {}), LEAVING: "true"}.items())),
+                },
+            }
+        return replace(obj, manifest=m, protect=False, retain_on_delete=True)
+
+    resources = tuple(replace(r, protect=False, retain_on_delete=True) for r in plan.resources)
+    return replace(plan, objects=tuple(keep(o) for o in plan.objects), resources=resources, leaving=True)
 
 
 def build_fleet(vf: ValidatedFleet) -> FleetPlan:
     frameworks = kueue_frameworks(kueue_settings(vf.config))
-    plans: dict[str, Plan] = {}
+    plans = {w.name: build_plan(v) for w, v in vf.workers}
+    issues = check_runtimes_identical(vf, plans)  # before a draining worker's marks
+    if issues:
+        raise ConfigError(issues, "the fleet")
     for w, v in vf.workers:
-        plan = build_plan(v)
+        plan = _draining(plans[w.name]) if w.draining else plans[w.name]
         ns = v.releases.by_name["kueue"].namespace
         team_ns = [t.resolved_namespace for t in v.config.teams]
         auth = worker_auth_objects(ns, team_ns, frameworks, w.token_generation)
-        own = [replace(o, manifest=hold(o.manifest)) if _held(w, o) else o for o in plan.objects]
-        plans[w.name] = replace(plan, objects=unique_sorted([*own, *auth]))
-    issues = check_runtimes_identical(vf, plans)
-    if issues:
-        raise ConfigError(issues, "the fleet")
+        plans[w.name] = replace(plan, objects=unique_sorted([*plan.objects, *auth]))
     plans[vf.fleet.manager_name] = _manager_plan(vf, build_plan(vf.manager))
     return FleetPlan(vf.fleet.manager_name, plans)
