@@ -54,7 +54,7 @@ e2e-recovery: $(STAMP)  ## an interrupted `pulumi up` (engine killed, API server
 e2e-upgrade: $(STAMP) e2e-node-deps  ## JobSet 0.11.1 → 0.12.0 (then Kueue 0.18.3 → 0.19.2 with E2E_UPGRADE_KUEUE=1) by `pulumi up` with jobs running, pending and held; measures the refusal window (root; `.ci/nightly` runs it; docs/versions.md gives its time)
 	$(PY) -m tests.e2e.run -m e2e tests/e2e/test_pulumi_upgrade.py
 
-e2e-fleet: $(STAMP) e2e-node-deps  ## the fleet by one real `pulumi up` (manager + 2 workers, then a third joins, tokens rotate), its MultiKueue scenarios, a stranded job recovered (root; `.ci/nightly` runs it; docs/fleet.md gives its time)
+e2e-fleet: $(STAMP) e2e-node-deps  ## the fleet by one real `pulumi up` (manager + 2 workers, then a third joins, tokens rotate, the third drains and leaves), its MultiKueue scenarios, a stranded job recovered (root; `.ci/nightly` runs it; docs/fleet.md gives its time)
 	$(PY) -m tests.e2e.run -m e2e tests/e2e/test_pulumi_fleet.py
 
 bench-pulumi: $(STAMP) e2e-node-deps  ## first up of a 1,000-team synthetic stack in team stacks, checkpoints vs PULUMI_SKIP_CHECKPOINTS, one-team preview (BENCH_TEAMS, BENCH_SHARDS, BENCH_JOBS; root)
