@@ -62,7 +62,6 @@ Obj = dict[str, Any]
 #: the controllers every cluster already runs (the harness): the stack installs no chart
 COMPONENTS = ("jobset", "trainer", "kueue")
 NETWORK_POLICY = ("networking.k8s.io/v1", "NetworkPolicy")
-TJ_RUNTIME = "trainer.kubeflow.org/v1alpha1"
 #: an untainted kwok node for the kwok controller's pod (a worker's kwok pool), as a cluster's system pool
 SYSTEM_NODE = "e2e-system"
 TIMINGS: dict[str, float] = {}
@@ -423,8 +422,8 @@ def test_a_worker_drains_and_leaves_by_up(fleet: FleetUp) -> None:
         fleet.m.create(trainjob(name, gpus=8, nodes=3))
     placed = {name: _wait_running(fleet, name, 3, 120) for name in fill}
     assert {worker for worker, _ in placed.values()} == set(fleet.names)
-    third, pods = next((name, pods) for name, (worker, pods) in placed.items() if worker == "north")
-    fill.remove(third)
+    on_north, pods = next((name, pods) for name, (worker, pods) in placed.items() if worker == "north")
+    fill.remove(on_north)
     north = fleet.workers["north"].client
     before = sorted(n["metadata"]["name"] for n in north.list(*NETWORK_POLICY, "nlp"))
     assert before, "north's team namespace has no NetworkPolicy to keep"
@@ -437,7 +436,7 @@ def test_a_worker_drains_and_leaves_by_up(fleet: FleetUp) -> None:
     assert fleet.m.exists(KUEUE, "MultiKueueCluster", "north")
     assert sorted(n["metadata"]["name"] for n in north.list(*NETWORK_POLICY, "nlp")) == before
     assert north.exists("v1", "ServiceAccount", "multikueue", "kueue-system")
-    still = _running_on(fleet, third, 3)
+    still = _running_on(fleet, on_north, 3)
     assert still is not None and still[0] == "north", "the refused up must leave north's job running"
 
     fleet.up("up (north draining)", deployed_with(fleet, draining("north")), fleet.names)
@@ -449,13 +448,13 @@ def test_a_worker_drains_and_leaves_by_up(fleet: FleetUp) -> None:
     waiting = _name("waiting")
     fleet.m.create(trainjob(waiting, gpus=8, nodes=1))  # every worker is full for nlp
     time.sleep(10)
-    assert _running_on(fleet, third, 3) is not None, "the draining worker's job must keep running"
+    assert _running_on(fleet, on_north, 3) is not None, "the draining worker's job must keep running"
     assert _running_on(fleet, waiting, 1) is None, "a draining worker took a new job"
     assert north.get("v1", "Namespace", "nlp")["metadata"]["annotations"][LEAVING] == "true"
     _complete_pods(fleet, "north", pods)
     wait_for(
-        f"TrainJob nlp/{third} Complete on the manager",
-        lambda: (_condition(fleet.m.get(*TJ, third, "nlp"), "Complete") or {}).get("status") == "True",
+        f"TrainJob nlp/{on_north} Complete on the manager",
+        lambda: (_condition(fleet.m.get(*TJ, on_north, "nlp"), "Complete") or {}).get("status") == "True",
         120,
     )
 
@@ -471,7 +470,7 @@ def test_a_worker_drains_and_leaves_by_up(fleet: FleetUp) -> None:
         assert not fleet.m.exists(api, kind, name, ns), f"the manager kept {kind} {name}"
     # north's cluster keeps what its teams and admins had, and the manager can no longer act there
     assert north.exists("v1", "Namespace", "nlp") and north.exists(KUEUE, "ClusterQueue", "nlp")
-    assert north.exists(TJ_RUNTIME, "ClusterTrainingRuntime", "torch-distributed")
+    assert north.exists(TJ[0], "ClusterTrainingRuntime", "torch-distributed")
     assert sorted(n["metadata"]["name"] for n in north.list(*NETWORK_POLICY, "nlp")) == before
     assert not north.exists("v1", "ServiceAccount", "multikueue", "kueue-system")
     assert fleet.project is not None
@@ -481,7 +480,7 @@ def test_a_worker_drains_and_leaves_by_up(fleet: FleetUp) -> None:
     for name in fill:
         fleet.m.delete(*TJ, name, "nlp")
     assert _wait_running(fleet, waiting, 1, 120)[0] in stay  # the fleet without north serves the waiting job
-    for name in (third, waiting):
+    for name in (on_north, waiting):
         fleet.m.delete(*TJ, name, "nlp")
     fleet.workers.pop("north").stop()
 
