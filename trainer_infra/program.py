@@ -11,6 +11,7 @@ from trainer_infra.core.objects import FleetPlan, Plan
 from trainer_infra.platform.component import TrainingPlatform
 from trainer_infra.platform.fleet import Fleet
 from trainer_infra.platform.shard import deploy_team_shard
+from trainer_infra.platform.stack_traces import trim_stack_traces
 from trainer_infra.stack.build import build_plan
 from trainer_infra.stack.fleet import build_fleet, is_fleet, validate_fleet
 from trainer_infra.stack.load import NAMESPACE, raw_from_pulumi_env
@@ -81,6 +82,7 @@ def deploy_part(validated: Validated, plan: Plan, stack: str) -> TrainingPlatfor
 
 
 def run() -> TrainingPlatform | Fleet | None:
+    trim_stack_traces()
     raw = _raw()
     stack = pulumi.get_stack()
     if "teamShards" not in raw:  # a shard stack run on its own (empty) config: say how to run it

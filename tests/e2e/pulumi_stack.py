@@ -5,7 +5,9 @@ repository root (the same ``__main__.py`` users run) and whose virtualenv is the
 the built engine and provider: the project's own ``.venv`` pins a newer pulumi-kubernetes whose SDK would ask
 for a provider we cannot build here), a stack file derived from ``stacks/Pulumi.local.yaml``, a local file
 backend and a passphrase secrets provider. The policy pack runs the repository's ``policy/__main__.py``.
-The commands are those of ``.ci/pulumi-preview`` (the PR workflow's preview step).
+The commands are those of ``.ci/pulumi-preview`` (the PR workflow's preview step), with the CLI set up as the
+workflows set it up: automatic logs off (``.ci/pulumi-automatic-logs-off``) and zstd-compressed state
+(``PULUMI_DIY_BACKEND_ZSTD``).
 """
 
 from __future__ import annotations
@@ -36,6 +38,22 @@ STACK = "e2e"
 PASSPHRASE = "trainer-platform-e2e"
 PREVIEW_SCRIPT = REPO_ROOT / ".ci" / "pulumi-preview"
 DRIFT_SCRIPT = REPO_ROOT / ".ci" / "pulumi-drift"
+LOGS_OFF_SCRIPT = REPO_ROOT / ".ci" / "pulumi-automatic-logs-off"
+#: what the workflows set for every CLI call (.github/workflows/*.yml)
+WORKFLOW_ENV = {"PULUMI_DIY_BACKEND_ZSTD": "true"}
+
+
+def read_state_file(path: Path) -> str:
+    """A DIY backend's file as text, zstd-compressed (``PULUMI_DIY_BACKEND_ZSTD``) or not."""
+    data = path.read_bytes()
+    if path.name.endswith((".zst", ".zst.bak")):
+        import zstandard
+
+        try:
+            data = zstandard.ZstdDecompressor().decompressobj().decompress(data)
+        except zstandard.ZstdError as exc:  # a file being written
+            raise ValueError(f"{path}: {exc}") from exc
+    return data.decode(errors="replace")
 
 
 class PulumiError(RuntimeError):
@@ -134,6 +152,8 @@ class PulumiProject:
         """Pulumi.yaml, Pulumi.<stack>.yaml and the policy pack shim."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.state_dir.mkdir(exist_ok=True)
+        home = {**os.environ, "PULUMI_HOME": str(self.workdir / "home")}
+        subprocess.run(["bash", str(LOGS_OFF_SCRIPT)], env=home, check=True, capture_output=True, text=True)
         project = yaml.safe_load((REPO_ROOT / "Pulumi.yaml").read_text())
         project["runtime"]["options"]["virtualenv"] = str(self.toolchain.venv)
         project["main"] = os.path.relpath(REPO_ROOT, self.workdir)
@@ -172,6 +192,7 @@ class PulumiProject:
             PYTHONPATH=str(REPO_ROOT),
             PULUMI_STACK=STACK,
             PULUMI_POLICY_PACK=str(self.policy_dir),
+            **WORKFLOW_ENV,
         )
         env.pop("PULUMI_ACCESS_TOKEN", None)
         return env
@@ -226,7 +247,7 @@ class PulumiProject:
 
     def state_files_text(self) -> str:
         """Everything the file backend wrote (checkpoints, history, backups)."""
-        return "\n".join(p.read_text(errors="replace") for p in sorted(self.state_dir.rglob("*")) if p.is_file())
+        return "\n".join(read_state_file(p) for p in sorted(self.state_dir.rglob("*")) if p.is_file())
 
 
 def record_timing(name: str, result: Result) -> None:

@@ -30,7 +30,7 @@ import yaml
 
 from tests.e2e import leftovers
 from tests.e2e.kube import ApiError, wait_for
-from tests.e2e.pulumi_stack import STACK, Result, diagnostics, installation
+from tests.e2e.pulumi_stack import STACK, Result, diagnostics, installation, read_state_file
 from tests.e2e.render import bind_claims, render_stack
 from tests.e2e.test_pulumi import Deployed
 from tests.e2e.versions import REPO_ROOT
@@ -84,12 +84,13 @@ class Stack(Deployed):
 
     def checkpoint(self) -> Obj:
         """The DIY backend's checkpoint file as it is now (read directly: the engine may be writing it)."""
-        for path in (self.project.state_dir / ".pulumi" / "stacks").rglob(f"{STACK}.json"):
+        stacks = self.project.state_dir / ".pulumi" / "stacks"
+        for path in [*stacks.rglob(f"{STACK}.json"), *stacks.rglob(f"{STACK}.json.zst")]:
             for _ in range(20):
                 try:
-                    doc: Obj = json.loads(path.read_text())
+                    doc: Obj = json.loads(read_state_file(path))
                     return doc.get("checkpoint", {}).get("latest") or {}
-                except (json.JSONDecodeError, OSError):
+                except (ValueError, OSError):  # JSONDecodeError is a ValueError
                     time.sleep(0.1)
         return {}
 
