@@ -315,3 +315,55 @@ def test_the_workflows_run_the_team_stacks() -> None:
     assert "--policy-pack policy" in runs[shards]
     preview = yaml.safe_load((ROOT / ".github/workflows/preview.yml").read_text())["jobs"]["preview"]["steps"]
     assert any(".ci/pulumi-shards preview" in str(s.get("run", "")) for s in preview)
+
+
+LOGS_OFF = ".ci/pulumi-automatic-logs-off"
+
+
+def _runs_pulumi(step: dict[str, Any]) -> bool:
+    run = str(step.get("run", ""))
+    return "pulumi/actions@" in str(step.get("uses", "")) or (
+        LOGS_OFF not in run and re.search(r"\.ci/pulumi-|\bpulumi ", run) is not None
+    )
+
+
+def test_every_workflow_runs_the_cli_with_automatic_logs_off_and_zstd_state() -> None:
+    """Measured on the 1,000-team stacks (docs/large-organisations.md): the CLI's automatic debug log was most of a
+    platform preview's CPU, and a DIY backend rewrites the whole state at each step. The e2e sets the CLI up with
+    the same script and variable (tests/e2e/pulumi_stack.py), so what it measures is what the workflows run."""
+    checked = 0
+    for path in WORKFLOWS:
+        doc = yaml.safe_load(path.read_text())
+        for name, job in doc["jobs"].items():
+            steps = job.get("steps", [])
+            first = next((i for i, s in enumerate(steps) if _runs_pulumi(s)), None)
+            if first is None:
+                continue
+            checked += 1
+            off = [i for i, s in enumerate(steps) if s.get("run", "").strip() == LOGS_OFF]
+            assert off and off[0] < first, f"{path.name} {name}: automatic logs off before the first pulumi step"
+            env = {**doc.get("env", {}), **job.get("env", {})}
+            assert env.get("PULUMI_DIY_BACKEND_ZSTD") == "true", f"{path.name} {name}: zstd state"
+    assert checked >= 3  # pulumi-up, preview, drift
+
+
+@pytest.mark.parametrize("before", ["absent", "empty", "holds logs", "kept"])
+def test_automatic_logs_are_turned_off_without_touching_existing_logs(tmp_path: Path, before: str) -> None:
+    home = tmp_path / "home"
+    if before in ("empty", "holds logs"):
+        (home / "logs").mkdir(parents=True)
+    if before == "holds logs":
+        (home / "logs" / "pulumi-1.log").write_text("a user's log")
+    env = {**os.environ, "PULUMI_HOME": str(home), **({"PULUMI_AUTOMATIC_LOGS": "keep"} if before == "kept" else {})}
+    script = ROOT / LOGS_OFF
+    done = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    logs = home / "logs"
+    if before == "holds logs":
+        assert (logs / "pulumi-1.log").read_text() == "a user's log" and "stay on" in done.stderr
+    elif before == "kept":
+        assert not logs.exists()
+    else:  # the CLI cannot create its log directory where a file is: its automatic logging is then unavailable
+        assert logs.is_file()
+    again = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=30)
+    assert again.returncode == 0  # idempotent: every job step and every e2e project runs it

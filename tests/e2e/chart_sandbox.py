@@ -99,6 +99,9 @@ class ChartSandbox(Sandbox):
     )
     #: the real node's taints: the controllers' node only (a subclass that trains on it too leaves it untainted)
     node_taints: tuple[Obj, ...] = (REAL_NODE_TAINT,)
+    #: NetworkPolicies enforced on the real node (kube-router). ``make bench-pulumi`` turns it off: a cluster's
+    #: enforcer runs on its nodes, not on the machine that runs `pulumi up`, and here both share 2 cores
+    firewall: bool = True
 
     def __init__(
         self,
@@ -150,7 +153,7 @@ class ChartSandbox(Sandbox):
         start = time.monotonic()
         self.node.start()
         self.times["real node Ready"] = round(time.monotonic() - start, 1)
-        self.network = ClusterNetwork(self.node, functools.partial(publish, self.registry))
+        self.network = ClusterNetwork(self.node, functools.partial(publish, self.registry), firewall=self.firewall)
         self.network.start()
         self.times.update(self.network.times)
         self._write_state()

@@ -282,8 +282,10 @@ class ClusterNetwork:
     ``publish(upstream_reference, image)`` serves an image through the mirror and returns the reference the node
     pulls (the tests' ``publish``)."""
 
-    def __init__(self, node: RealNode, publish: Callable[[str, Image], str]) -> None:
+    def __init__(self, node: RealNode, publish: Callable[[str, Image], str], *, firewall: bool = True) -> None:
         self.node = node
+        #: kube-router enforcing NetworkPolicies (off only for ``make bench-pulumi``: ChartSandbox.firewall)
+        self.firewall = firewall
         self.sandbox = node.sandbox
         self.publish = publish
         self.workdir = node.workdir.parent / f"{node.workdir.name}-network"
@@ -316,7 +318,8 @@ class ClusterNetwork:
         )
         # after kube-proxy's first sync: kube-router rewriting the filter table during it once left kube-proxy
         # without its KUBE-EXTERNAL-SERVICES chain ("Chain ... does not exist"), and the Service unprogrammed
-        self._start_kube_router(builder)
+        if self.firewall:
+            self._start_kube_router(builder)
         self.times["kube-proxy and kube-router started"] = round(time.monotonic() - start, 1)
         start = time.monotonic()
         self.coredns_ref = self.publish(COREDNS_IMAGE, coredns_image(builder.binary("coredns")))

@@ -30,7 +30,8 @@ import pytest
 import yaml
 
 from tests.bench import synthetic
-from tests.e2e.pulumi_stack import STACK, Installation, Result, installation, record_timing
+from tests.e2e.chart_sandbox import ChartSandbox
+from tests.e2e.pulumi_stack import STACK, Installation, Result, chart_archives, installation, record_timing
 from tests.e2e.versions import REPO_ROOT
 from trainer_infra.diff.compare import Render
 from trainer_infra.diff.git import load
@@ -110,6 +111,13 @@ class Large:
         return project.run(*args, "--config-file", config, "--policy-pack", str(project.policy_dir), timeout=TIMEOUT)
 
 
+class _BenchSandbox(ChartSandbox):
+    """Without kube-router: at 4,000 NetworkPolicies its iptables rewrites took a core of this 2-core machine
+    (docs/large-organisations.md), work a cluster does on its nodes, not where `pulumi up` runs."""
+
+    firewall = False
+
+
 @pytest.fixture(scope="module", params=MODES)
 def large(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Large]:
     raw = {**synthetic(TEAMS, 1), "teamShards": SHARDS}
@@ -117,7 +125,8 @@ def large(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
         (o.manifest["kind"], o.manifest["metadata"].get("namespace", ""), o.manifest["metadata"]["name"])
         for o in build_plan(validate(raw)).objects
     }
-    with installation(tmp_path_factory.mktemp("pulumi-scale"), _stack_file(raw)) as installed:
+    work = tmp_path_factory.mktemp("pulumi-scale")
+    with installation(work, _stack_file(raw), _BenchSandbox(work / "sandbox", archives=chart_archives())) as installed:
         yield Large(installed, raw, str(request.param), objects)
 
 
