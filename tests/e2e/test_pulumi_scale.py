@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -58,6 +57,8 @@ FLOOR = os.environ.get("BENCH_FLOOR") == "1"
 MODES = ["checkpoints", "PULUMI_SKIP_CHECKPOINTS", *(["floor"] if FLOOR else [])]
 #: the first `up`'s seconds of the team stacks per mode, so later runs can say the ratio
 TEAM_STACKS_UP: dict[str, float] = {}
+#: the no-change preview's seconds of the team stacks (the default run), for the floor's ratio
+TEAM_STACKS_PREVIEW: dict[str, float] = {}
 FLOOR_PROGRAM = """\"\"\"The floor: a team stack's objects registered as they are, with their dependencies (no config,
 validation, plan, StackReference or policy pack).\"\"\"
 import json
@@ -150,8 +151,9 @@ def _note(step: str, seconds: float) -> None:
     record_timing(step, Result((), 0, "", "", round(seconds, 1)))
 
 
-def _floor_up(large: Large) -> float:
-    """Each team stack's objects by FLOOR_PROGRAM, in stacks of their own (`floor-NN`), JOBS at once."""
+def _floor(large: Large) -> tuple[float, float]:
+    """Each team stack's objects by FLOOR_PROGRAM, in stacks of their own (`floor-NN`), JOBS at once: the seconds
+    of their first `up`, then of their no-change preview."""
     project = large.installed.project
     floor = project.workdir / "floor"
     floor.mkdir()
@@ -182,20 +184,19 @@ def _floor_up(large: Large) -> float:
         name = f"floor-{i:02d}"
         (floor / f"objects-{name}.json").write_text(json.dumps({"context": context, "objects": objects}))
         names.append(name)
-    env = project.env()
-    pulumi = str(project.toolchain.pulumi)
 
-    def one(name: str) -> None:
-        for cmd in (["stack", "init", name], ["up", "--yes", "--skip-preview", "--stack", name]):
-            done = subprocess.run(
-                [pulumi, *cmd, "--non-interactive"], cwd=floor, env=env, capture_output=True, text=True
-            )
-            assert done.returncode == 0, f"floor {name}: {' '.join(cmd)}\n{(done.stdout + done.stderr)[-3000:]}"
+    def each(commands: list[list[str]]) -> float:
+        def one(name: str) -> None:
+            for cmd in commands:
+                project.run("--cwd", str(floor), *cmd, "--stack", name, timeout=TIMEOUT)
 
-    started = time.monotonic()
-    with ThreadPoolExecutor(int(JOBS)) as pool:
-        list(pool.map(one, names))
-    return time.monotonic() - started
+        started = time.monotonic()
+        with ThreadPoolExecutor(int(JOBS)) as pool:
+            list(pool.map(one, names))
+        return time.monotonic() - started
+
+    up = each([["stack", "init"], ["up", "--yes", "--skip-preview"]])
+    return up, each([["preview", "--expect-no-changes"]])
 
 
 def test_first_up_of_the_team_stacks_creates_every_team(large: Large) -> None:
@@ -204,8 +205,12 @@ def test_first_up_of_the_team_stacks_creates_every_team(large: Large) -> None:
     platform = project.up(timeout=TIMEOUT, env=large.env)
     record_timing(f"up, platform stack ({TEAMS} teams in {SHARDS} team stacks, {large.label})", platform)
     if large.label == "floor":
-        seconds = _floor_up(large)
+        seconds, preview = _floor(large)
         _note(f"up, {SHARDS} team stacks by the trivial floor program ({TEAMS} teams, {JOBS} at once)", seconds)
+        _note(f"preview, {SHARDS} team stacks by the trivial floor program (no change, {JOBS} at once)", preview)
+        if "checkpoints" in TEAM_STACKS_PREVIEW:
+            ratio = TEAM_STACKS_PREVIEW["checkpoints"] / preview
+            print(f"[e2e] team stacks' no-change preview, ours / floor: {ratio:.2f}×", flush=True)
     else:
         teams = large.shards("up", "--yes", "--skip-preview", "--policy-pack", str(project.policy_dir))
         record_timing(f"up, {SHARDS} team stacks ({TEAMS} teams, {JOBS} at once, {large.label})", teams)
@@ -263,4 +268,5 @@ def test_the_pr_preview_of_the_deployed_stacks_changes_nothing(large: Large) -> 
     record_timing(f"preview, platform stack ({TEAMS} teams, no change)", platform)
     teams = large.shards("preview", "--expect-no-changes", "--policy-pack", str(large.installed.project.policy_dir))
     record_timing(f"preview, {SHARDS} team stacks ({TEAMS} teams, {JOBS} at once, no change)", teams)
+    TEAM_STACKS_PREVIEW[large.label] = teams.seconds
     assert platform.returncode == 0 and teams.returncode == 0
