@@ -250,3 +250,21 @@ def test_leftovers_finds_what_still_runs_for_a_work_directory(tmp_path: Path) ->
         host, _, port = registry.host.rpartition(":")
         assert leftovers.answering(host, int(port))
     assert not leftovers.answering(host, int(port))
+
+
+def test_the_e2e_reads_state_as_the_workflows_write_it(tmp_path: Path) -> None:
+    """The workflows set PULUMI_DIY_BACKEND_ZSTD: the secrets test reads every file the backend wrote, and the
+    recovery test the checkpoint, compressed or not (a .attrs sidecar is plain JSON beside a .zst)."""
+    import zstandard
+
+    from tests.e2e.pulumi_stack import read_state_file
+
+    doc = '{"checkpoint": {"latest": {"resources": []}}}'
+    for name in ("e2e.json.zst", "e2e.json.zst.bak", "e2e.json.zst.attrs", "e2e.json"):
+        data = zstandard.ZstdCompressor().compress(doc.encode()) if ".zst" in name and "attrs" not in name else doc
+        path = tmp_path / name
+        path.write_bytes(data) if isinstance(data, bytes) else path.write_text(data)
+        assert json.loads(read_state_file(path)) == json.loads(doc), name
+    (tmp_path / "half.json.zst").write_bytes(zstandard.ZstdCompressor().compress(doc.encode())[:9])
+    with pytest.raises(ValueError):  # a file being written: the recovery test polls again
+        json.loads(read_state_file(tmp_path / "half.json.zst"))
