@@ -118,6 +118,7 @@ def test_ctrl_c_during_the_first_pulumi_up_leaves_nothing(tmp_path: Path) -> Non
         remove(left or what_is_left(work, before), before)
         shutil.rmtree(top, ignore_errors=True)
     out = log_tail(log_path)
+    print(f"[ctrl-c] the session's last lines:\n{out[-3000:]}", flush=True)  # its log goes with pytest's tmp_path
     assert proc.returncode == 130, f"exit {proc.returncode}:\n{out}"
     # the engine was cancelled by the test (pulumi_stack.cancel), and run.py waited for the session's teardown
     assert re.search(r"\[e2e\] pulumi \(pid \d+\) interrupted", out), out
