@@ -35,6 +35,7 @@ from tests.e2e.node import NODE_SANDBOX_BINARIES, RealNode, publish
 from tests.e2e.oci_images import pause_image
 from tests.e2e.sandbox import TIMEOUT, Sandbox, log_tail
 from trainer_infra.observability.objects import COMPONENT_LABEL, MONITORING
+from trainer_infra.sandbox.interrupts import uninterruptible
 from trainer_infra.sandbox.versions import VersionSet, binary_dir
 
 Obj = dict[str, Any]
@@ -285,6 +286,7 @@ class ChartSandbox(Sandbox):
             lines.append(f"kubelet log:\n{log_tail(self.node.workdir / 'logs' / 'kubelet.log', 15)}")
         return "\n".join(lines)
 
+    @uninterruptible
     def stop(self) -> None:
         """The network's CoreDNS and processes, the node (draining its pods), its ipsets, the registry, then the
         control plane; each step runs even when one before failed."""

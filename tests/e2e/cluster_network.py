@@ -37,6 +37,7 @@ from tests.e2e.node import NodeError, NodeSandbox, RealNode, start_or_undo
 from tests.e2e.oci_images import Image, Layer, image
 from tests.e2e.sandbox import TIMEOUT, Process, _terminate, free_port, spawn, wait_process
 from trainer_infra.sandbox.controlplane import SERVICE_CIDR
+from trainer_infra.sandbox.interrupts import uninterruptible
 
 Obj = dict[str, Any]
 
@@ -389,6 +390,7 @@ class ClusterNetwork:
                 return pod
         return None
 
+    @uninterruptible
     def stop(self) -> None:
         """CoreDNS's Deployment (its pod then goes with the node's drain, and is not created again), kube-proxy and
         kube-router. The node's ``stop`` comes next (it removes every rule added since it started), then

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 
 import pytest
@@ -16,8 +17,12 @@ from tests.e2e.sandbox_session import platform_sandbox  # noqa: F401 (make sandb
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the marker here too, so the suite runs from a bare checkout."""
+    """Register the marker here too, so the suite runs from a bare checkout. An e2e session stops on SIGTERM (a CI
+    timeout, ``run.py`` passing one on) as on Ctrl-C: pytest then tears every fixture down. Without this a SIGTERM
+    was the sandbox's SystemExit, which pytest counts as one failed test before it runs the next."""
     config.addinivalue_line("markers", "e2e: end-to-end against real controllers (make e2e)")
+    if "e2e" in (config.getoption("-m") or ""):
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

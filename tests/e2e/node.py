@@ -48,6 +48,7 @@ from tests.e2e.sandbox import (
     wait_process,
 )
 from trainer_infra.core.images import ImagesConfig, mirror_image
+from trainer_infra.sandbox.interrupts import uninterruptible
 
 #: Debian packages of the node, and the files of each that the node uses.
 PACKAGES: dict[str, tuple[str, ...]] = {
@@ -532,6 +533,7 @@ class RealNode:
         return proc.stdout.split() if proc.returncode == 0 else []
 
     # -- stop -----------------------------------------------------------------
+    @uninterruptible
     def stop(self) -> None:
         """Pods, tasks, the kubelet, containerd and every trace of them; safe to call twice. Every step runs even
         when one before it failed; the first failure is raised at the end."""

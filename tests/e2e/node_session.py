@@ -27,6 +27,7 @@ from tests.e2e.chart_registry import ChartRegistry
 from tests.e2e.cluster_network import ClusterNetwork, NetworkSandbox
 from tests.e2e.node import MIRROR, NodeError, RealNode, publish
 from tests.e2e.oci_images import Image, busybox_image, busybox_version, pause_image
+from trainer_infra.sandbox.interrupts import uninterruptible
 
 Obj = dict[str, Any]
 NODE = "e2e-node-0"
@@ -78,6 +79,7 @@ class NodeSession:
         published = {r.rsplit(":", 1)[0]: d for r, d in self.published.items()}
         return ref.startswith(f"{MIRROR}/") and digest in self.published.values() and repository in published
 
+    @uninterruptible
     def stop(self) -> dict[str, list[str]]:
         """CoreDNS, kube-proxy, kube-router, the node; what is left of them (empty lists: nothing)."""
         self.network.stop()

@@ -44,6 +44,7 @@ from tests.e2e.chart_sandbox import REAL_NODE, ChartSandbox
 from tests.e2e.node import MIRROR, NodeError, containerd_socket, publish
 from tests.e2e.oci_images import Image
 from tests.e2e.versions import REPO_ROOT, VersionSet, cache_root
+from trainer_infra.sandbox.interrupts import uninterruptible
 
 Obj = dict[str, Any]
 CLONE_NEWNS, CLONE_NEWNET = 0x00020000, 0x40000000
@@ -292,6 +293,9 @@ def serve(workdir: Path, port: int) -> int:
     listener.bind(("127.0.0.1", port))
     listener.listen(64)
     created = _unshare()
+    # until it is ready a SIGTERM (``up`` interrupted) ends the start: SystemExit, the with-blocks below stop what
+    # started (from the start, not only once ``Sandbox.start`` sets it: a render or preflight may be running)
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     threading.Thread(target=_forward, args=(listener, port), daemon=True).start()
     stop = threading.Event()
     run = workdir / "run"
@@ -334,8 +338,8 @@ def serve(workdir: Path, port: int) -> int:
             doc = describe(sandbox, base, render, volumes, workdir)
             (workdir / SANDBOX_JSON).write_text(json.dumps(doc, indent=2) + "\n")
             times["up (daemon)"] = round(time.monotonic() - began, 1)
-            # until now a SIGTERM ends the start at once (SystemExit: Sandbox.start's handler, the with-block
-            # stops what started); from now on it asks for the orderly stop below
+            # until now a SIGTERM ended the start at once (SystemExit, above); from now on it asks for the orderly
+            # stop below
             signal.signal(signal.SIGTERM, lambda *_: stop.set())
             _write_status(workdir, state="ready", times=times, sandbox=str(workdir / SANDBOX_JSON))
             while not stop.wait(1):
@@ -493,24 +497,38 @@ def up(workdir: Path) -> int:
     print(f"sandbox-up: state directory {workdir} (daemon pid {daemon.pid}, log {log})", flush=True)
     shown = 0
     deadline = time.monotonic() + UP_TIMEOUT
-    while True:
-        text = log.read_text(errors="replace")
-        print(text[shown:], end="", flush=True)
-        shown = len(text)
-        state = _status(workdir).get("state")
-        if state == "ready":
-            break
-        if state in ("failed", "down") or daemon.poll() is not None or time.monotonic() > deadline:
-            if daemon.poll() is None:
-                daemon.terminate()
-                daemon.wait(600)
-            print(log.read_text(errors="replace")[shown:], end="")
-            print(f"sandbox-up failed: {_status(workdir).get('error', 'see ' + str(log))}", file=sys.stderr)
-            return 1
-        time.sleep(2)
+    try:
+        while True:
+            text = log.read_text(errors="replace")
+            print(text[shown:], end="", flush=True)
+            shown = len(text)
+            state = _status(workdir).get("state")
+            if state == "ready":
+                break
+            if state in ("failed", "down") or daemon.poll() is not None or time.monotonic() > deadline:
+                _stop_daemon(daemon)
+                print(log.read_text(errors="replace")[shown:], end="")
+                print(f"sandbox-up failed: {_status(workdir).get('error', 'see ' + str(log))}", file=sys.stderr)
+                return 1
+            time.sleep(2)
+    except KeyboardInterrupt:
+        # the daemon runs in a session of its own (Ctrl-C does not reach it): before it is ready, it is stopped
+        print("\nsandbox-up: interrupted; stopping what the daemon started ...", flush=True)
+        _stop_daemon(daemon)
+        left = leftovers.processes_of(workdir / "run") + [f"mount {m}" for m in _host_mounts(workdir)]
+        print("sandbox-up: interrupted; " + ("left behind:\n  " + "\n  ".join(left) if left else "nothing left"))
+        return 130
     doc = json.loads((workdir / SANDBOX_JSON).read_text())
     print(next_steps(workdir, doc, round(time.monotonic() - began, 1)), flush=True)
     return 0
+
+
+@uninterruptible
+def _stop_daemon(daemon: subprocess.Popen[bytes]) -> None:
+    """SIGTERM: before it is ready the daemon stops what it started (``serve``) and exits."""
+    if daemon.poll() is None:
+        daemon.terminate()
+        daemon.wait(600)
 
 
 def next_steps(workdir: Path, doc: Obj, seconds: float) -> str:

@@ -12,9 +12,11 @@ workflows set it up: automatic logs off (``.ci/pulumi-automatic-logs-off``) and 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -32,6 +34,7 @@ from tests.e2e.node import MIRROR
 from tests.e2e.toolchain import Toolchain
 from tests.e2e.versions import REPO_ROOT, cache_root, shared_dir
 from trainer_infra.components.settings import deep_merge
+from trainer_infra.sandbox.interrupts import uninterruptible
 
 STACK = "e2e"
 #: A throwaway passphrase for the e2e's own secrets provider (the state lives in a temporary directory).
@@ -41,6 +44,8 @@ DRIFT_SCRIPT = REPO_ROOT / ".ci" / "pulumi-drift"
 LOGS_OFF_SCRIPT = REPO_ROOT / ".ci" / "pulumi-automatic-logs-off"
 #: what the workflows set for every CLI call (.github/workflows/*.yml)
 WORKFLOW_ENV = {"PULUMI_DIY_BACKEND_ZSTD": "true"}
+#: seconds an interrupted CLI run gets to cancel its steps and end its plugins before it is killed
+CANCEL_GRACE = 60.0
 
 
 def read_state_file(path: Path) -> str:
@@ -206,8 +211,23 @@ class PulumiProject:
     def _exec(self, cmd: list[str], *, check: bool, timeout: float, env: dict[str, str] | None = None) -> Result:
         start = time.monotonic()
         full_env = {**self.env(), **(env or {})}
-        proc = subprocess.run(cmd, cwd=self.workdir, env=full_env, capture_output=True, text=True, timeout=timeout)
-        result = Result(tuple(cmd[1:]), proc.returncode, proc.stdout, proc.stderr, round(time.monotonic() - start, 1))
+        # in a session of its own: the terminal's Ctrl-C reaches the test, which cancels the CLI exactly once (a
+        # second SIGINT makes the engine give up at once) and waits for it (``cancel``)
+        proc = subprocess.Popen(
+            cmd,
+            cwd=self.workdir,
+            env=full_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except BaseException:  # Ctrl-C, SIGTERM, the timeout
+            self.cancel(proc)
+            raise
+        result = Result(tuple(cmd[1:]), proc.returncode, stdout, stderr, round(time.monotonic() - start, 1))
         self.results.append(result)
         if check and proc.returncode != 0:
             raise PulumiError(
@@ -215,6 +235,25 @@ class PulumiProject:
                 f"{diagnostics(result.output)}"
             )
         return result
+
+    @uninterruptible
+    def cancel(self, proc: subprocess.Popen[str]) -> None:
+        """Stop an interrupted CLI run and everything it started: one SIGINT (the engine cancels its steps, then ends
+        its plugins), SIGKILL after ``CANCEL_GRACE``, then every process still naming the project (its plugins run
+        in process groups of their own: a killed engine orphans them, with ``PULUMI_HOME`` in their environment)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.communicate(timeout=CANCEL_GRACE)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        for line in leftovers.processes_of(self.workdir):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(line.split(":", 1)[0]), signal.SIGKILL)
+        proc.communicate()  # the pipes' ends (a plugin that held them is gone)
+        print(f"[e2e] pulumi (pid {proc.pid}) interrupted: exited {proc.returncode}, its plugins ended", flush=True)
 
     def init(self) -> None:
         self.run("login", f"file://{self.state_dir}")

@@ -21,6 +21,7 @@ from tests.e2e.node import preflight as node_preflight
 from tests.e2e.toolchain import Toolchain
 from tests.e2e.versions import REPO_ROOT, VersionSet
 from trainer_infra.observability.sources import EXTERNAL
+from trainer_infra.sandbox.interrupts import wait_to_end
 from trainer_infra.sandbox.versions import module_dir
 
 #: the real install path (tests/e2e/installed.py): `pulumi preview` and the first `pulumi up` of the local stack,
@@ -192,20 +193,43 @@ def main(argv: list[str] | None = None) -> int:
     if not args and sandbox:
         sessions.append(["-m", "e2e", *SANDBOX_TESTS])
     test_start = time.monotonic()
-    code = 0
     env = {
         **os.environ,
         "E2E_NO_BUILD": "1",
         **({"E2E_NODE": "1"} if node else {}),
         **({"E2E_SANDBOX": "1"} if sandbox else {}),
     }
-    for pytest_args in sessions:
-        cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *pytest_args]
-        if any(installs(arg) or NODE_PREFIX in arg for arg in pytest_args):
-            # the real node's bridge, rules and mounts (the chart sandbox's too) stay in the session
-            cmd = netns.wrap(cmd, mount=True)
-        code = max(code, subprocess.call(cmd, cwd=REPO_ROOT, env=env))
+    code = run_sessions(sessions, env)
+    if code == INTERRUPTED:
+        print(f"[e2e] interrupted after {time.monotonic() - test_start:.0f} s; no later session run", flush=True)
+        return code
     print(f"[e2e] build {build_s:.0f} s, tests {time.monotonic() - test_start:.0f} s, exit {code}", flush=True)
+    return code
+
+
+#: the exit code of a run stopped by Ctrl-C (a shell's 128 + SIGINT)
+INTERRUPTED = 130
+
+
+def run_sessions(sessions: list[list[str]], env: dict[str, str]) -> int:
+    """Each session (pytest arguments) in a pytest process of its own, in turn; the highest exit code.
+
+    On Ctrl-C, ``INTERRUPTED`` once the running session has stopped everything it started (its fixtures' teardown:
+    control plane, node, Pulumi plugins), and no later session. Not ``subprocess.call``: on Ctrl-C it SIGKILLs its
+    child 0.25 s later, in the middle of that teardown (what left a control plane, a node, plugins and CNI network
+    namespaces running). A SIGTERM is passed on to the session; this run ends by it once the session has stopped."""
+    code = 0
+    try:
+        for pytest_args in sessions:
+            cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *pytest_args]
+            if any(installs(arg) or NODE_PREFIX in arg for arg in pytest_args):
+                # the real node's bridge, rules and mounts (the chart sandbox's too) stay in the session
+                cmd = netns.wrap(cmd, mount=True)
+            session = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env)
+            wait_to_end(session)
+            code = max(code, session.returncode)
+    except KeyboardInterrupt:
+        return INTERRUPTED
     return code
 
 

@@ -31,6 +31,7 @@ import yaml
 from tests.e2e import leftovers
 from tests.e2e.kube import KubeClient
 from tests.e2e.versions import REPO_ROOT
+from trainer_infra.sandbox.interrupts import wait_to_end
 
 Obj = dict[str, Any]
 #: the marks of the session's files: opt-in, as root (the daemon's namespaces, containerd, mounts, cgroups)
@@ -44,14 +45,11 @@ SANDBOX_MARKS = [
 def run_module(module: str, *args: str, timeout: float = 2400) -> tuple[subprocess.CompletedProcess[str], float]:
     """``python -m <module> <args>`` from the checkout, as a person runs it; its output is printed."""
     start = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-m", module, *args],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    cmd = [sys.executable, "-m", module, *args]
+    child = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # on Ctrl-C `up` stops its daemon: waited for, not killed
+    out, err = wait_to_end(child, timeout)
+    proc = subprocess.CompletedProcess(cmd, child.returncode, out, err)
     print(f"\n$ {module} {' '.join(args)} ({time.monotonic() - start:.0f} s)\n{proc.stdout}{proc.stderr}", flush=True)
     return proc, round(time.monotonic() - start, 1)
 

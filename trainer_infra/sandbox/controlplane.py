@@ -38,6 +38,7 @@ from trainer_infra.manifests.runtime import minimal_runtime
 from trainer_infra.nodepools.kwok import KWOK_ANNOTATION, KWOK_MANAGED_NODES
 from trainer_infra.sandbox.apply import apply_objects
 from trainer_infra.sandbox.charts import ChartIdentities, chart_identities
+from trainer_infra.sandbox.interrupts import uninterruptible
 from trainer_infra.sandbox.kube import ApiError, FatalWaitError, KubeClient, wait_for
 from trainer_infra.sandbox.pki import CertificateAuthority, CertPair, service_account_keypair
 from trainer_infra.sandbox.versions import (
@@ -298,6 +299,7 @@ class Sandbox:
             self.stop()
             raise
 
+    @uninterruptible
     def stop(self) -> None:
         """Stop every process started (reverse order), then remove files we created outside workdir."""
         for proc in reversed(self.processes):
