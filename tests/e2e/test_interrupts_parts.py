@@ -148,8 +148,9 @@ def start(tmp_path: Path, code: str, *args: str) -> subprocess.Popen[str]:
 
 
 def wait_file(path: Path, proc: subprocess.Popen[str], timeout: float = 60) -> None:
+    """Until ``path`` holds something: ``write_text`` creates the file before it writes (a CI run read it empty)."""
     deadline = time.monotonic() + timeout
-    while not path.exists():
+    while not (path.exists() and path.stat().st_size):
         if proc.poll() is not None:
             raise AssertionError(f"the driver exited {proc.returncode} first:\n{proc.communicate()[0]}")
         if time.monotonic() > deadline:
