@@ -117,7 +117,7 @@ def chart_modules(component: str, version: str) -> list[tuple[str, str]]:
     subcharts' (each downloaded if missing)."""
     spec = MODULE_CHARTS[component]
     found = [(spec.module, version)]
-    for name, sub_version in _dependencies(module_dir(spec.module, version) / spec.folder):
+    for name, sub_version in chart_dependencies(module_dir(spec.module, version) / spec.folder):
         found.append((SUBCHARTS[name].module, sub_version))
         module_dir(SUBCHARTS[name].module, sub_version)
     return found
@@ -138,7 +138,7 @@ def chart_archive(component: str, version: str, out: Path) -> Path:
     return archive
 
 
-def _dependencies(folder: Path) -> list[tuple[str, str]]:
+def chart_dependencies(folder: Path) -> list[tuple[str, str]]:
     """(name, version) of each dependency the chart's Chart.yaml lists."""
     chart = yaml.safe_load((folder / "Chart.yaml").read_text())
     return [(d["name"], str(d["version"])) for d in chart.get("dependencies") or []]
@@ -161,7 +161,7 @@ def _chart_files(spec: ModuleChart, version: str) -> tuple[str, list[tuple[str, 
         relative = path.relative_to(folder).as_posix()
         if not ignored(relative):
             files.append((relative, replaced.get(relative, path.read_bytes())))
-    for name, sub_version in _dependencies(folder):
+    for name, sub_version in chart_dependencies(folder):
         sub_name, sub_files = _chart_files(SUBCHARTS[name], sub_version)
         files += [(f"charts/{sub_name}/{relative}", data) for relative, data in sub_files]
     return chart["name"], files

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.previous_release import MODULE_CHARTS, RELEASES, SUBCHARTS, _dependencies, chart_archive
+from tests.e2e.previous_release import MODULE_CHARTS, RELEASES, SUBCHARTS, chart_archive, chart_dependencies
 from tests.e2e.versions import shared_dir
 from trainer_infra.versions import MATRIX
 
@@ -36,7 +36,7 @@ def _cached(component: str, version: str) -> bool:
     own = Path(cache) / f"{spec.module}@v{version}"
     if not own.is_dir():
         return False
-    subcharts = _dependencies(own / spec.folder)
+    subcharts = chart_dependencies(own / spec.folder)
     return all((Path(cache) / f"{SUBCHARTS[name].module}@v{v}").is_dir() for name, v in subcharts)
 
 
