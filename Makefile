@@ -51,7 +51,7 @@ e2e-node: $(STAMP) e2e-node-deps  ## a real node (kubelet + containerd) beside t
 e2e-recovery: $(STAMP)  ## an interrupted `pulumi up` (engine killed, API server stopped, skip-checkpoints) and `destroy`, and the documented recovery (root; `.ci/nightly` runs it; docs/recovery.md gives its time)
 	$(PY) -m tests.e2e.run -m e2e tests/e2e/test_pulumi_recovery.py
 
-e2e-upgrade: $(STAMP) e2e-node-deps  ## JobSet 0.11.1 → 0.12.0, then Kueue 0.18.3 → 0.19.2 (E2E_UPGRADE_KUEUE=0: JobSet only) by `pulumi up` with jobs running, pending and held; measures the refusal window (root; `.ci/nightly` runs it; docs/versions.md gives its time)
+e2e-upgrade: $(STAMP) e2e-node-deps  ## JobSet 0.11.1 → 0.12.0, then Kueue 0.18.3 → 0.19.2 (E2E_UPGRADE_KUEUE=0 skips it), then Trainer 2.2.0 → 2.2.1, by `pulumi up` with jobs running, pending and held; measures the refusal window (root; `.ci/nightly` runs it; docs/versions.md gives its time)
 	$(PY) -m tests.e2e.run -m e2e tests/e2e/test_pulumi_upgrade.py
 
 e2e-fleet: $(STAMP) e2e-node-deps  ## the fleet by one real `pulumi up` (manager + 2 workers, then a third joins, tokens rotate, the third drains and leaves), its MultiKueue scenarios, a stranded job recovered (root; `.ci/nightly` runs it; docs/fleet.md gives its time)

@@ -131,7 +131,7 @@ POD0 = f"{JOB0}.template.spec.template.spec"
         ),
         (_no_node_container, f"{POD0}.containers", "the trainer job needs a container named 'node'"),
         (_pod_typo, f"{JOB0}.template.spec.templates", "unknown field 'templates'"),
-        (_too_new, "spec.mlPolicy.torch.envInjection", "needs Trainer >= 2.3.0, file targets 2.2.1"),
+        (_too_new, "spec.mlPolicy.torch.envInjection", "needs Trainer >= 2.3.0, file targets 2.2.1, 2.2.0"),
         (
             _version_missing,
             "metadata.annotations.trainer-platform.io/runtime-version",

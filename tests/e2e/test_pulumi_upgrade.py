@@ -1,19 +1,22 @@
 """Upgrades with work in flight through the real engine, one `pulumi up` per component as the runbook says
-(docs/versions.md, "Upgrade runbook"): JobSet 0.11.1 → 0.12.0, then Kueue 0.18.3 → 0.19.2; Trainer 2.2.1 unchanged.
+(docs/versions.md, "Upgrade runbook"): JobSet 0.11.1 → 0.12.0, then Kueue 0.18.3 → 0.19.2, then Trainer 2.2.0 →
+2.2.1.
 
 Scheduled tier (``make e2e-upgrade``, run by ``.ci/nightly``); the Kueue step unless ``E2E_UPGRADE_KUEUE=0``
 (``previous_release.KUEUE_STEP``). One control plane, one Pulumi project, in this order:
 
-1. the first `pulumi up` of the local stack with ``components.jobset.version: 0.11.1`` (and, with the Kueue step,
-   ``components.kueue.version: 0.18.3``): their charts (packaged from their Go modules) and controller images
-   (built from those modules) come through the stack's mirrors;
+1. the first `pulumi up` of the local stack with ``components.jobset.version: 0.11.1`` and
+   ``components.trainer.version: 2.2.0`` (and, with the Kueue step, ``components.kueue.version: 0.18.3``): their
+   charts (packaged from their Go modules) and controller images (built from those modules) come through the
+   stack's mirrors;
 2. work in flight: TrainJobs running on the kwok GPU nodes that fill the cohort, one pending (no quota left), one
    held (its Workload deactivated: the TrainJob and its JobSet stay suspended);
 3. per component: `validate --previous` accepts the step; `pulumi up` with that component's pin removed while a
    probe keeps submitting a valid TrainJob as a member (Kueue's webhook) and a JobSet (what Trainer creates;
    JobSet's own webhooks) as server-side dry-runs, and measures the longest window in which either was refused;
    after Kueue's, `trainer-infra storage-versions --migrate` (the runbook's step) clears the Kueue CRDs'
-   ``status.storedVersions``;
+   ``status.storedVersions``; Trainer's also keeps every TrainJob's and JobSet's spec (same generation) and every
+   runtime the stack wrote (same UID: updated in place, never replaced);
 4. after each: no job lost or restarted (same JobSet, Job and pod UIDs, no restart, Workloads never evicted),
    no Kueue queue object replaced (same UIDs), controllers Ready on the new image with no restart, the webhook
    certificates kept, CRDs' ``status.storedVersions`` only the storage version, the ClusterQueues' usage equal to
@@ -143,9 +146,20 @@ def _manager_image(component: str, version: str) -> str:
     return release.images["manager"]
 
 
+#: the labels of a component's controller pods, where its namespace runs other controllers too (Trainer's chart
+#: runs the LWS subchart's beside its manager: templates/manager/_helpers.tpl, trainer.manager.selectorLabels)
+MANAGER_LABELS = {"trainer": {"app.kubernetes.io/component": "manager", "app.kubernetes.io/part-of": "kubeflow"}}
+
+
 def _controller_pods(stack: Upgrade, component: str) -> list[Obj]:
     namespace = MATRIX.components[component].namespace
-    return [p for p in stack.sandbox.controller_pods() if p["metadata"]["namespace"] == namespace]
+    labels = MANAGER_LABELS.get(component, {})
+    return [
+        p
+        for p in stack.sandbox.controller_pods()
+        if p["metadata"]["namespace"] == namespace
+        and all((p["metadata"].get("labels") or {}).get(k) == v for k, v in labels.items())
+    ]
 
 
 def _pods_run(stack: Upgrade, component: str, version: str) -> None:
@@ -170,17 +184,22 @@ def _stored_versions(client: KubeClient) -> dict[str, tuple[list[str], str]]:
     return found
 
 
-def _queue_objects(stack: Upgrade) -> dict[str, str]:
-    """``Kind/namespace/name`` → UID of every Kueue object the stack renders (ClusterQueues, LocalQueues, Cohorts,
-    Topology, ResourceFlavors, WorkloadPriorityClasses): a replaced one (deleted and created) gets a new UID, and a
-    replaced ClusterQueue or LocalQueue evicts what it admitted."""
+def _uids(stack: Upgrade, group: str) -> dict[str, str]:
+    """``Kind/namespace/name`` → UID of every object of API group ``group`` the stack renders."""
     found = {}
     for obj in stack.render.objects:
-        if obj["apiVersion"].startswith("kueue.x-k8s.io/"):
+        if obj["apiVersion"].startswith(f"{group}/"):
             meta = obj["metadata"]
             live = stack.client.get(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
             found[f"{obj['kind']}/{meta.get('namespace', '')}/{meta['name']}"] = live["metadata"]["uid"]
     return found
+
+
+def _queue_objects(stack: Upgrade) -> dict[str, str]:
+    """``Kind/namespace/name`` → UID of every Kueue object the stack renders (ClusterQueues, LocalQueues, Cohorts,
+    Topology, ResourceFlavors, WorkloadPriorityClasses): a replaced one (deleted and created) gets a new UID, and a
+    replaced ClusterQueue or LocalQueue evicts what it admitted."""
+    return _uids(stack, "kueue.x-k8s.io")
 
 
 def test_up_installs_the_previous_releases(stack: Upgrade) -> None:
@@ -189,6 +208,8 @@ def test_up_installs_the_previous_releases(stack: Upgrade) -> None:
         _pods_run(stack, component, version)
     stored = _stored_versions(stack.client)
     assert stored["jobsets.jobset.x-k8s.io"] == (["v1alpha2"], "v1alpha2"), stored
+    trainer = {name: versions for name, versions in stored.items() if name.endswith(".trainer.kubeflow.org")}
+    assert len(trainer) == 3 and all(v == (["v1alpha1"], "v1alpha1") for v in trainer.values()), trainer
     # Kueue 0.18 already stores v1beta2 (since 0.16), and serves v1beta1 beside it
     kueue = {name: versions for name, versions in stored.items() if name.endswith(".kueue.x-k8s.io")}
     assert kueue and all(v == (["v1beta2"], "v1beta2") for v in kueue.values()), kueue
@@ -514,8 +535,14 @@ def _nothing_lost(stack: Upgrade, step: str) -> None:
         assert admitted(client, ns, name) is None, f"{name} admitted while the cohort is full"
 
 
+def _pinned_after(component: str) -> dict[str, str]:
+    """What stays pinned in ``component``'s step: the start releases of the components upgraded after it."""
+    later = previous_release.ORDER[previous_release.ORDER.index(component) + 1 :]
+    return {c: v for c, v in previous_release.START.items() if c in later}
+
+
 def test_upgrade_jobset_keeps_every_job(stack: Upgrade) -> None:
-    _upgrade(stack, "jobset", {c: v for c, v in previous_release.START.items() if c != "jobset"})
+    _upgrade(stack, "jobset", _pinned_after("jobset"))
     stored = _stored_versions(stack.client)
     assert all(versions == [storage] for versions, storage in stored.values()), stored
     _nothing_lost(stack, "the JobSet upgrade")
@@ -539,7 +566,7 @@ OLD_STORED = ("workloads.kueue.x-k8s.io", "clusterqueues.kueue.x-k8s.io")
 
 @pytest.mark.skipif(
     "kueue" not in previous_release.START,
-    reason="E2E_UPGRADE_KUEUE=0: the JobSet step only",
+    reason="E2E_UPGRADE_KUEUE=0: no Kueue step",
 )
 def test_upgrade_kueue_keeps_every_job_and_queue(stack: Upgrade) -> None:
     """Kueue 0.18.3 → 0.19.2; then the runbook's stored-version step. 0.18 already stores v1beta2, so this
@@ -548,7 +575,7 @@ def test_upgrade_kueue_keeps_every_job_and_queue(stack: Upgrade) -> None:
     client = stack.client
     for crd in OLD_STORED:
         _set_stored_versions(client, crd, ["v1beta1", "v1beta2"])
-    output = _upgrade(stack, "kueue", {})
+    output = _upgrade(stack, "kueue", _pinned_after("kueue"))
     replaced = [line.strip() for line in output.splitlines() if "kueue.x-k8s.io" in line and "replac" in line]
     assert not replaced, replaced
     _nothing_lost(stack, "the Kueue upgrade")
@@ -569,6 +596,46 @@ def test_upgrade_kueue_keeps_every_job_and_queue(stack: Upgrade) -> None:
     # rewriting every Workload and ClusterQueue evicted nothing and replaced nothing
     time.sleep(5)
     _nothing_lost(stack, "the stored-version migration")
+
+
+def _generations(stack: Upgrade) -> dict[str, tuple[int, int]]:
+    """TrainJob name → (its generation, its JobSet's) for the running, pending and held jobs: a controller that
+    rewrote a job's spec (Trainer rebuilding a JobSet from a changed runtime) raises one."""
+    jobs = {**stack.running, stack.pending[1]: stack.pending[0], stack.held[1]: stack.held[0]}
+    return {
+        job: (
+            int(stack.client.get(*TJ, job, ns)["metadata"]["generation"]),
+            int(stack.client.get(*JS, job, ns)["metadata"]["generation"]),
+        )
+        for job, ns in sorted(jobs.items())
+    }
+
+
+@pytest.mark.skipif("trainer" not in previous_release.START, reason="the start set installs the default Trainer")
+def test_upgrade_trainer_keeps_every_job_and_runtime(stack: Upgrade) -> None:
+    """Trainer 2.2.0 → 2.2.1, the last step. The chart changes the manager's image and its labels' version, the CRDs
+    only in their field descriptions; the stack's runtimes change their images' tags (v2.2.0 → v2.2.1) and the
+    admission policies the cache image they allow. Trainer 2.2 puts a finalizer on a runtime a TrainJob uses, so a
+    runtime replaced (deleted, then created) would wait for every job on it."""
+    generations = _generations(stack)
+    runtimes = _uids(stack, "trainer.kubeflow.org")
+    assert runtimes, "the stack renders no runtime"
+    output = _upgrade(stack, "trainer", _pinned_after("trainer"))
+    replaced = [line.strip() for line in output.splitlines() if "trainer.kubeflow.org" in line and "replac" in line]
+    assert not replaced, replaced
+    # the chart's public ConfigMap (the Trainer version clients read) changes its data: the provider replaces it
+    # (a ConfigMap is immutable to it), so it is briefly absent; the first run's state history showed that one
+    stack.outcomes["trainer: replaced"] = [line.strip() for line in output.splitlines() if "replaced" in line]
+    public = stack.client.get("v1", "ConfigMap", "kubeflow-trainer-public", MATRIX.components["trainer"].namespace)
+    assert public["data"] == {"kubeflow_trainer_version": f"v{MATRIX.defaults['trainer']}"}, public["data"]
+    stored = _stored_versions(stack.client)
+    assert all(versions == [storage] for versions, storage in stored.values()), stored
+    stack.outcomes["CRD storedVersions after"] = {name: v for name, (v, _) in stored.items()}
+    _nothing_lost(stack, "the Trainer upgrade")
+    assert _uids(stack, "trainer.kubeflow.org") == runtimes, "a runtime was replaced"
+    after = _generations(stack)
+    assert after == generations, {"before": generations, "after": after}
+    stack.outcomes["trainer: TrainJob and JobSet generations, unchanged"] = after
 
 
 def test_after_the_upgrade_capacity_frees_and_the_held_job_resumes(stack: Upgrade) -> None:
