@@ -29,7 +29,7 @@ from tests.e2e.kube import wait_for
 from tests.e2e.node import MIRROR
 from tests.e2e.pulumi_stack import Installation, PulumiProject, Result, installation, record_timing
 from tests.e2e.render import RenderOutput, bind_claims, check_versions, render_stack, variant_file
-from tests.e2e.versions import REPO_ROOT, VersionSet
+from tests.e2e.versions import REPO_ROOT, VersionSet, cache_root
 from trainer_infra.manifests.runtime import TRAINER_API_VERSION
 from trainer_infra.sandbox.versions import monitoring_crd_files
 
@@ -82,10 +82,15 @@ class Deployed:
         self.project.config_secret("trainer-platform:teams[0].secrets.hfToken", SENTINEL)
 
     def report(self, name: str, outcomes: dict[str, Any]) -> None:
-        """Print a run's outcomes and timings, and keep them beside its logs (``<name>-outcomes.json``): pytest
-        shows a passing fixture's output only with ``-rA``."""
+        """Print a run's outcomes and timings, and keep them beside its logs (``<name>-outcomes.json``) and in the
+        cache (``toolchain/outcomes/<time>-<name>.json``, as the timings are): pytest shows a passing fixture's
+        output only with ``-rA``, and another session's pytest may remove this one's temporary folders."""
         report = {"outcomes": outcomes, "timings": self.timings}
-        (self.project.workdir / f"{name}-outcomes.json").write_text(json.dumps(report, indent=2) + "\n")
+        text = json.dumps(report, indent=2) + "\n"
+        (self.project.workdir / f"{name}-outcomes.json").write_text(text)
+        kept = cache_root() / "toolchain" / "outcomes" / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{name}.json"
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        kept.write_text(text)
         print(f"[e2e] {name} outcomes: {json.dumps(report)}")
 
     def timed(self, name: str, result: Result) -> Result:

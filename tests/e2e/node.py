@@ -97,7 +97,8 @@ KUBELET_SYSCTLS = (
 #: stand-ins: 0.5-0.7 GB each), pod volumes and logs; each session keeps 3-4 GB. A full disk shows first as
 #: kubelet image-GC and eviction errors, far from the cause, so ``preflight`` refuses to start below it.
 NODE_SESSION_DISK = 5 * 2**30
-#: containerd 1.6's CRI keeps pod network namespaces here (not configurable before 1.7); resolved, as the mount
+#: containerd's default place for pod network namespaces, shared by every node on the host: ours go under each node's
+#: containerd state (``netns_mounts_under_state_dir``), so nothing of theirs may appear here; resolved, as the mount
 #: table names it (/var/run is a link to /run)
 NETNS_DIR = Path("/var/run/netns").resolve()
 #: libcni's result cache (containerd 1.6 keeps the default)
@@ -229,7 +230,6 @@ class Snapshot:
 
     devices: list[str]
     rules: list[str]
-    netns: list[str]
     shims: list[str]
     host_paths: list[str]
     sysctls: dict[str, str]
@@ -281,6 +281,9 @@ class RealNode:
         self.bridge = "e2ecni0"
         #: one cgroup subtree of its own in every controller: removable whole, never confused with the host's
         self.cgroup_root = f"/trainer-platform-e2e-{os.getpid()}"
+        #: the CNI network's name, per node: the CNI cache (``/var/lib/cni/results``, shared by every node on the
+        #: host) names its files after it, and a stop drops only its own
+        self.cni_network = f"{CNI_NETWORK}-{os.getpid()}"
         self.socket = containerd_socket(self.workdir)
         self.processes: list[Process] = []
         self.times = NodeTimes()
@@ -316,6 +319,8 @@ class RealNode:
                 # pod sandbox's -998, a Guaranteed container's -997) makes runc init fail ("can't get final
                 # child's PID from pipe: EOF"); containerd then raises such values to ours instead
                 "  restrict_oom_score_adj = true",
+                # the pods' network namespaces in the work directory: a node never sees (or removes) another's
+                "  netns_mounts_under_state_dir = true",
                 f"[{cri}.containerd]",
                 '  snapshotter = "overlayfs"',
                 '  default_runtime_name = "runc"',
@@ -342,7 +347,7 @@ class RealNode:
         """A bridge with host-local addresses from ``pod_cidr``, portmap for hostPorts; IPAM state kept here."""
         return {
             "cniVersion": "1.0.0",
-            "name": CNI_NETWORK,
+            "name": self.cni_network,
             "plugins": [
                 {
                     "type": "bridge",
@@ -413,7 +418,6 @@ class RealNode:
         return Snapshot(
             devices=netns.devices(),
             rules=iptables_rules(),
-            netns=sorted(p.name for p in NETNS_DIR.glob("*")) if NETNS_DIR.is_dir() else [],
             shims=_shim_sockets(),
             host_paths=_existing(HOST_PATHS),
             sysctls={k: (Path("/proc/sys") / k).read_text().strip() for k in KUBELET_SYSCTLS},
@@ -576,7 +580,7 @@ class RealNode:
         for path in self._new_netns():
             path.unlink(missing_ok=True)
         # a sandbox the kubelet did not stop (it was removed above) never had its CNI DEL: drop its cached result
-        for cached in CNI_CACHE.glob(f"{CNI_NETWORK}-*") if CNI_CACHE.is_dir() else []:
+        for cached in CNI_CACHE.glob(f"{self.cni_network}-*") if CNI_CACHE.is_dir() else []:
             cached.unlink()
 
     def _remove_network(self) -> None:
@@ -676,10 +680,9 @@ class RealNode:
         return [p for p in sorted(CONTAINER_LOG_LINKS.iterdir()) if p.is_symlink() and os.readlink(p).startswith(logs)]
 
     def _new_netns(self) -> list[Path]:
-        before = set(self._snapshot.netns) if self._snapshot else set()
-        if not NETNS_DIR.is_dir():
-            return []
-        return [p for p in sorted(NETNS_DIR.glob("cni-*")) if p.name not in before]
+        """The pods' network namespaces: containerd mounts them under its own state folder
+        (``netns_mounts_under_state_dir``), not in the host's ``/var/run/netns`` that other nodes share."""
+        return sorted((self.workdir / "containerd" / "state" / "io.containerd.grpc.v1.cri" / "netns").glob("cni-*"))
 
     def _restore_rules(self) -> None:
         """Drop the rules and chains the kubelet, the CNI plugins and the cluster network added (the namespace is
@@ -736,7 +739,7 @@ class RealNode:
             "pod network namespaces": [str(p) for p in self._new_netns()],
             "container log links": [str(p) for p in self._log_links()],
             "host folders": [str(p) for p in self._new_host_paths()],
-            "CNI cache": sorted(str(p) for p in CNI_CACHE.glob(f"{CNI_NETWORK}-*")) if CNI_CACHE.is_dir() else [],
+            "CNI cache": sorted(str(p) for p in CNI_CACHE.glob(f"{self.cni_network}-*")) if CNI_CACHE.is_dir() else [],
             "cgroups": cgroups,
             "kernel settings": [f"{k}={v} (was {snap.sysctls[k]})" for k, v in sysctls.items() if v != snap.sysctls[k]],
         }

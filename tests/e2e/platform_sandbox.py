@@ -69,6 +69,10 @@ MPI_RUNTIMES = ["deepspeed-distributed", "mlx-distributed"]
 #: whole-JobSet restarts of the sandbox stack (the catalog's default is 3): a job that fails for good (an OOM) fails
 #: after one restart, a killed one still gets its restart
 MAX_RESTARTS = 1
+#: Kueue's waitForPodsReady timeout in the sandbox: the first job's pull of the torch stand-in (≈ 450 MB from the
+#: local mirror) took 40-70 s to Complete (docs/sandbox.md), so 3 min leaves room, and a job whose pods never get
+#: ready gives its team's GPUs back within the session (attack 4, test_sandbox_attacks.py)
+PODS_READY_TIMEOUT = "3m"
 
 
 def default_dir() -> Path:
@@ -86,15 +90,15 @@ def sandbox_extra() -> Obj:
     (``static`` backend, one block; its taint not applied, so the node serves both the controllers and the jobs),
     quotas fit that node, claims come from an ``existing`` class, the first team is ``restricted`` and also gets the
     MPI runtimes as TrainingRuntimes of its own, a failed job is restarted once, the images come through
-    ``images.registryMirror``, and ``waitForPodsReady`` allows the first pull of a stand-in image."""
+    ``images.registryMirror``, and ``waitForPodsReady`` allows the first pull of a stand-in image
+    (``PODS_READY_TIMEOUT``)."""
     local = yaml.safe_load((REPO_ROOT / "stacks" / "Pulumi.local.yaml").read_text())["config"]
     teams = local["trainer-platform:teams"]
     for team in teams:
         team["quota"] = {"h100": {"gpus": NODE_GPUS // len(teams)}}
     teams[0]["podSecurity"] = "restricted"
     components = local["trainer-platform:components"]
-    # the first pull of the stand-in (≈ 450 MB) counts against waitForPodsReady
-    components["kueue"]["waitForPodsReady"] = {"timeout": "10m"}
+    components["kueue"]["waitForPodsReady"] = {"timeout": PODS_READY_TIMEOUT}
     return {
         "components": components,
         "images": {"registryMirror": MIRROR},

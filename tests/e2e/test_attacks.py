@@ -311,7 +311,7 @@ def test_attack4_an_admitted_job_whose_pods_never_get_ready_gives_its_quota_back
                 return dict(c)
         return None
 
-    timeout = _seconds(str(ready["timeout"]))
+    timeout = duration_seconds(str(ready["timeout"]))
     cond = wait_for(f"Kueue to evict {ns}/{name} after {ready['timeout']}", evicted, timeout + 60)
     assert cond["reason"] == "PodsReadyTimeout", cond
     # Kueue suspends the job, waits for its pods to go, then releases the reservation
@@ -331,7 +331,8 @@ def test_attack4_an_admitted_job_whose_pods_never_get_ready_gives_its_quota_back
     wait_for(f"ClusterQueue {cq} to hold no GPUs", free, 30)
 
 
-def _seconds(duration: str) -> float:
+def duration_seconds(duration: str) -> float:
+    """A Go duration such as Kueue's `10m` or `1h30m`, in seconds."""
     units = {"h": 3600, "m": 60, "s": 1}
     total, number = 0.0, ""
     for ch in duration:

@@ -13,9 +13,11 @@ Per attack of test_attacks.py and test_deputies.py (run in the install session, 
   refused at admission: nothing runs, nothing to add.
 - attacks 2 (no queue), 3 (lifting suspend), 5 (another ServiceAccount) and the policies' type-check: admission and
   RBAC refuse before any object exists; a container adds nothing.
-- attack 4 (quota held by pods never ready): Kueue's ``waitForPodsReady`` eviction is the same controller whether the
-  pod is kwok's or the kubelet's; the sandbox's timeout is 10m (the first pull of a stand-in counts), longer than this
-  session can wait. A real never-ready pod (the kubelet refusing its mount, above) is shown, and deleted.
+- attack 4 (quota held by pods never ready): the ``vision`` member's job names an image the mirror never got; the
+  kubelet's pull fails for good and the pod never gets ready. After the sandbox's ``waitForPodsReady`` timeout
+  (``PODS_READY_TIMEOUT``) Kueue evicts the Workload (``PodsReadyTimeout``), the kubelet ends the pod, the team's
+  ClusterQueue holds none of its GPUs, and the Workload waits for its requeue. Submitted before this module's first
+  test, so the timeout runs while the other attacks do.
 - attack 6 (a member's TrainingRuntime): the refusals are at the runtime's admission, no pod exists; here the
   ``vision`` member's own runtime (a copy of the catalog's) really runs a job, as uid 1000 without capabilities.
 - attack 7 (``restricted``): every compliant runtime runs in the restricted team in test_sandbox_runtimes.py; here
@@ -38,6 +40,7 @@ import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -45,10 +48,11 @@ from typing import Any
 import pytest
 
 from tests.e2e.kube import ApiError, wait_for
-from tests.e2e.platform import unique
-from tests.e2e.platform_sandbox import TRAINER_ID, node_dir
+from tests.e2e.node import MIRROR
+from tests.e2e.platform import CQ, GPU, has_condition, unique, wait_admitted, workload_of
+from tests.e2e.platform_sandbox import PODS_READY_TIMEOUT, TRAINER_ID, node_dir
 from tests.e2e.sandbox_session import SANDBOX_MARKS, Member, RunningSandbox
-from tests.e2e.test_attacks import RUNTIME, can, claim_patch, member_runtime, patched
+from tests.e2e.test_attacks import RUNTIME, can, claim_patch, duration_seconds, member_runtime, patched
 from tests.e2e.test_sandbox_network import RUNTIME as CATALOG_RUNTIME
 from tests.e2e.test_sandbox_network import script_trainjob
 from tests.e2e.test_sandbox_up import TJ, finished
@@ -308,3 +312,106 @@ def test_attack6_a_members_own_runtime_runs_its_job_as_uid_1000_without_capabili
     finally:
         sb.admin.delete(*RUNTIME, mine["metadata"]["name"], owner.namespace)
     assert {k: ran.get(k) for k in RESTRICTED} == RESTRICTED, ran
+
+
+# -- 4. quota held by pods that never get ready ---------------------------------------------------------------
+
+#: an image the mirror never got: on the mirror's own host, so the pull fails at once (the registry's "not found")
+NEVER_PUBLISHED = f"{MIRROR}/kubeflow/trainer/never-published:v0"
+LQ = ("kueue.x-k8s.io/v1beta2", "LocalQueue")
+
+
+@dataclass
+class NeverReady:
+    """Attack 4's job: its member, name, the ClusterQueue behind the member's queue, its Workload once admitted."""
+
+    member: Member
+    name: str
+    cluster_queue: str
+    admitted: Obj
+    submitted: float
+
+
+@pytest.fixture(scope="module", autouse=True)
+def never_ready(platform_sandbox: RunningSandbox) -> Iterator[NeverReady]:
+    """Submitted before the module's first test: the timeout runs while the other attacks do."""
+    sb = platform_sandbox
+    member = sb.member(1)
+    ns, name = member.namespace, unique("neverready")
+    job = script_trainjob(member, name, 1, "print('never runs')", {})
+    job["spec"]["trainer"]["image"] = NEVER_PUBLISHED
+    submitted = time.monotonic()
+    member.client().create(job)
+    try:
+        admitted = wait_admitted(sb.admin, ns, name, 120, " (before its pull fails)")
+        cq = str(sb.admin.get(*LQ, member.queue, ns)["spec"]["clusterQueue"])
+        yield NeverReady(member, name, cq, admitted, submitted)
+    finally:
+        _delete(sb, ns, name)
+
+
+def _gpus_reserved(sb: RunningSandbox, cq: str) -> int:
+    return sum(
+        int(res.get("total", 0))
+        for flavor in sb.admin.get(*CQ, cq).get("status", {}).get("flavorsReservation", [])
+        for res in flavor["resources"]
+        if res["name"] == GPU
+    )
+
+
+def test_attack4_a_job_whose_pods_never_get_ready_gives_its_teams_gpus_back(
+    platform_sandbox: RunningSandbox, never_ready: NeverReady
+) -> None:
+    """Last in the module: by now the other attacks' jobs are deleted, so the team's ClusterQueue reserves GPUs for
+    this job alone."""
+    sb, job = platform_sandbox, never_ready
+    ns, name = job.member.namespace, job.name
+
+    def evicted() -> dict[str, Any] | None:
+        for c in (workload_of(sb.admin, ns, name) or {}).get("status", {}).get("conditions", []):
+            if c["type"] == "Evicted" and c["status"] == "True":
+                return dict(c)
+        return None
+
+    assert evicted() is None, "evicted before this test: the module's other tests took longer than the timeout"
+
+    def pull_failed() -> dict[str, Any] | None:
+        pods = sb.admin.list("v1", "Pod", ns, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}")
+        for pod in pods:
+            assert pod["spec"].get("nodeName") == sb.node, pod["spec"].get("nodeName")
+            for status in pod["status"].get("containerStatuses", []):
+                assert "running" not in status["state"] and "terminated" not in status["state"], status
+                if status["state"]["waiting"].get("reason") in ("ErrImagePull", "ImagePullBackOff"):
+                    return dict(status["state"]["waiting"])
+        return None
+
+    waiting = wait_for(f"the kubelet to fail pulling {NEVER_PUBLISHED}", pull_failed, 120)
+    print(f"\n[attacks] {ns}/{name}: {waiting}", flush=True)
+    assert NEVER_PUBLISHED in waiting.get("message", ""), waiting
+    assert _gpus_reserved(sb, job.cluster_queue) >= 1, sb.admin.get(*CQ, job.cluster_queue).get("status")
+
+    timeout = duration_seconds(PODS_READY_TIMEOUT)
+    left = timeout - (time.monotonic() - job.submitted)
+    cond = wait_for(f"Kueue to evict {ns}/{name} after {PODS_READY_TIMEOUT}", evicted, left + 120)
+    assert cond["reason"] == "PodsReadyTimeout", cond
+    # not before the timeout: the eviction counts from the admission (the API's times are in whole seconds)
+    conditions = job.admitted["status"]["conditions"]
+    admitted_at = next(c for c in conditions if c["type"] == "Admitted")["lastTransitionTime"]
+    assert _elapsed(admitted_at, cond["lastTransitionTime"]) >= timeout - 1, (admitted_at, cond)
+
+    def released() -> bool:
+        wl = workload_of(sb.admin, ns, name) or {}
+        pods = sb.admin.list("v1", "Pod", ns, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}")
+        return not pods and not has_condition(wl, "QuotaReserved") and _gpus_reserved(sb, job.cluster_queue) == 0
+
+    # Kueue suspends the TrainJob, JobSet deletes its Job, the kubelet ends the pod, then the reservation goes
+    wait_for(f"{ns}/{name}'s pod to end and its GPUs to be free", released, 120)
+    requeue = (workload_of(sb.admin, ns, name) or {}).get("status", {}).get("requeueState", {})
+    assert requeue.get("count") == 1 and requeue.get("requeueAt"), requeue  # it gets another chance later
+    sb.times["attack 4: never-ready job evicted, GPUs back"] = round(time.monotonic() - job.submitted, 1)
+
+
+def _elapsed(start: str, end: str) -> float:
+    """Seconds between two of the API's RFC 3339 times."""
+    times = [datetime.strptime(t, "%Y-%m-%dT%H:%M:%SZ") for t in (start, end)]
+    return (times[1] - times[0]).total_seconds()
