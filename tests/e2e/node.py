@@ -579,8 +579,8 @@ class RealNode:
             _run(["umount", "--lazy", point], check=False)
         for path in self._new_netns():
             path.unlink(missing_ok=True)
-        # a sandbox the kubelet did not stop (it was removed above) never had its CNI DEL: drop its cached result
-        for cached in CNI_CACHE.glob(f"{self.cni_network}-*") if CNI_CACHE.is_dir() else []:
+        # a sandbox the kubelet did not stop (it was removed above) never had its CNI DEL: drop its cached results
+        for cached in self._cni_cache():
             cached.unlink()
 
     def _remove_network(self) -> None:
@@ -679,6 +679,20 @@ class RealNode:
         logs = str(self.workdir / "pod-logs") + "/"
         return [p for p in sorted(CONTAINER_LOG_LINKS.iterdir()) if p.is_symlink() and os.readlink(p).startswith(logs)]
 
+    def _cni_cache(self) -> list[Path]:
+        """libcni's cached results of this node's pods, in the host's cache that every node shares: those of its
+        network, and containerd's loopback (``cni-loopback-<sandbox id>-lo``) of the sandboxes its containerd still
+        lists (containerd removes a sandbox's folder once the kubelet removed the sandbox, after its CNI DEL)."""
+        if not CNI_CACHE.is_dir():
+            return []
+        folder = self.workdir / "containerd" / "root" / "io.containerd.grpc.v1.cri" / "sandboxes"
+        ids = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
+        return sorted(
+            p
+            for p in CNI_CACHE.iterdir()
+            if p.name.startswith(f"{self.cni_network}-") or any(f"-{sandbox}-" in p.name for sandbox in ids)
+        )
+
     def _new_netns(self) -> list[Path]:
         """The pods' network namespaces: containerd mounts them under its own state folder
         (``netns_mounts_under_state_dir``), not in the host's ``/var/run/netns`` that other nodes share."""
@@ -739,7 +753,7 @@ class RealNode:
             "pod network namespaces": [str(p) for p in self._new_netns()],
             "container log links": [str(p) for p in self._log_links()],
             "host folders": [str(p) for p in self._new_host_paths()],
-            "CNI cache": sorted(str(p) for p in CNI_CACHE.glob(f"{self.cni_network}-*")) if CNI_CACHE.is_dir() else [],
+            "CNI cache": [str(p) for p in self._cni_cache()],
             "cgroups": cgroups,
             "kernel settings": [f"{k}={v} (was {snap.sysctls[k]})" for k, v in sysctls.items() if v != snap.sysctls[k]],
         }

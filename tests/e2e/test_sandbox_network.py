@@ -22,6 +22,7 @@ policy's, never a dead port:
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -38,6 +39,9 @@ pytestmark = SANDBOX_MARKS
 
 Obj = dict[str, Any]
 PORT = 7000
+#: seconds the filter table must stay unchanged before the attacker's probe starts (kube-router's rewrite after a
+#: pod event takes well under a second here)
+SETTLED = 5.0
 RUNTIME = "torch-distributed"
 #: Service ports of the charts that nothing listens on in this install (refused from everywhere: no proof there)
 NOT_SERVED = {
@@ -183,16 +187,29 @@ def _release(sb: RunningSandbox, member: Member, name: str) -> None:
     started at once, connected to every webhook and metrics port and to the node (upstream kube-router#873; the
     option that closes the window, ``--netpol-default-deny``, kube-router#2079, is in no release the module proxy
     serves here). The platform cannot close it: docs/teams.md says which enforcement to choose. What is tested here
-    is the policies as enforced."""
+    is the policies as enforced.
+
+    Nor does it wait for the chain alone: a pod that starts or ends (the control pod just before) makes kube-router
+    rewrite its rules, and a probe during that rewrite once reached the node's address (2026-11-26, twice; 2026-11-27
+    once, right after the control pod ended). The probe starts once the filter table has not changed for
+    ``SETTLED`` seconds."""
     admin = sb.admin
     pod = wait_for(f"{member.namespace}/{name}'s pod", lambda: _job_pod(admin, member.namespace, name, 0), 600)
     pod_name = pod["metadata"]["name"]
 
-    def programmed() -> bool:
-        rules = sb.inside("iptables-save", "-t", "filter").stdout
-        return f"POD name:{pod_name} namespace: {member.namespace}" in rules
+    last, since = "", time.monotonic()
 
-    wait_for(f"kube-router to program {pod_name}'s firewall chain", programmed, 120)
+    def programmed_and_settled() -> bool:
+        nonlocal last, since
+        # the filter table without counters and iptables-save's dated comments; a change restarts the clock
+        saved = sb.inside("iptables-save", "-t", "filter").stdout.splitlines()
+        rules = re.sub(r"\[\d+:\d+\]", "", "\n".join(line for line in saved if not line.startswith("#")))
+        if rules != last:
+            last, since = rules, time.monotonic()
+        chain = f"POD name:{pod_name} namespace: {member.namespace}" in rules
+        return chain and time.monotonic() - since >= SETTLED
+
+    wait_for(f"kube-router to program {pod_name}'s firewall chain and leave it alone", programmed_and_settled, 180)
     (sb.host_directory(member.namespace) / "jobs" / name / "go").write_text("")
 
 
