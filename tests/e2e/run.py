@@ -207,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
+#: each session's slowest steps (a fixture's set-up, such as `make sandbox-up`, counts as its first test's), in the log
+DURATIONS = ("--durations=20", "--durations-min=10")
 #: the exit code of a run stopped by Ctrl-C (a shell's 128 + SIGINT)
 INTERRUPTED = 130
 
@@ -221,7 +223,7 @@ def run_sessions(sessions: list[list[str]], env: dict[str, str]) -> int:
     code = 0
     try:
         for pytest_args in sessions:
-            cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *pytest_args]
+            cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *DURATIONS, *pytest_args]
             if any(installs(arg) or NODE_PREFIX in arg for arg in pytest_args):
                 # the real node's bridge, rules and mounts (the chart sandbox's too) stay in the session
                 cmd = netns.wrap(cmd, mount=True)
