@@ -30,8 +30,8 @@ from trainer_infra.queues.capacity import capacity_lines
 from trainer_infra.recovery import add_recover_arguments, cmd_recover
 from trainer_infra.render.capture import capture
 from trainer_infra.render.enforce import enforce
-from trainer_infra.render.fleet import render_fleet
 from trainer_infra.render.output import Rendered, assemble, summary, write
+from trainer_infra.render.per_cluster import render_fleet
 from trainer_infra.simulate import command as simulate_command
 from trainer_infra.simulate import compare as simulate_compare
 from trainer_infra.simulate.facts import stack_facts
@@ -39,11 +39,11 @@ from trainer_infra.stack import shards
 from trainer_infra.stack.build import build_plan
 from trainer_infra.stack.config import StackConfig
 from trainer_infra.stack.docs import reference_markdown
-from trainer_infra.stack.fleet import ValidatedFleet, build_fleet, is_fleet, validate_fleet
+from trainer_infra.stack.fleet_plans import ValidatedFleet, build_fleet, is_fleet, validate_fleet
 from trainer_infra.stack.load import NAMESPACE, read_file, stack_file
 from trainer_infra.stack.validate import Validated, validate
 from trainer_infra.tenancy import guard
-from trainer_infra.versions import storage as storage_versions
+from trainer_infra.versions import crd_storage_versions as storage_versions
 from trainer_infra.versions.upgrade import check_upgrade, release_versions, versions_of_render
 
 

@@ -1,5 +1,6 @@
-"""Issue #12: every non-MPI runtime, as served (all injections), passes Pod Security `restricted` for every pod,
-initializers included, judged by the port of the API server's checks (trainer_infra/manifests/pod_security.py);
+"""Every non-MPI runtime, as served (all injections), passes Pod Security `restricted` for every pod, so a
+`restricted` team can run the catalog: initializers included, judged by the port of the API server's checks
+(trainer_infra/manifests/pod_security_standards.py);
 and the pods carry what a kubelet needs to start upstream root images as another user (explicit uid, a
 writable HOME and working directory) for the SDK's command to run. Whether the images then really run (file
 permissions inside them, a team claim writable by that uid) needs real containers: kwok runs none, so that is
@@ -19,9 +20,9 @@ from kubeflow.trainer import CustomTrainer
 from tests.catalog.test_catalog_plan import DATA_CACHE_ON
 from tests.helpers import MINIMAL, plan_of, stack_raw
 from tests.sdk_harness import FakeCluster, sdk_against
-from trainer_infra.catalog.pod_security import HOME, WORKSPACE, is_mpi
+from trainer_infra.catalog.security_context import HOME, WORKSPACE, is_mpi
 from trainer_infra.components.settings import deep_merge
-from trainer_infra.manifests.pod_security import restricted_problems
+from trainer_infra.manifests.pod_security_standards import restricted_problems
 from trainer_infra.manifests.runtime import containers, is_training, pod_spec, pod_specs, replicated_jobs
 
 NON_MPI = {

@@ -1,6 +1,6 @@
 """A fleet on three local control planes (manager + 2 workers, each its own etcd/apiserver/controllers on
 loopback): the render of tests/fleet/Pulumi.fleet.yaml applied to each, the manager's kubeconfig Secrets
-built from each worker's ServiceAccount token the way `pulumi up` builds them (platform/fleet.py).
+built from each worker's ServiceAccount token the way `pulumi up` builds them (platform/fleet_component.py).
 
 Not the real `pulumi up` (issue #11 builds that); the objects are the render's, byte for byte, except the
 `<secret>` kubeconfigs and the workers' loopback addresses. A change of the stack (a worker joins, drains,
@@ -37,7 +37,7 @@ from tests.e2e.render import (
 )
 from tests.e2e.sandbox import COMPLETE_LABEL, Sandbox, _terminate
 from trainer_infra.core.objects import WorkerKubeconfig
-from trainer_infra.platform.fleet import kubeconfig_text
+from trainer_infra.platform.fleet_component import kubeconfig_text
 
 pytestmark = pytest.mark.e2e
 

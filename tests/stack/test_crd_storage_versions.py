@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from trainer_infra.versions.storage import (
+from trainer_infra.versions.crd_storage_versions import (
     RETRIES,
     ConflictError,
     GoneError,

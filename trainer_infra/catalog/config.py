@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pydantic import Field, field_validator
 
 from trainer_infra.catalog.fault_tolerance import FaultTolerance
-from trainer_infra.catalog.pod_security import RuntimeSecurityContext
+from trainer_infra.catalog.security_context import RuntimeSecurityContext
 from trainer_infra.core.model import Resources, StrictModel
 from trainer_infra.core.types import DnsLabel, DnsSubdomain, ImageRef, PositiveInt32, SemVer
 from trainer_infra.manifests.runtime import image_problem

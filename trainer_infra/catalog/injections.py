@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainer_infra.catalog.fault_tolerance import FaultTolerance, inject_fault_tolerance
-from trainer_infra.catalog.pod_security import RuntimeSecurityContext, restricted_pods
+from trainer_infra.catalog.security_context import RuntimeSecurityContext, restricted_pods
 from trainer_infra.core.images import mirror_image
 from trainer_infra.core.model import Resources
 from trainer_infra.manifests.runtime import (

@@ -30,7 +30,7 @@ from pydantic import Field
 
 from trainer_infra.core.model import StrictModel
 from trainer_infra.manifests.pod_rules import ALLOWED_CAPABILITIES
-from trainer_infra.manifests.pod_security import restricted_problems
+from trainer_infra.manifests.pod_security_standards import restricted_problems
 from trainer_infra.manifests.runtime import containers, get_in, is_training, pod_spec, replicated_jobs
 
 HOME = "/home/trainer"

@@ -26,7 +26,7 @@ from trainer_infra.manifests.pod_rules import (
     containers,
 )
 from trainer_infra.manifests.pod_rules import RULES as POD_RULES
-from trainer_infra.manifests.pod_security import BASELINE_CAPABILITIES
+from trainer_infra.manifests.pod_security_standards import BASELINE_CAPABILITIES
 
 #: the vocabulary's rules that the functions below word (as Pod Security and the admission messages do)
 WORDED = frozenset({"volumes", "claims", "host", "privileged", "hostPort", "serviceAccount"})

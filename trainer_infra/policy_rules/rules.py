@@ -165,7 +165,7 @@ def _data_protected(subjects: Sequence[Subject]) -> Iterable[Finding]:
             what = "team Namespace"
         else:
             continue
-        # dropped on purpose: a decommissioned team's, or retained by a worker leaving the fleet (stack/fleet.py)
+        # dropped on purpose: a decommissioned team's, or retained by a worker leaving the fleet (stack/fleet_plans.py)
         marks = (get_in(s.props, "metadata", "annotations", mark) for mark in (DECOMMISSIONED, LEAVING))
         if not s.protect and "true" not in marks:
             yield s, "", f"{what} is not protected (resource option protect)"

@@ -22,7 +22,7 @@ from trainer_infra.catalog.plan import (
     select,
     unused_settings,
 )
-from trainer_infra.catalog.pod_security import PLATFORM_MOUNTS, restricted_pods, restricted_refusal
+from trainer_infra.catalog.security_context import PLATFORM_MOUNTS, restricted_pods, restricted_refusal
 from trainer_infra.components.checks import check_components
 from trainer_infra.components.kueue import kueue_settings
 from trainer_infra.components.plan import Releases, resolve_releases
@@ -266,7 +266,7 @@ def validate_model(
     """Every check after the shape: the fleet validates each cluster's derived config through here."""
     earlier = list(earlier or [])
     if cfg.fleet is not None:
-        hint = "`trainer-infra validate`/`render` and the Pulumi program handle fleets (stack/fleet.py)"
+        hint = "`trainer-infra validate`/`render` and the Pulumi program handle fleets (stack/fleet_plans.py)"
         raise ConfigError(
             [*earlier, ConfigIssue("fleet", "a fleet stack is validated per cluster", None, hint)], source
         )

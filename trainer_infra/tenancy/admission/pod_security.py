@@ -1,13 +1,13 @@
 """Pod Security at submit (issue #27): a TrainJob whose runtime patches (or a member's TrainingRuntime whose
 pods) the namespace's Pod Security level will refuse is refused at create, with Pod Security's own check name,
 so it never holds quota until waitForPodsReady evicts it. The checks and sets are those of
-`manifests/pod_security.py` (k8s.io/pod-security-admission v0.34); only what a spec can *set* wrongly is
+`manifests/pod_security_standards.py` (k8s.io/pod-security-admission v0.34); only what a spec can *set* wrongly is
 judged here (what it leaves unset comes from the runtime, which the catalog checks). Capabilities: every added
 one is refused already (rule `privileged`), the baseline set included."""
 
 from __future__ import annotations
 
-from trainer_infra.manifests.pod_security import SAFE_SYSCTLS, SELINUX_TYPES
+from trainer_infra.manifests.pod_security_standards import SAFE_SYSCTLS, SELINUX_TYPES
 from trainer_infra.tenancy.admission.cel import lit
 from trainer_infra.tenancy.admission.model import AdmissionRule, AdmissionSettings, AdmittedKind, Expression
 
