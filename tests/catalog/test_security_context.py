@@ -23,7 +23,8 @@ from tests.sdk_harness import FakeCluster, sdk_against
 from trainer_infra.catalog.security_context import HOME, WORKSPACE, is_mpi
 from trainer_infra.components.settings import deep_merge
 from trainer_infra.manifests.pod_security_standards import restricted_problems
-from trainer_infra.manifests.runtime import containers, is_training, pod_spec, pod_specs, replicated_jobs
+from trainer_infra.manifests.pod_walk import containers
+from trainer_infra.manifests.runtime import is_training, pod_spec, pod_specs, replicated_jobs
 
 NON_MPI = {
     "jax-distributed",

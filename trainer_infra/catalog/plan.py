@@ -19,7 +19,8 @@ from trainer_infra.catalog.injections import RuntimeFacts, apply_injections
 from trainer_infra.core.errors import ConfigError, ConfigIssue, did_you_mean
 from trainer_infra.core.objects import ManagedObject, PlanPart
 from trainer_infra.manifests import meta
-from trainer_infra.manifests.runtime import ancestor, containers, pod_spec, pod_specs, replicated_jobs
+from trainer_infra.manifests.pod_walk import containers
+from trainer_infra.manifests.runtime import ancestor, pod_spec, pod_specs, replicated_jobs
 from trainer_infra.storage.config import DataCacheConfig
 from trainer_infra.storage.data_cache import cache_image, pinned_env
 from trainer_infra.storage.injection import RUNTIME_WORKSPACE, VOLUME, fixed_workspace, workspace_disagreement
@@ -276,7 +277,7 @@ def sdk_trainer_limits(runtime: dict[str, Any]) -> dict[str, Any]:
     for job in replicated_jobs(runtime):
         if ancestor(job) is None:
             continue
-        for _, c in containers(pod_spec(job), "containers"):
+        for _, c in containers(pod_spec(job), ("containers",)):
             if c.get("name") == "node":
                 return dict((c.get("resources") or {}).get("limits") or {})
     return {}

@@ -31,7 +31,8 @@ from pydantic import Field
 from trainer_infra.core.model import StrictModel
 from trainer_infra.manifests.pod_rules import ALLOWED_CAPABILITIES
 from trainer_infra.manifests.pod_security_standards import restricted_problems
-from trainer_infra.manifests.runtime import containers, get_in, is_training, pod_spec, replicated_jobs
+from trainer_infra.manifests.pod_walk import containers
+from trainer_infra.manifests.runtime import get_in, is_training, pod_spec, replicated_jobs
 
 HOME = "/home/trainer"
 HOME_VOLUME = "trainer-platform-home"

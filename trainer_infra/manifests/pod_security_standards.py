@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from trainer_infra.manifests.pod_rules import HOST_NAMESPACES, containers
+from trainer_infra.manifests.pod_rules import HOST_NAMESPACES
+from trainer_infra.manifests.pod_walk import containers
 
 #: check_capabilities_baseline.go: what baseline lets a container add.
 BASELINE_CAPABILITIES = frozenset(
@@ -69,7 +70,7 @@ HANDLERS = ("livenessProbe", "readinessProbe", "startupProbe")  # check_hostProb
 
 
 def _containers(spec: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    for _, _, c in containers(spec):
+    for _, c in containers(spec):
         yield f"container {c.get('name', '?')!r}", c
 
 

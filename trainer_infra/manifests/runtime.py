@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from trainer_infra.manifests import meta
+from trainer_infra.manifests.pod_walk import RUNTIME_POD_SPECS, containers, pod_specs_at
 
 #: The Trainer API runtimes and TrainJobs are written in (every matrix release's `apiVersions`).
 TRAINER_API_VERSION = "trainer.kubeflow.org/v1alpha1"
@@ -26,7 +27,6 @@ STEPS = ("dataset-initializer", "model-initializer", "trainer")
 STEP_JOBS = ("dataset-initializer", "model-initializer", "node", "launcher")
 INITIALIZERS = ("dataset-initializer", "model-initializer")
 JOBS_PATH = "spec.template.spec.replicatedJobs"
-POD_PATH = "template.spec.template.spec"
 
 
 def get_in(value: Any, *keys: str) -> Any:
@@ -57,18 +57,7 @@ def pod_template_metadata(job: dict[str, Any]) -> dict[str, Any]:
 
 def pod_specs(runtime: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     """(path, pod spec) for every replicatedJob whose pod spec is a mapping."""
-    for i, job in enumerate(replicated_jobs(runtime)):
-        pod = get_in(job, "template", "spec", "template", "spec")
-        if isinstance(pod, dict):
-            yield f"{JOBS_PATH}[{i}].{POD_PATH}", pod
-
-
-def containers(pod: Mapping[str, Any], key: str | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(`initContainers[0]`, container) … then (`containers[0]`, container); `key` limits to one list."""
-    for name in (key,) if key else ("initContainers", "containers"):
-        items = pod.get(name)
-        for j, c in enumerate(items if isinstance(items, list) else []):
-            yield f"{name}[{j}]", c
+    yield from pod_specs_at(runtime, RUNTIME_POD_SPECS)
 
 
 def _image_slots(container: Mapping[str, Any]) -> Iterator[tuple[str, Any, str]]:

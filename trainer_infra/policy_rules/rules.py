@@ -8,6 +8,7 @@ from typing import Any
 
 from trainer_infra.manifests.meta import DECOMMISSIONED, LEAVING, TEAM_LABEL
 from trainer_infra.manifests.pod_rules import pod_spec_problems
+from trainer_infra.manifests.pod_walk import MAIN_LISTS, containers
 from trainer_infra.manifests.runtime import (
     FRAMEWORK_LABEL,
     accelerators_of,
@@ -212,10 +213,10 @@ def _controllers_request(subjects: Sequence[Subject]) -> Iterable[Finding]:
                 yield s, "values." + ".".join(keys), f"controller has no {' / '.join(missing)} request"
         elif s.kind in WORKLOAD_KINDS:
             pod = get_in(s.props, "spec", "template", "spec") or {}
-            for i, c in enumerate(pod.get("containers") or []):
+            for at, c in containers(pod, MAIN_LISTS):  # init containers run before the controller serves
                 missing = _missing_requests(c.get("resources"))
                 if missing:
-                    where = f"spec.template.spec.containers[{i}].resources.requests"
+                    where = f"spec.template.spec.{at}.resources.requests"
                     yield s, where, f"container {c.get('name')!r} has no {' / '.join(missing)} request"
 
 

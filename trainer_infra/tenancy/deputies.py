@@ -22,7 +22,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from trainer_infra.manifests.runtime import containers, get_in, replicated_jobs
+from trainer_infra.manifests.pod_walk import containers
+from trainer_infra.manifests.runtime import get_in, replicated_jobs
 from trainer_infra.storage.config import DataCacheConfig
 from trainer_infra.storage.data_cache import CACHE_INITIALIZER, CACHE_RULES, CACHE_SUFFIX, SERVICE_SUFFIX
 
