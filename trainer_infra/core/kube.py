@@ -12,7 +12,6 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Mapping
-from decimal import Decimal
 
 from trainer_infra.core.quantity import quantity
 
@@ -156,12 +155,6 @@ def secret_key_problem(key: str) -> str | None:
     return None
 
 
-def dns_subdomain_problem(name: str) -> str | None:
-    if len(name) > 253 or not _DNS1123_SUBDOMAIN.match(name):
-        return "must be a DNS subdomain: lowercase a-z, 0-9, '-' and '.', at most 253 characters"
-    return None
-
-
 def host_problem(host: str) -> str | None:
     """A DNS name or an IP address (NFS server, registry host)."""
     try:
@@ -228,7 +221,3 @@ def registry_prefix_problem(prefix: str) -> str | None:
     if match is None:
         return "not a registry host[:port][/path]: no scheme, a lowercase path"
     return _port_problem(match.group("port"))
-
-
-def decimal_in_int32(value: Decimal | int) -> bool:
-    return INT32_MIN <= value <= INT32_MAX

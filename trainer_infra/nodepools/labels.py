@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
-
-from pydantic import Field
+from typing import Literal
 
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.types import LabelKey, LabelValue
@@ -52,6 +50,3 @@ def accelerator_taint(resource: str) -> Taint:
     """The default taint of a pool with an accelerator: keyed by its extended resource (`nvidia.com/gpu`,
     `amd.com/gpu`, …), as the vendors' device plugins and GPU operators document."""
     return Taint(key=resource, value="present", effect="NoSchedule")
-
-
-TaintList = Annotated[list[Taint], Field(max_length=8)]

@@ -27,8 +27,6 @@ from trainer_infra.nodepools.backend import BackendDefaults
 from trainer_infra.nodepools.labels import HOSTNAME
 from trainer_infra.nodepools.model import NodePool, ResolvedPool
 
-FIELD_MANAGER_NOTE = "trainer-platform applies only the labels and taints of its node pool"
-
 
 class StaticNode(StrictModel):
     name: DnsSubdomain

@@ -29,7 +29,6 @@ from trainer_infra.tenancy.teams import TeamConfig
 #: `<platform stack>.teams-<NN>`: Pulumi stack names allow dots, so the platform's name stays a plain prefix.
 SEPARATOR = ".teams-"
 _SHARD_STACK = re.compile(r"^(?P<platform>.+)\.teams-(?P<index>[0-9]+)$")
-MAX_SHARDS = 100
 
 
 def shard_of(team: str, count: int) -> int:
