@@ -1,5 +1,6 @@
-"""The tenancy admission policies refuse each member attack of issue #12 with a message, and let the catalog,
-the SDK's TrainJobs and the controllers through. CEL evaluated here; the e2e suite proves it in an API server."""
+"""A team member is hostile: the tenancy admission policies refuse each attack they can make through what they
+submit, with a message, and let the catalog, the SDK's TrainJobs and the controllers through. CEL evaluated here;
+the e2e suite proves it in an API server."""
 
 from __future__ import annotations
 

@@ -34,7 +34,8 @@ def check_data_cache_protections(
     priority_classes: Sequence[str],
 ) -> list[ConfigIssue]:
     """The data cache's initializer runs with more rights than a member (it creates LeaderWorkerSets, Services
-    and ServiceAccounts): a stack that switches off what bounds it is refused (issue #27). (Its cache clusters
+    and ServiceAccounts): a stack that switches off what bounds it is refused, or a member would act through it
+    beyond their own rights. (Its cache clusters
     are charged through Kueue's LeaderWorkerSet integration, on whenever the data cache is, with or without
     `trainJobIntegration`.)"""
     if not data_cache.enabled:

@@ -1,4 +1,4 @@
-"""Pod Security at submit (issue #27): a TrainJob whose runtime patches (or a member's TrainingRuntime whose
+"""Pod Security at submit: a TrainJob whose runtime patches (or a member's TrainingRuntime whose
 pods) the namespace's Pod Security level will refuse is refused at create, with Pod Security's own check name,
 so it never holds quota until waitForPodsReady evicts it. The checks and sets are those of
 `manifests/pod_security_standards.py` (k8s.io/pod-security-admission v0.34); only what a spec can *set* wrongly is
