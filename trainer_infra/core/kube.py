@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 
 from trainer_infra.core.quantity import quantity
+from trainer_infra.core.upstream import kubernetes, nvidia
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
@@ -47,17 +48,17 @@ def qualified_name_problem(name: str) -> str | None:
 
 
 def is_native(name: str) -> bool:
-    return "/" not in name or "kubernetes.io/" in name
+    return "/" not in name or f"{kubernetes.DOMAIN}/" in name
 
 
 def extended_resource_problem(name: str) -> str | None:
     """IsExtendedResourceName: a device plugin resource such as `nvidia.com/gpu`."""
     if is_native(name):
-        return "an extended resource needs a domain outside kubernetes.io, e.g. nvidia.com/gpu"
+        return f"an extended resource needs a domain outside {kubernetes.DOMAIN}, e.g. {nvidia.GPU}"
     if name.startswith("requests."):
         return "an extended resource name must not start with 'requests.'"
     if qualified_name_problem("requests." + name):
-        return "not a valid extended resource name (domain/name, e.g. nvidia.com/gpu)"
+        return f"not a valid extended resource name (domain/name, e.g. {nvidia.GPU})"
     return None
 
 
@@ -81,9 +82,7 @@ def quota_resource_problem(name: str) -> str | None:
     if (problem := qualified_name_problem(name)) is not None:
         return problem
     if "/" not in name and name not in STANDARD_QUOTA and not name.startswith("requests.hugepages-"):
-        return (
-            "not a quota resource (e.g. requests.cpu, limits.memory, pods, requests.nvidia.com/gpu, count/jobs.batch)"
-        )
+        return f"not a quota resource (e.g. requests.cpu, limits.memory, pods, requests.{nvidia.GPU}, count/jobs.batch)"
     return None
 
 

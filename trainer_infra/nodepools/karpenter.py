@@ -18,14 +18,15 @@ from trainer_infra.core.model import StrictModel
 from trainer_infra.core.objects import ManagedObject
 from trainer_infra.core.quantity import format_amount
 from trainer_infra.core.types import DnsSubdomain
+from trainer_infra.core.upstream import aws, karpenter, kubernetes
 from trainer_infra.manifests import meta
 from trainer_infra.nodepools.backend import BackendDefaults
 from trainer_infra.nodepools.labels import HOSTNAME
 from trainer_infra.nodepools.model import NodePool, ResolvedPool
 
-EKS_LAYERS = tuple(f"topology.k8s.aws/network-node-layer-{i}" for i in range(1, 5))
+EKS_LAYERS = tuple(f"{aws.NETWORK_NODE_LAYER_PREFIX}{i}" for i in range(1, 5))
 DEFAULT_EKS_TOPOLOGY = (*EKS_LAYERS[:3], HOSTNAME)
-PROVIDED_LEVELS = frozenset({*EKS_LAYERS, "topology.kubernetes.io/zone", HOSTNAME})
+PROVIDED_LEVELS = frozenset({*EKS_LAYERS, kubernetes.ZONE_LABEL, HOSTNAME})
 
 
 class EC2NodeClassConfig(StrictModel):
@@ -44,10 +45,6 @@ class KarpenterPool(StrictModel):
     consolidate_after: str = Field(default="10m", pattern=r"^(\d+(s|m|h))+$|^Never$")
 
 
-# NodePool template label domains Karpenter's CRD rejects (karpenter.sh_nodepools.yaml CEL rules).
-RESTRICTED_DOMAINS = ("kubernetes.io", "k8s.io", "karpenter.sh", "karpenter.k8s.aws")
-
-
 def karpenter_objects(pool: ResolvedPool) -> list[ManagedObject]:
     kp: KarpenterPool = pool.settings
     class_name = kp.node_class_name or pool.name
@@ -57,7 +54,7 @@ def karpenter_objects(pool: ResolvedPool) -> list[ManagedObject]:
         objects.append(
             ManagedObject(
                 {
-                    "apiVersion": "karpenter.k8s.aws/v1",
+                    "apiVersion": karpenter.EC2_NODECLASS_API,
                     "kind": "EC2NodeClass",
                     "metadata": meta.metadata(class_name),
                     "spec": {
@@ -70,21 +67,21 @@ def karpenter_objects(pool: ResolvedPool) -> list[ManagedObject]:
             )
         )
     requirements: list[dict[str, Any]] = [
-        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(kp.instance_types)},
-        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": [pool.config.capacity_type]},
+        {"key": kubernetes.INSTANCE_TYPE_LABEL, "operator": "In", "values": list(kp.instance_types)},
+        {"key": karpenter.CAPACITY_TYPE_LABEL, "operator": "In", "values": [pool.config.capacity_type]},
     ]
     limits = {k: format_amount(k, v) for k, v in sorted(pool.capacity.items())}
     objects.append(
         ManagedObject(
             {
-                "apiVersion": "karpenter.sh/v1",
+                "apiVersion": karpenter.NODEPOOL_API,
                 "kind": "NodePool",
                 "metadata": meta.metadata(pool.name),
                 "spec": {
                     "template": {
                         "metadata": {"labels": pool.node_labels},
                         "spec": {
-                            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": class_name},
+                            "nodeClassRef": {"group": karpenter.AWS_GROUP, "kind": "EC2NodeClass", "name": class_name},
                             "requirements": requirements,
                             "taints": [t.as_k8s() for t in pool.taints],
                         },
@@ -121,7 +118,7 @@ class KarpenterBackend(BackendDefaults):
         issues = []
         for key in pool.config.labels:
             domain = key.split("/")[0] if "/" in key else ""
-            if domain.endswith(RESTRICTED_DOMAINS):
+            if domain.endswith(karpenter.RESTRICTED_LABEL_DOMAINS):
                 issues.append(
                     ConfigIssue(f"{at}.labels.{key}", "Karpenter refuses NodePool labels in this domain", domain)
                 )

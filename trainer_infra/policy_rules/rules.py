@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from trainer_infra.core.upstream.kubernetes import NAMESPACE_NAME_LABEL
+from trainer_infra.core.upstream.kueue import PRIORITY_LABEL
 from trainer_infra.manifests.meta import DECOMMISSIONED, LEAVING, TEAM_LABEL
 from trainer_infra.manifests.pod_rules import pod_spec_problems
 from trainer_infra.manifests.pod_walk import MAIN_LISTS, containers
@@ -270,7 +272,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "clusterqueue-namespace-selector",
         "Every ClusterQueue has a namespaceSelector.",
-        "select the team namespace, e.g. matchLabels {kubernetes.io/metadata.name: <team namespace>}",
+        f"select the team namespace, e.g. matchLabels {{{NAMESPACE_NAME_LABEL}: <team namespace>}}",
         "resource",
         _clusterqueue_selector,
     ),
@@ -299,7 +301,7 @@ RULES: tuple[Rule, ...] = (
         "runtimes-stay-off-the-node",
         "Runtimes use no host namespaces, privileged containers, added capabilities, host or network volumes, "
         "or priority classes the stack does not create.",
-        "remove the field; mount the team claim for data; use Kueue's kueue.x-k8s.io/priority-class for priority",
+        f"remove the field; mount the team claim for data; use Kueue's {PRIORITY_LABEL} for priority",
         "resource",
         _runtimes_stay_off_the_node,
     ),

@@ -21,13 +21,13 @@ from typing import Any
 
 from trainer_infra.core.objects import ManagedObject
 from trainer_infra.core.quantity import format_amount
+from trainer_infra.core.upstream.kubernetes import NAMESPACE_NAME_LABEL
 from trainer_infra.manifests import meta
 from trainer_infra.nodepools.labels import POOL_LABEL
 from trainer_infra.queues.config import QueuesConfig
 from trainer_infra.queues.resolve import QueueLimits, ResolvedQueues
 from trainer_infra.tenancy.teams import TeamConfig
 
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 FLAVOR_IMMUTABLE = ("spec.topologyName", "spec.nodeLabels", "spec.tolerations")
 TOPOLOGY_IMMUTABLE = ("spec.levels",)
 

@@ -15,6 +15,7 @@ from trainer_infra.components.plan import components_plan
 from trainer_infra.components.registry import COMPONENTS
 from trainer_infra.core.errors import ConfigError, ConfigIssue
 from trainer_infra.core.objects import ClusterAccess, ManagedObject, Plan, PlanPart, SecretValue
+from trainer_infra.core.upstream import kueue
 from trainer_infra.nodepools.labels import POOL_LABEL
 from trainer_infra.nodepools.plan import node_pool_plan
 from trainer_infra.observability.facts import ObservedTeam, PlatformFacts
@@ -92,7 +93,7 @@ def plan_storage(v: Validated) -> PlanPart:
 
 def plan_pools_and_queues(v: Validated) -> PlanPart:
     cfg = v.config
-    kueue_api = v.releases.by_name["kueue"].api_versions["kueue.x-k8s.io"]
+    kueue_api = v.releases.by_name["kueue"].api_versions[kueue.GROUP]
     pools = node_pool_plan(v.pools, cfg.images.registry_mirror)
     queues = queues_plan(kueue_api, cfg.queues, cfg.teams, v.queues).objects
     return PlanPart(objects=(*pools.objects, *queues), resources=pools.resources)

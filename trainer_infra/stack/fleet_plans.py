@@ -23,6 +23,7 @@ from trainer_infra.components.settings import deep_merge
 from trainer_infra.core.errors import ConfigError, ConfigIssue
 from trainer_infra.core.objects import FleetPlan, ManagedObject, Plan
 from trainer_infra.core.quantity import quantity
+from trainer_infra.core.upstream.kueue import GROUP as KUEUE_GROUP
 from trainer_infra.fleet import checks
 from trainer_infra.fleet.config import FleetConfig, WorkerConfig
 from trainer_infra.fleet.multikueue import (
@@ -191,7 +192,7 @@ def _per_worker(
 def _manager_plan(vf: ValidatedFleet, plan: Plan) -> Plan:
     v = vf.manager
     kueue = v.releases.by_name["kueue"]
-    api = kueue.api_versions["kueue.x-k8s.io"]
+    api = kueue.api_versions[KUEUE_GROUP]
     flavors, covered, quotas = _per_worker(vf)
     teams = {cluster_queue_name(team): team.name for team in vf.config.teams}
     objects: list[ManagedObject] = []

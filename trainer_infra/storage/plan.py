@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from trainer_infra.core.objects import ManagedObject, PlanPart
+from trainer_infra.core.upstream import kubernetes
 from trainer_infra.manifests import meta
 from trainer_infra.storage.config import DataCacheConfig, StorageConfig
 from trainer_infra.storage.data_cache import cache_initializer_rbac, cache_initializer_role
@@ -23,7 +24,7 @@ def storage_class(storage: StorageConfig, allow_data_loss: bool) -> ManagedObjec
         return None
     mount_options = storage.mount_options if storage.mount_options is not None else backend.mount_options(settings)
     manifest: dict[str, Any] = {
-        "apiVersion": "storage.k8s.io/v1",
+        "apiVersion": kubernetes.STORAGE_API,
         "kind": "StorageClass",
         "metadata": meta.metadata(storage.class_name),
         "provisioner": provisioner,

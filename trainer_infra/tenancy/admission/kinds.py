@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from trainer_infra.core.registry import Registry
+from trainer_infra.core.upstream import jobset, trainer
 from trainer_infra.manifests.pod_rules import PodSchema
 from trainer_infra.tenancy.admission.cel import guarded
 from trainer_infra.tenancy.admission.model import AdmittedKind
@@ -13,7 +14,7 @@ _FROM_JOBS = f".filter(j, {_JOB_SPEC}).map(j, j.template.spec.template.spec)"
 POD = AdmittedKind("Pod", "", "v1", "pods", ("CREATE",), specs="[[object.spec]]")
 JOBSET = AdmittedKind(
     "JobSet",
-    "jobset.x-k8s.io",
+    jobset.GROUP,
     "*",
     "jobsets",
     ("CREATE", "UPDATE"),
@@ -22,7 +23,7 @@ JOBSET = AdmittedKind(
 )
 TRAINING_RUNTIME = AdmittedKind(
     "TrainingRuntime",
-    "trainer.kubeflow.org",
+    trainer.GROUP,
     "*",
     "trainingruntimes",
     ("CREATE", "UPDATE"),
@@ -38,7 +39,7 @@ TRAINING_RUNTIME = AdmittedKind(
 #: runtimePatches carry a narrower pod spec: no ephemeralContainers, no deprecated serviceAccount
 TRAINJOB = AdmittedKind(
     "TrainJob",
-    "trainer.kubeflow.org",
+    trainer.GROUP,
     "*",
     "trainjobs",
     ("CREATE", "UPDATE"),

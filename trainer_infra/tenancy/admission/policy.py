@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from trainer_infra.core.upstream.kubernetes import ADMISSION_API as API
 from trainer_infra.manifests import meta
 from trainer_infra.manifests.pod_rules import DEFAULT_SERVICE_ACCOUNT
 from trainer_infra.tenancy.admission.cel import ANNOTATIONS, has_annotation
@@ -12,7 +13,6 @@ from trainer_infra.tenancy.admission.kinds import KINDS
 from trainer_infra.tenancy.admission.model import ALLOW_LISTS, AdmissionRule, AdmissionSettings, TeamAdmission
 from trainer_infra.tenancy.admission.registry import RULES
 
-API = "admissionregistration.k8s.io/v1"
 PREFIX = "trainer-platform-tenancy"
 
 

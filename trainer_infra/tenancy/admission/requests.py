@@ -4,7 +4,7 @@ the runtime's own volume."""
 
 from __future__ import annotations
 
-from trainer_infra.core.kueue import QUEUE_LABEL
+from trainer_infra.core.upstream.kueue import QUEUE_LABEL
 from trainer_infra.manifests.pod_rules import CLAIM_BINDING_FIELDS
 from trainer_infra.storage.injection import VOLUME as CLAIM_VOLUME
 from trainer_infra.tenancy.admission.cel import has_annotation, lit

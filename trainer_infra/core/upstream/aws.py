@@ -1,0 +1,9 @@
+"""Names Amazon Web Services defines (EKS, its CSI drivers)."""
+
+from __future__ import annotations
+
+#: The EC2 network topology node labels, `…-1` (coarsest) to `…-4`, set by Karpenter from the instance topology.
+NETWORK_NODE_LAYER_PREFIX = "topology.k8s.aws/network-node-layer-"
+#: The Amazon EFS and FSx for Lustre CSI drivers.
+EFS_CSI_DRIVER = "efs.csi.aws.com"
+FSX_CSI_DRIVER = "fsx.csi.aws.com"

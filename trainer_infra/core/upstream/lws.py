@@ -1,0 +1,8 @@
+"""Names LeaderWorkerSet defines (kubernetes-sigs/lws `api/leaderworkerset/v1`)."""
+
+from __future__ import annotations
+
+#: The API group of LeaderWorkerSets.
+GROUP = "leaderworkerset.x-k8s.io"
+#: LeaderWorkerSet labels each of its pods with the set's name.
+NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
