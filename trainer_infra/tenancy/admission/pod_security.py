@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from trainer_infra.core.upstream.kubernetes import POD_SECURITY_ENFORCE as ENFORCE
 from trainer_infra.manifests.pod_security_standards import SAFE_SYSCTLS, SELINUX_TYPES
+from trainer_infra.manifests.pod_walk import TEMPLATE_LISTS
 from trainer_infra.tenancy.admission.cel import lit
 from trainer_infra.tenancy.admission.model import AdmissionRule, AdmissionSettings, AdmittedKind, Expression
 
@@ -24,9 +25,7 @@ _SUFFIX = (
 def _contexts(kind: AdmittedKind, check: str, pod: bool = True) -> str:
     """CEL: `check(sc)` holds for the pod's and every container's securityContext (where set)."""
     parts = [f"(!has(s.securityContext) || ({check.replace('sc.', 's.securityContext.')}))"] if pod else []
-    for f in kind.pod.containers:
-        if f == "ephemeralContainers":
-            continue
+    for f in (f for f in kind.pod.containers if f in TEMPLATE_LISTS):  # a pod is never created with ephemeral ones
         parts.append(
             f"(!has(s.{f}) || s.{f}.all(c, !has(c.securityContext) || ({check.replace('sc.', 'c.securityContext.')})))"
         )
