@@ -7,9 +7,9 @@ one is refused already (rule `privileged`), the baseline set included."""
 
 from __future__ import annotations
 
+from trainer_infra.admission.cel import lit
+from trainer_infra.admission.model import AdmissionRule, AdmissionSettings, AdmittedKind, Expression
 from trainer_infra.manifests.pod_security import SAFE_SYSCTLS, SELINUX_TYPES
-from trainer_infra.tenancy.admission.cel import lit
-from trainer_infra.tenancy.admission.model import AdmissionRule, AdmissionSettings, AdmittedKind, Expression
 
 ENFORCE = "pod-security.kubernetes.io/enforce"
 _LABELS = "namespaceObject.metadata.labels"
