@@ -7,7 +7,7 @@ import copy
 from typing import Any
 
 from tests.helpers import render
-from tests.pools_helpers import kwok_pool, stack
+from tests.pools_helpers import issues, kwok_pool, stack
 from trainer_infra.policy_rules import RULES, check
 from trainer_infra.policy_rules.model import Subject
 from trainer_infra.render.enforce import check_rendered
@@ -98,3 +98,8 @@ def test_an_amd_only_platform_tells_members_to_request_its_own_gpus() -> None:
     claims = [m for m in messages if "resourceClaims" in m]
     assert claims and all(m.endswith("Request GPUs as resources (amd.com/gpu)") for m in claims)
     assert not [m for m in messages if "nvidia.com/gpu" in m]
+
+
+def test_an_untainted_amd_pool_is_told_the_taint_it_would_get() -> None:
+    found = [i for i in issues(stack([_amd_pool(taints=[])])) if i.path == "nodePools[0].taints"]
+    assert [i.hint for i in found] == ["drop `taints: []` to get amd.com/gpu=present:NoSchedule"]

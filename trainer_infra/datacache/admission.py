@@ -216,10 +216,18 @@ LEADER_WORKER_SET = AdmittedKind(
     variables=(("templates", TEMPLATES),),
     applies=_with_cache,
 )
+#: only the cache initializer's requests are judged: a ServiceAccount has no spec, and the platform and the
+#: namespace's controllers create them too
 SERVICE_ACCOUNT = AdmittedKind(
-    "ServiceAccount", "", "v1", "serviceaccounts", ("CREATE", "UPDATE"), specs=None, applies=_with_cache,
+    "ServiceAccount",
+    "",
+    "v1",
+    "serviceaccounts",
+    ("CREATE", "UPDATE"),
+    specs=None,
+    applies=_with_cache,
     match=_initializer_requests,
-)  # fmt: skip
+)
 
 
 def _cache_rule(
