@@ -37,10 +37,6 @@ STANDALONE = {
 PENDING = (
     "sandbox/*",
     "simulate/*",
-    "tenancy/deputies.py",
-    "tenancy/deputy_admission.py",
-    "tenancy/admission/deputies.py",
-    "storage/data_cache.py",
 )
 
 

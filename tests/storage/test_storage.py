@@ -12,9 +12,9 @@ from tests.conformance import Conformance
 from tests.helpers import MINIMAL, conformance_findings, crd_versions, render, resource
 from trainer_infra.catalog.injections import apply_injections
 from trainer_infra.core.errors import ConfigError
+from trainer_infra.datacache.rbac import CACHE_ROLE
 from trainer_infra.stack.build import build_plan
 from trainer_infra.stack.validate import validate
-from trainer_infra.storage.data_cache import CACHE_ROLE
 from trainer_infra.storage.injection import workspace_disagreement
 
 TEAMS: list[dict[str, Any]] = [{"name": "nlp", "storage": {"size": "2Ti"}}, {"name": "vision", "namespace": "cv"}]

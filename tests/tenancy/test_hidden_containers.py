@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
+from trainer_infra.tenancy.admission.model import AdmissionSettings, TeamAdmission
 
 from tests.conformance.crds import crds_dir
 from tests.tenancy import cel_admission
@@ -29,7 +30,6 @@ from trainer_infra.migrate import tenancy as migrate
 from trainer_infra.policy_rules.model import Subject
 from trainer_infra.policy_rules.rules import RULES as POLICY_RULES
 from trainer_infra.tenancy.admission.kinds import KINDS
-from trainer_infra.tenancy.admission.model import AdmissionSettings, TeamAdmission
 from trainer_infra.tenancy.admission.policy import admission_objects, namespace_annotations, policy_name
 
 Obj = dict[str, Any]

@@ -10,9 +10,9 @@ from trainer_infra.components.component import Controller, ResolvedRelease, Stac
 from trainer_infra.components.settings import PROBE_NAME, ControllerConfig, deep_merge, probe_pod
 from trainer_infra.core.images import split_image
 from trainer_infra.core.upstream import kubernetes
+from trainer_infra.datacache.chart import data_cache_values
 from trainer_infra.manifests.runtime import minimal_runtime
 from trainer_infra.observability.facts import MetricsEndpoint
-from trainer_infra.storage.data_cache import data_cache_values
 
 CHART_RUNTIMES = ("torchDistributed", "deepspeedDistributed", "mlxDistributed", "jaxDistributed", "xgboostDistributed")
 TORCHTUNE_MODELS = ("llama3_2_1B", "llama3_2_3B", "qwen2_5_1_5B")

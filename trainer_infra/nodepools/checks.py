@@ -6,8 +6,14 @@ from __future__ import annotations
 from collections import Counter
 
 from trainer_infra.core.errors import ConfigIssue
-from trainer_infra.core.upstream import nvidia
-from trainer_infra.nodepools.labels import CAPACITY_TYPE_LABEL, HOSTNAME, NODE_OWN_LABELS, POOL_LABEL, level_name
+from trainer_infra.nodepools.labels import (
+    CAPACITY_TYPE_LABEL,
+    HOSTNAME,
+    NODE_OWN_LABELS,
+    POOL_LABEL,
+    accelerator_taint,
+    level_name,
+)
 from trainer_infra.nodepools.model import ResolvedPool
 from trainer_infra.nodepools.registry import BACKENDS
 
@@ -78,12 +84,13 @@ def check_pools(pools: tuple[ResolvedPool, ...]) -> list[ConfigIssue]:
             )
         seen.setdefault(pool.name, pool.index)
         if pool.config.node.accelerator and not pool.config.configured_taints:
+            taint = accelerator_taint(pool.config.node.accelerator.resource)
             issues.append(
                 ConfigIssue(
                     f"{pool.at}.taints",
                     "a GPU pool needs a taint, or CPU-only pods will fill its nodes",
                     "[]",
-                    f"drop `taints: []` to get {nvidia.GPU}=present:NoSchedule",
+                    f"drop `taints: []` to get {taint.key}={taint.value}:{taint.effect}",
                 )
             )
         if len(pool.taints) > MAX_FLAVOR_FIELDS or len(pool.flavor_labels) > MAX_FLAVOR_FIELDS:

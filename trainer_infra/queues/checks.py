@@ -15,7 +15,7 @@ from trainer_infra.queues.capacity import pool_totals
 from trainer_infra.queues.config import UNLABELLED_PRIORITY, QueuesConfig
 from trainer_infra.queues.placement import resolve_level
 from trainer_infra.queues.resolve import ResolvedQueues
-from trainer_infra.tenancy.teams import TeamConfig
+from trainer_infra.teams.model import TeamConfig
 
 
 def check_queues(teams: Sequence[TeamConfig], q: QueuesConfig, resolved: ResolvedQueues) -> list[ConfigIssue]:

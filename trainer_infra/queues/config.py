@@ -1,4 +1,4 @@
-"""Config of the queueing setup: stack-wide `queues:` (the per-team quota is in tenancy/quota.py)."""
+"""Config of the queueing setup: stack-wide `queues:` (the per-team quota is in teams/quota.py)."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ from trainer_infra.manifests import meta
 from trainer_infra.nodepools.labels import POOL_LABEL
 from trainer_infra.queues.config import QueuesConfig
 from trainer_infra.queues.resolve import QueueLimits, ResolvedQueues
-from trainer_infra.tenancy.teams import TeamConfig
+from trainer_infra.teams.model import TeamConfig
 
 FLAVOR_IMMUTABLE = ("spec.topologyName", "spec.nodeLabels", "spec.tolerations")
 TOPOLOGY_IMMUTABLE = ("spec.levels",)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from trainer_infra.admission.model import AdmissionSettings, TeamAdmission
 from trainer_infra.catalog.plan import catalog_plan
 from trainer_infra.components.identity import controller_username
 from trainer_infra.components.kueue import kueue_settings
@@ -16,6 +17,9 @@ from trainer_infra.components.registry import COMPONENTS
 from trainer_infra.core.errors import ConfigError, ConfigIssue
 from trainer_infra.core.objects import ClusterAccess, ManagedObject, Plan, PlanPart, SecretValue
 from trainer_infra.core.upstream import kueue
+from trainer_infra.datacache.deputies import cache_deputy
+from trainer_infra.datacache.pinned import CACHE_INITIALIZER
+from trainer_infra.datacache.rbac import data_cache_objects
 from trainer_infra.nodepools.labels import POOL_LABEL
 from trainer_infra.nodepools.plan import node_pool_plan
 from trainer_infra.observability.facts import ObservedTeam, PlatformFacts
@@ -23,10 +27,7 @@ from trainer_infra.observability.plan import observability_plan
 from trainer_infra.queues.derive import cluster_queue_name
 from trainer_infra.queues.plan import queues_plan
 from trainer_infra.stack.validate import Validated
-from trainer_infra.storage.data_cache import CACHE_INITIALIZER
 from trainer_infra.storage.plan import storage_plan
-from trainer_infra.tenancy.admission.model import AdmissionSettings, TeamAdmission
-from trainer_infra.tenancy.deputies import cache_deputy
 from trainer_infra.tenancy.network import NetworkSettings
 from trainer_infra.tenancy.plan import tenancy_plan
 
@@ -61,6 +62,7 @@ def plan_tenancy(v: Validated) -> PlanPart:
         priority_classes=tuple(cfg.tenancy.priority_classes),
         data_cache_service_account=CACHE_INITIALIZER if cfg.data_cache.enabled else None,
         data_cache=cache,
+        accelerators=v.serve.facts.accelerators,
     )
     net = cfg.tenancy.network_policies
     network = (
@@ -82,13 +84,17 @@ def plan_tenancy(v: Validated) -> PlanPart:
         cluster_queues={t.name: cluster_queue_name(t) for t in cfg.teams},
         admission=admission,
         network=network,
-        cache=cache,
     )
 
 
 def plan_storage(v: Validated) -> PlanPart:
     cfg = v.config
-    return storage_plan(cfg.storage, cfg.data_cache, cfg.teams, cfg.images.registry_mirror, cfg.allow_data_loss)
+    return storage_plan(cfg.storage, cfg.teams, cfg.images.registry_mirror, cfg.allow_data_loss)
+
+
+def plan_data_cache(v: Validated) -> PlanPart:
+    cfg = v.config
+    return PlanPart(objects=tuple(data_cache_objects(cfg.data_cache, [t.resolved_namespace for t in cfg.teams])))
 
 
 def plan_pools_and_queues(v: Validated) -> PlanPart:
@@ -124,6 +130,7 @@ PLANNERS: list[Callable[[Validated], PlanPart]] = [
     plan_components,
     plan_tenancy,
     plan_storage,
+    plan_data_cache,
     plan_pools_and_queues,
     plan_catalog,
     plan_observability,

@@ -20,7 +20,7 @@ from trainer_infra.nodepools.checks import MAX_FLAVORS
 from trainer_infra.nodepools.kwok import MAX_KWOK_NODES
 from trainer_infra.stack import file as stack_file
 from trainer_infra.stack.config import MAX_TEAMS, StackConfig
-from trainer_infra.tenancy.config import MAX_SUBJECTS
+from trainer_infra.teams.config import MAX_SUBJECTS
 
 # What a user-chosen map key stands for, for every map whose values have fields (by dotted path, list
 # items as `[]`). tests/test_docs.py keeps this in step with the models.

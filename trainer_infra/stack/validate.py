@@ -31,6 +31,8 @@ from trainer_infra.core.errors import ConfigError, ConfigIssue, format_path
 from trainer_infra.core.model import Resources
 from trainer_infra.core.schema import issue_from
 from trainer_infra.core.walk import instances
+from trainer_infra.datacache.checks import check_data_cache, check_data_cache_protections, check_job_service_accounts
+from trainer_infra.datacache.pinned import CACHE_CLUSTER_PODS
 from trainer_infra.nodepools.checks import check_pools
 from trainer_infra.nodepools.model import ResolvedPool
 from trainer_infra.nodepools.registry import BACKENDS as POOL_BACKENDS
@@ -43,13 +45,9 @@ from trainer_infra.stack.config import StackConfig
 from trainer_infra.stack.load import NAMESPACE
 from trainer_infra.stack.secrets import plaintext_warnings
 from trainer_infra.storage.checks import (
-    check_data_cache,
-    check_data_cache_protections,
-    check_job_service_accounts,
     check_mount_path,
     check_storage,
 )
-from trainer_infra.storage.data_cache import CACHE_CLUSTER_PODS
 from trainer_infra.tenancy.checks import SYSTEM_NAMESPACES, check_restricted, check_teams
 
 

@@ -19,8 +19,8 @@ from typing import Any
 from trainer_infra.core.objects import ManagedObject
 from trainer_infra.core.upstream import jobset, kubernetes, kueue, trainer
 from trainer_infra.manifests import meta
-from trainer_infra.tenancy.protection import TEAM_LABEL
-from trainer_infra.tenancy.teams import TeamConfig
+from trainer_infra.teams.model import TeamConfig
+from trainer_infra.teams.protection import TEAM_LABEL
 
 READ = ["get", "list", "watch"]
 MEMBER_ROLE = "trainer-platform-team-member"

@@ -13,6 +13,10 @@ OS_LABEL = f"{DOMAIN}/os"
 ZONE_LABEL = f"topology.{DOMAIN}/zone"
 INSTANCE_TYPE_LABEL = f"node.{DOMAIN}/instance-type"
 
+#: The Job controller's label (and annotation) with an Indexed Job pod's completion index.
+JOB_COMPLETION_INDEX = f"batch.{DOMAIN}/job-completion-index"
+#: The per-container AppArmor annotation prefix (beta; Pod Security still judges it).
+APPARMOR_CONTAINER_PREFIX = f"container.apparmor.security.beta.{DOMAIN}/"
 #: The label every namespace carries with its own name.
 NAMESPACE_NAME_LABEL = f"{DOMAIN}/metadata.name"
 #: Pod Security Admission's namespace labels: `<prefix>/enforce`, `…/enforce-version`, `…/warn`, `…/audit`.

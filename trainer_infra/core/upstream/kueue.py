@@ -22,6 +22,9 @@ TOPOLOGY_ANNOTATIONS = {
     "preferred": f"{GROUP}/podset-preferred-topology",
     "unconstrained": f"{GROUP}/podset-unconstrained-topology",
 }
+#: The field manager of the runtime patch Kueue writes when it admits a TrainJob (pkg/controller/jobs/trainjob:
+#: `runtimePatchManagerName`).
+PATCH_MANAGER = f"{GROUP}/manager"
 #: The leader-election lease of the manager (Kueue's default `leaderElection.resourceName`).
 LEADER_ELECTION_ID = f"c1f6bfd2.{GROUP}"
 #: The Workload kind as `groupKindConcurrency` keys it.

@@ -7,11 +7,11 @@ one is refused already (rule `privileged`), the baseline set included."""
 
 from __future__ import annotations
 
+from trainer_infra.admission.cel import lit
+from trainer_infra.admission.model import AdmissionRule, AdmissionSettings, AdmittedKind, Expression
 from trainer_infra.core.upstream.kubernetes import POD_SECURITY_ENFORCE as ENFORCE
 from trainer_infra.manifests.pod_security_standards import SAFE_SYSCTLS, SELINUX_TYPES
 from trainer_infra.manifests.pod_walk import TEMPLATE_LISTS
-from trainer_infra.tenancy.admission.cel import lit
-from trainer_infra.tenancy.admission.model import AdmissionRule, AdmissionSettings, AdmittedKind, Expression
 
 _LABELS = "namespaceObject.metadata.labels"
 LEVEL = f"(has({_LABELS}) && '{ENFORCE}' in {_LABELS} ? {_LABELS}['{ENFORCE}'] : 'privileged')"

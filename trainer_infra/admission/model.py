@@ -4,12 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from trainer_infra.manifests.pod_rules import PodSchema
-
-if TYPE_CHECKING:
-    from trainer_infra.tenancy.deputies import CacheDeputy
 
 #: the team namespace's annotations that hold its allow-lists (comma-separated names), by `variables.team` key
 ALLOW_LISTS = {
@@ -30,6 +26,25 @@ class TeamAdmission:
 
 
 @dataclass(frozen=True)
+class CacheDeputy:
+    """What the admission rules need to bound the data cache's identities (`datacache/deputies.py` reads it
+    from the served runtimes)."""
+
+    service_account: str
+    runtimes: tuple[str, ...]  # ClusterTrainingRuntimes whose pods run as it
+    jobs: tuple[str, ...]  # their replicated jobs that run as it
+    initializer_images: tuple[str, ...]
+    #: env names the runtime gives the pods running as it (Trainer adds STORAGE_URI, members the allow-list)
+    initializer_env: tuple[str, ...]
+    pinned: tuple[tuple[str, str], ...]  # env the runtime pins (a member may only repeat the value)
+    cache_image: str
+    size: int
+    head: tuple[str, str]  # cpu, memory (requests = limits)
+    worker: tuple[str, str]
+    iam_role: str
+
+
+@dataclass(frozen=True)
 class AdmissionSettings:
     """Everything the policies need, resolved by the planner (identities from the charts' release names)."""
 
@@ -42,22 +57,36 @@ class AdmissionSettings:
     data_cache_service_account: str | None = None
     #: the data cache's deputy (pinned images, settings, runtimes); None: no data cache
     data_cache: CacheDeputy | None = None
+    #: the accelerator resources the stack's pools offer (what messages tell members to request)
+    accelerators: tuple[str, ...] = ()
+
+
+def _always(settings: AdmissionSettings) -> bool:
+    return True
 
 
 @dataclass(frozen=True)
 class AdmittedKind:
-    """A kind whose objects reach pods, where its schema keeps them, and which pod-spec fields it has."""
+    """A kind judged in team namespaces: where its schema keeps pod specs, which pod-spec fields it has, and
+    when and for which requests its policy exists."""
 
     name: str
     group: str
     version: str
     resource: str
     operations: tuple[str, ...]
-    #: CEL: the object's pod specs as a list of lists (`variables.specs`; no flatten needed)
-    specs: str
+    #: CEL: the object's pod specs as a list of lists (`variables.specs`; no flatten needed); None: it carries
+    #: none (per-pod rules cannot name it)
+    specs: str | None
     #: CEL: its JobSet `volumeClaimPolicies` (`variables.claimTemplates`), None: it has none
     claim_templates: str | None = None
     pod: PodSchema = field(default_factory=PodSchema)
+    #: more policy variables (name, CEL), after `team`, `specs` and `claimTemplates`
+    variables: tuple[tuple[str, str], ...] = ()
+    #: whether this stack has a policy for the kind at all
+    applies: Callable[[AdmissionSettings], bool] = _always
+    #: the policy's one match condition (name, CEL); None: every create and every update of spec or labels
+    match: Callable[[AdmissionSettings], tuple[str, str]] | None = None
 
 
 #: `(kind, settings) -> CEL boolean (true: admitted)`, or None when the rule has nothing to say in this stack
@@ -70,12 +99,16 @@ class AdmissionRule:
 
     `per_pod`: the expression judges one pod spec `s` and the policy applies it to every pod spec of the object
     (`variables.specs`); otherwise it judges the request (`object`, `oldObject`, `request`, `variables.team`).
-    The message may name the team's allow-lists as `{claims}`, `{queues}` and `{serviceAccounts}`.
+    The message may name the team's allow-lists as `{claims}`, `{queues}` and `{serviceAccounts}`; one that
+    quotes the stack's own values (a pinned size, an image) is a function of the settings.
     """
 
     name: str
     kinds: tuple[str, ...]
-    message: str
+    message: str | Callable[[AdmissionSettings], str]
     expression: Expression
     per_pod: bool = False
     reason: str = "Forbidden"
+
+    def message_in(self, settings: AdmissionSettings) -> str:
+        return self.message if isinstance(self.message, str) else self.message(settings)

@@ -9,7 +9,7 @@ the deletion happens in a later `pulumi up`, after a human removed the team on p
 from __future__ import annotations
 
 from trainer_infra.manifests.meta import DECOMMISSIONED, TEAM_LABEL
-from trainer_infra.tenancy.teams import TeamConfig
+from trainer_infra.teams.model import TeamConfig
 
 __all__ = ["TEAM_LABEL", "decommission_annotations", "team_data_protected"]
 

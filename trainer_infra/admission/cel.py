@@ -7,6 +7,8 @@ from typing import Any
 
 #: where a policy reads the request namespace's annotations (the team allow-lists)
 ANNOTATIONS = "namespaceObject.metadata.annotations"
+#: the object's name ('' while the API server has yet to generate it)
+OBJECT_NAME = "(has(object.metadata.name) ? object.metadata.name : '')"
 
 
 def lit(value: Any) -> str:

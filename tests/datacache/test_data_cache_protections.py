@@ -9,8 +9,8 @@ import pytest
 
 from tests.helpers import stack_raw
 from trainer_infra.core.errors import ConfigError
+from trainer_infra.datacache.pinned import CACHE_INITIALIZER
 from trainer_infra.stack.validate import validate
-from trainer_infra.storage.data_cache import CACHE_INITIALIZER
 
 
 def _system_priority(raw: dict[str, Any]) -> None:

@@ -1,4 +1,4 @@
-"""Issue #27: the deputy inventory holds against the render, and what the data cache's identities create is
+"""The deputy inventory holds against the render, and what the data cache's identities create is
 bounded at its own admission (CEL evaluated here, the e2e suite runs the same policies in an API server)."""
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ from tests.deputy_attacks import ENV_ATTACKS, GPU_ENV, PATCH_ATTACKS, PSS_ATTACK
 from tests.helpers import render, stack_raw
 from tests.tenancy import cel_admission
 from trainer_infra.core.errors import ConfigError
+from trainer_infra.datacache.deputies import bound_in_team_namespaces, inventory
+from trainer_infra.datacache.pinned import CACHE_INITIALIZER
+from trainer_infra.datacache.rbac import CACHE_RULES
 from trainer_infra.stack.validate import validate
-from trainer_infra.storage.data_cache import CACHE_INITIALIZER, CACHE_RULES
-from trainer_infra.tenancy.deputies import bound_in_team_namespaces, inventory
-from trainer_infra.tenancy.deputy_admission import policy_name
+from trainer_infra.tenancy.admission.policy import policy_name
 
 Obj = dict[str, Any]
 TEAM_LABEL = "trainer-platform.io/team"
@@ -253,9 +254,8 @@ def _patch(job: Obj, name: str, job_patch: Obj) -> Obj:
 
 
 def _member(manifests: list[Obj], obj: Obj, kind: str = "TrainJob") -> list[str]:
-    from trainer_infra.tenancy.admission.policy import policy_name as vap_name
 
-    policy = _policies(manifests)[vap_name(kind)]
+    policy = _policies(manifests)[policy_name(kind)]
     annotations = team_namespaces(manifests)["vision"]
     labels = {"pod-security.kubernetes.io/enforce": "baseline"}
     return cel_admission.refusals(

@@ -11,7 +11,7 @@ from pydantic import AfterValidator, Field
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.quantity import quantity
 from trainer_infra.core.types import DnsLabel, NonNegativeQuantity
-from trainer_infra.tenancy.config import (
+from trainer_infra.teams.config import (
     LimitRangeConfig,
     MembersConfig,
     PodSecurityLevel,
@@ -19,7 +19,7 @@ from trainer_infra.tenancy.config import (
     TeamSecretsConfig,
     TeamStorageConfig,
 )
-from trainer_infra.tenancy.quota import PoolQuota
+from trainer_infra.teams.quota import PoolQuota
 
 
 def _weight(value: str) -> str:
@@ -35,7 +35,7 @@ FairSharingWeight = Annotated[NonNegativeQuantity, AfterValidator(_weight)]
 class TeamConfig(StrictModel):
     name: DnsLabel = Field(description="Team name; used in object names.")
     namespace: DnsLabel | None = Field(default=None, description="Team namespace (default: the team name).")
-    # Tenancy (trainer_infra/tenancy): who, where their data lives, what they may use.
+    # Who, where their data lives, what they may use (applied by trainer_infra/tenancy).
     members: MembersConfig = Field(default_factory=MembersConfig)
     storage: TeamStorageConfig = Field(default_factory=TeamStorageConfig)
     secrets: TeamSecretsConfig = Field(default_factory=TeamSecretsConfig)

@@ -22,13 +22,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from trainer_infra.admission.model import CacheDeputy
+from trainer_infra.core.upstream import trainer
+from trainer_infra.datacache.config import DataCacheConfig
+from trainer_infra.datacache.pinned import CACHE_INITIALIZER, CACHE_SUFFIX, IMAGE_ENV, PINNED_ENV, SERVICE_SUFFIX
+from trainer_infra.datacache.rbac import CACHE_ROLE, CACHE_RULES
 from trainer_infra.manifests.pod_walk import containers
 from trainer_infra.manifests.runtime import get_in, replicated_jobs
-from trainer_infra.storage.config import DataCacheConfig
-from trainer_infra.storage.data_cache import CACHE_INITIALIZER, CACHE_RULES, CACHE_SUFFIX, SERVICE_SUFFIX
 
 #: Trainer's step label: which replicated job receives `initializer.*` and `trainer.*`.
-STEP_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
+STEP_LABEL = trainer.ANCESTOR_LABEL
 INITIALIZER_JOBS = ("dataset-initializer", "model-initializer")
 #: Why the cache cluster is not charged in Kueue: cache.py sets no queue label and makes the TrainJob the
 #: LeaderWorkerSet's controller, and Kueue 0.19 defaults no LocalQueue for an object whose controller it
@@ -63,27 +66,6 @@ class Deputy:
     role: str | None = None
 
 
-@dataclass(frozen=True)
-class CacheDeputy:
-    """What the admission rules need to bound the data cache's identities (read from the served runtimes)."""
-
-    service_account: str
-    runtimes: tuple[str, ...]  # ClusterTrainingRuntimes whose pods run as it
-    jobs: tuple[str, ...]  # their replicated jobs that run as it
-    initializer_images: tuple[str, ...]
-    #: env names the runtime gives the pods running as it (Trainer adds STORAGE_URI, members the allow-list)
-    initializer_env: tuple[str, ...]
-    pinned: tuple[tuple[str, str], ...]  # env the runtime pins (a member may only repeat the value)
-    cache_image: str
-    size: int
-    head: tuple[str, str]  # cpu, memory (requests = limits)
-    worker: tuple[str, str]
-    iam_role: str
-
-
-_PINNED = ("CACHE_IMAGE", "CLUSTER_SIZE", "HEAD_CPU", "HEAD_MEM", "WORKER_CPU", "WORKER_MEM", "IAM_ROLE")
-
-
 def cache_deputy(cfg: DataCacheConfig, runtimes: Iterable[Mapping[str, Any]]) -> CacheDeputy | None:
     """The cache deputy's facts from the served runtimes (after overrides, injections and the mirror)."""
     if not cfg.enabled:
@@ -103,7 +85,7 @@ def cache_deputy(cfg: DataCacheConfig, runtimes: Iterable[Mapping[str, Any]]) ->
             for _, c in containers(pod):
                 images.add(str(c["image"]))
                 env_names.update(str(e["name"]) for e in c.get("env") or [])
-                pinned.update({e["name"]: str(e["value"]) for e in c.get("env") or [] if e.get("name") in _PINNED})
+                pinned.update({e["name"]: str(e["value"]) for e in c.get("env") or [] if e.get("name") in PINNED_ENV})
     cluster = cfg.cluster
     return CacheDeputy(
         service_account=CACHE_INITIALIZER,
@@ -112,7 +94,7 @@ def cache_deputy(cfg: DataCacheConfig, runtimes: Iterable[Mapping[str, Any]]) ->
         initializer_images=tuple(sorted(images)),
         initializer_env=tuple(sorted(env_names)),
         pinned=tuple(sorted(pinned.items())),
-        cache_image=pinned.get("CACHE_IMAGE", ""),
+        cache_image=pinned.get(IMAGE_ENV, ""),
         size=cluster.size,
         head=(cluster.head_cpu, cluster.head_memory),
         worker=(cluster.worker_cpu, cluster.worker_memory),
@@ -130,14 +112,14 @@ CACHE_INITIALIZER_DEPUTY = Deputy(
     identity=CACHE_INITIALIZER,
     where="every team namespace (dataCache.enabled)",
     runs="the dataset-initializer pod of the data cache runtimes (torch-distributed-with-cache)",
-    may=f"get its TrainJob; {_verbs()} (ClusterRole trainer-platform-cache-initializer, bound per namespace)",
-    role="trainer-platform-cache-initializer",
+    may=f"get its TrainJob; {_verbs()} (ClusterRole {CACHE_ROLE}, bound per namespace)",
+    role=CACHE_ROLE,
     fields=(
         MemberField(
             "spec.initializer.dataset.env",
             "upserted over the runtime's env of the dataset-initializer container",
-            "names allow-listed (METADATA_LOC; the pinned CACHE_IMAGE, CLUSTER_SIZE, HEAD_*, WORKER_*, IAM_ROLE "
-            "only with the platform's value); PYTHON*, LD_*, STORAGE_URI, GPU selection and every other name refused",
+            f"names allow-listed (METADATA_LOC; the pinned {', '.join(PINNED_ENV)} only with the platform's value); "
+            "PYTHON*, LD_*, STORAGE_URI, GPU selection and every other name refused",
         ),
         MemberField(
             "spec.initializer.dataset.storageUri",
@@ -153,12 +135,12 @@ CACHE_INITIALIZER_DEPUTY = Deputy(
             "spec.runtimePatches[].…replicatedJobs[dataset-initializer]",
             "strategic-merged into the initializer's job: labels, pod metadata, ServiceAccount, volumes, "
             "containers (env, mounts, securityContext), scheduling",
-            "only nodeSelector, affinity, tolerations; trainer.kubeflow.org/* labels refused in every patch",
+            f"only nodeSelector, affinity, tolerations; {trainer.GROUP}/* labels refused in every patch",
         ),
         MemberField(
             "spec.runtimePatches[].trainingRuntimeSpec.template.metadata",
             "labels and annotations propagated to what Trainer creates",
-            "trainer.kubeflow.org/* refused; AppArmor annotations judged as Pod Security does",
+            f"{trainer.GROUP}/* refused; AppArmor annotations judged as Pod Security does",
         ),
         MemberField(
             "spec.trainer.image/command/args/env",
@@ -177,7 +159,7 @@ CACHE_CLUSTER_DEPUTY = Deputy(
     may="no Kubernetes rights (nothing binds it); the cloud role of dataCache.cluster.iamRole (IRSA annotation)",
     fields=(
         MemberField(
-            "CACHE_IMAGE, CLUSTER_SIZE, HEAD_CPU/MEM, WORKER_CPU/MEM, IAM_ROLE (initializer env)",
+            f"{', '.join(PINNED_ENV)} (initializer env)",
             "image, size, resources of the cache pods and the role annotation of their ServiceAccount",
             "pinned in the runtime from dataCache (member may only repeat them); the LeaderWorkerSet, Service "
             "and ServiceAccount are refused unless they match what cache.py creates with those values",
@@ -236,31 +218,3 @@ def inventory(data_cache: bool) -> tuple[Deputy, ...]:
 def bound_in_team_namespaces(data_cache: bool) -> dict[str, str]:
     """ServiceAccount → ClusterRole it is bound to in every team namespace (the render must match)."""
     return {d.identity: d.role for d in inventory(data_cache) if d.role is not None}
-
-
-BEGIN = "<!-- BEGIN deputies (generated from trainer_infra/tenancy/deputies.py by `make docs`) -->"
-END = "<!-- END deputies -->"
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
-def inventory_markdown() -> str:
-    """The inventory as docs/teams.md shows it (the data cache's deputies included)."""
-    lines = [BEGIN, ""]
-    for d in inventory(data_cache=True):
-        lines += [
-            f"**{_cell(d.identity)}** — {_cell(d.where)}. Runs: {_cell(d.runs)}. May: {_cell(d.may)}.",
-            "",
-            "| member-controlled field | reaches it as | bounded by |",
-            "|---|---|---|",
-            *(f"| `{_cell(f.field)}` | {_cell(f.reaches)} | {_cell(f.bound)} |" for f in d.fields),
-            "",
-        ]
-    return "\n".join([*lines, END])
-
-
-def updated(text: str) -> str:
-    start, end = text.index(BEGIN), text.index(END) + len(END)
-    return text[:start] + inventory_markdown() + text[end:]
