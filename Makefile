@@ -36,7 +36,7 @@ test: lint typecheck unit  ## what CI runs
 bench: $(STAMP)  ## render 1,000 teams × 10/50 pools beside Pulumi's mock-engine floor (CPU s, ratio)
 	$(PY) -m tests.bench
 
-e2e: $(STAMP)  ## the real `pulumi preview/up`, every platform scenario on what it installed, day two up to `destroy` (root); then fleet/failures/simulate (builds once into ~/.cache; E2E_PULUMI=0 runs only those)
+e2e: $(STAMP)  ## the real `pulumi preview/up`, every platform scenario on what it installed, day two up to `destroy` (root); fleet/failures/simulate beside it (builds once into ~/.cache; E2E_PULUMI=0 runs only those; tests/e2e/pipeline.py)
 	$(PY) -m tests.e2e.run
 
 e2e-pulumi: $(STAMP) e2e-node-deps  ## `make e2e`, failing instead of skipping when the Pulumi part (its controllers run on a real node) cannot run
