@@ -34,6 +34,7 @@ INSTALLED_TESTS = (
     "tests/e2e/test_pulumi_install.py",
     "tests/e2e/test_smoke.py",
     "tests/e2e/test_scenarios.py",
+    "tests/e2e/test_data_cache_runtime.py",
     "tests/e2e/test_attacks.py",
     "tests/e2e/test_deputies.py",
     "tests/e2e/test_migrate.py",
@@ -82,7 +83,8 @@ def installs(arg: str) -> bool:
 
 
 SKIPPED = (
-    "[e2e] the platform's scenarios (test_smoke, test_scenarios, test_attacks, test_deputies, test_migrate, "
+    "[e2e] the platform's scenarios (test_smoke, test_scenarios, test_data_cache_runtime, test_attacks, test_deputies, "
+    "test_migrate, "
     "test_observability) and the real install path (test_pulumi*.py) are NOT run: {why}. They run only on what the "
     "real `pulumi up` installs (the charts' controllers as pods on a real node: root for `unshare --net --mount`, "
     "containerd, runc, cgroups, and the Pulumi toolchain). Only test_failures, test_fleet and test_simulate run."
