@@ -274,5 +274,5 @@ def prefix(name: str, stream: IO[str] | None, out: IO[str] | None = None) -> Non
     """Copy a session's output line by line, each line prefixed with ``[name]`` (two sessions may run at once)."""
     target = out or sys.stdout
     for line in stream if stream is not None else ():
-        target.write(f"[{name}] {line}")
+        target.write(f"[{name}] {line}" if line.endswith("\n") else f"[{name}] {line}\n")
         target.flush()
