@@ -75,6 +75,7 @@ class Pipeline:
     parts: list[Part] = field(default_factory=list)
     stopping: threading.Event = field(default_factory=threading.Event)
     interrupted: bool = False
+    terminated: bool = False
     controlplane_built: bool = False
     running: set[subprocess.Popen[bytes]] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -223,12 +224,18 @@ class Pipeline:
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
         self.report()
-        return INTERRUPTED if self.interrupted else max(self.codes, default=0)
+        if self.terminated:
+            # as run_sessions: the run ends by the SIGTERM (its handler before) once everything it started stopped
+            signal.raise_signal(signal.SIGTERM)
+        if self.interrupted:
+            print(f"[e2e] interrupted after {time.monotonic() - self.start:.0f} s; no later part run", flush=True)
+            return INTERRUPTED
+        return max(self.codes, default=0)
 
     def pass_on(self, signum: int, frame: FrameType | None) -> None:
         """A SIGTERM (a CI runner's stop) goes to every running session, which stops as on Ctrl-C; nothing new
         starts."""
-        self.interrupted = True
+        self.interrupted = self.terminated = True
         self.stopping.set()
         with self.lock:
             for proc in self.running:
