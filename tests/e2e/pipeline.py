@@ -5,7 +5,8 @@ A cold 2-core machine spent a third of CI's time with a core idle: the sessions 
 ``waitForPodsReady``), the builds mostly compute, and each waited for the other. Here:
 
 - the **harness lane** builds the control plane's binaries, then runs the harness session (``HARNESS_TESTS``: control
-  planes of their own in this network namespace, on free ports, in pytest's own temporary folders);
+  planes of their own in this network namespace, on free ports, in pytest's own temporary folders), then builds the
+  test tools no cluster session needs (``TOOLS``, once the real node's binaries are built) and runs their session;
 - the **platform lane** builds the Pulumi toolchain meanwhile (its own cache folder and log; Go's caches are safe to
   share), then the real node's binaries (after the control plane's: one ``Builder`` at a time, its lock), then runs
   the node session while the toolchain may still build, then the install session, then the sandbox session; the
@@ -39,6 +40,9 @@ from trainer_infra.sandbox.interrupts import wait_to_end
 
 #: the exit code of a run stopped by Ctrl-C (a shell's 128 + SIGINT)
 INTERRUPTED = 130
+#: the test tools no cluster session needs (``Plan.tools``'s files do): built after the real node's binaries, off
+#: the way to the install session (promtool: ≈ 3 min of a cold build)
+TOOLS = ("promtool",)
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,8 @@ class Plan:
     sandbox: tuple[str, ...]
     pytest_args: tuple[str, ...]
     env: dict[str, str]
+    #: the files that need only the test tools (``TOOLS``), no cluster
+    tools: tuple[str, ...] = ()
 
 
 @dataclass
@@ -139,23 +145,32 @@ class Pipeline:
         return proc.returncode
 
     # -- lanes -------------------------------------------------------------
-    def harness_lane(self, built: threading.Event) -> None:
-        """The control plane's binaries, then the harness session."""
+    def harness_lane(self, built: threading.Event, node_built: threading.Event) -> None:
+        """The control plane's binaries, then the harness session; then the test tools (after the real node's
+        binaries: one ``Builder`` at a time, and those are on the way to the install session) and their session."""
         try:
             self.controlplane_built = self.timed("build: control plane", self.build_controlplane)
         finally:
             built.set()
-        if self.controlplane_built and self.plan.harness:
+        if not self.controlplane_built:
+            return
+        if self.plan.harness:
             self.timed("session: harness", lambda: self.session("harness", self.plan.harness, in_netns=False))
+        if self.plan.tools:
+            node_built.wait()
+            if self.timed("build: test tools", self.build_tools):
+                self.timed("session: tools", lambda: self.session("tools", self.plan.tools, in_netns=False))
 
-    def platform_lane(self, built: threading.Event) -> None:
+    def platform_lane(self, built: threading.Event, node_built: threading.Event) -> None:
         """The toolchain beside the control plane's build, the node's binaries, then the real-node sessions in turn."""
         toolchain = Lane(self, "toolchain", self.toolchain) if self.plan.installed or self.plan.sandbox else None
         images: Lane | None = None
         try:
             built.wait()
             # after the control plane's build (``Builder`` holds a lock): what it failed to build is not tried twice
-            if not self.controlplane_built or not self.timed("build: real node", self.build_node):
+            node_ok = self.controlplane_built and self.timed("build: real node", self.build_node)
+            node_built.set()
+            if not node_ok:
                 return
             images = Lane(self, "stand-in images", self.stand_in_images) if self.plan.sandbox else None
             if self.plan.node:
@@ -166,6 +181,7 @@ class Pipeline:
             if self.plan.sandbox and toolchain_ok and (images is None or images.join()):
                 self.timed("session: sandbox", lambda: self.session("sandbox", self.plan.sandbox, in_netns=False))
         finally:
+            node_built.set()
             # a background build still running (a failure above) is waited for: no go build outlives the run
             for background in (toolchain, images):
                 if background is not None:
@@ -179,12 +195,19 @@ class Pipeline:
 
     # -- the builds (each: name → seconds, empty when cached) ----------------
     def build_controlplane(self) -> dict[str, float]:
-        """The control plane's and the controllers' binaries and the test tools (what the harness session runs)."""
-        return Builder(self.versions).build()
+        """The control plane's and the controllers' binaries, chart-render, promql-names (what the harness and the
+        install sessions run), not ``TOOLS``."""
+        builder = Builder(self.versions)
+        return builder.build(only={t.name for t in builder.targets() if not t.node and t.name not in TOOLS})
 
     def build_node(self) -> dict[str, float]:
         """The real node's binaries (kubelet, pause, kube-proxy, CoreDNS, kube-router)."""
-        return Builder(self.versions).build(node=True)
+        builder = Builder(self.versions)
+        return builder.build(only={t.name for t in builder.targets() if t.node})
+
+    def build_tools(self) -> dict[str, float]:
+        """The test tools only ``Plan.tools``'s files run (``TOOLS``)."""
+        return Builder(self.versions).build(only=set(TOOLS))
 
     def build_toolchain(self) -> dict[str, float]:
         """The Pulumi CLI, language host, Kubernetes provider and SDK venv (install and sandbox sessions)."""
@@ -203,10 +226,12 @@ class Pipeline:
     # -- the run -----------------------------------------------------------
     def run(self) -> int:
         """Both lanes to their end; the highest exit code, or ``INTERRUPTED``."""
-        built = threading.Event()
-        lanes = [Lane(self, "harness", lambda: self.harness_lane(built))]
+        built, node_built = threading.Event(), threading.Event()
+        lanes = [Lane(self, "harness", lambda: self.harness_lane(built, node_built))]
         if self.plan.installed or self.plan.node or self.plan.sandbox:
-            lanes.append(Lane(self, "platform", lambda: self.platform_lane(built)))
+            lanes.append(Lane(self, "platform", lambda: self.platform_lane(built, node_built)))
+        else:
+            node_built.set()
         main = threading.current_thread() is threading.main_thread()
         previous = signal.signal(signal.SIGTERM, self.pass_on) if main else None
         try:

@@ -48,6 +48,8 @@ HARNESS_TESTS = (
     "tests/e2e/test_fleet.py",
     "tests/e2e/test_simulate.py",
 )
+#: the files that need only the test tools (promtool), no cluster: a session of their own once those are built
+TOOLS_TESTS = ("tests/e2e/test_alert_rules.py",)
 #: every file that drives the real Pulumi toolchain on a chart sandbox (test_pulumi*.py)
 PULUMI_PREFIX = "tests/e2e/test_pulumi"
 #: the real node (kubelet + containerd) without the platform: opt-in, ``E2E_NODE=1`` or naming a file (``make
@@ -172,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
             sandbox=SANDBOX_TESTS if sandbox else (),
             pytest_args=(*DURATIONS, "-m", "e2e"),
             env=env,
+            tools=TOOLS_TESTS,
         )
         return Pipeline(plan, versions, before_install=fetch_exporter_sources).run()
     return run_named(args, named, versions, toolchain, pulumi=pulumi, node=node, sandbox=sandbox, env=env)

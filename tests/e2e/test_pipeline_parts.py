@@ -50,8 +50,11 @@ class Recorded(Pipeline):
     def build_images(self) -> dict[str, float]:
         return self.step("images")
 
+    def build_tools(self) -> dict[str, float]:
+        return self.step("tools-binaries")
+
     def session(self, name: str, files: tuple[str, ...], *, in_netns: bool) -> int:
-        self.step(name, {"harness": 6 * STEP}.get(name, 2 * STEP))
+        self.step(name, {"harness": 6 * STEP, "tools": STEP}.get(name, 2 * STEP))
         return self.session_codes.get(name, 0)
 
 
@@ -64,6 +67,7 @@ def plan(**overrides: tuple[str, ...]) -> Plan:
         sandbox=files["sandbox"],
         pytest_args=(),
         env={},
+        tools=files.get("tools", ("t.py",)),
     )
 
 
@@ -83,8 +87,10 @@ def test_real_node_sessions_run_one_at_a_time_and_the_harness_beside_them() -> N
     assert s["node"][0] < s["toolchain"][1] <= s["install"][0]
     # the stand-in images download beside the sessions, before the sandbox's
     assert s["node-binaries"][1] <= s["images"][0] and s["images"][1] <= s["sandbox"][0]
-    # one Builder at a time (its lock): the node's binaries after the control plane's
-    assert s["controlplane"][1] <= s["node-binaries"][0]
+    # one Builder at a time (its lock): the node's binaries after the control plane's, the test tools (only their
+    # own session needs them) after the node's, never before the install session's builds
+    assert s["controlplane"][1] <= s["node-binaries"][0] and s["node-binaries"][1] <= s["tools-binaries"][0]
+    assert s["harness"][1] <= s["tools-binaries"][0] and s["tools-binaries"][1] <= s["tools"][0]
 
 
 def test_the_run_takes_its_longest_lane_not_the_sum_of_its_parts() -> None:
@@ -108,7 +114,7 @@ def test_a_failed_toolchain_build_skips_the_sessions_that_need_it_only() -> None
     run = Recorded(plan())
     run.fail = frozenset({"toolchain"})
     assert run.run() == 1
-    assert {"harness", "node"} <= set(run.spans) and not {"install", "sandbox"} & set(run.spans)
+    assert {"harness", "node", "tools"} <= set(run.spans) and not {"install", "sandbox"} & set(run.spans)
 
 
 def test_every_session_runs_and_the_run_exits_with_the_highest_code(capsys: pytest.CaptureFixture[str]) -> None:
@@ -125,7 +131,7 @@ def test_every_session_runs_and_the_run_exits_with_the_highest_code(capsys: pyte
 def test_without_the_real_node_only_the_harness_lane_runs() -> None:
     run = Recorded(plan(installed=(), node=(), sandbox=()))
     assert run.run() == 0
-    assert set(run.spans) == {"controlplane", "harness"}
+    assert set(run.spans) == {"controlplane", "harness", "tools-binaries", "tools"}
 
 
 def test_a_session_output_is_prefixed_with_its_name_and_its_code_kept(
