@@ -31,6 +31,12 @@ from trainer_infra.sandbox.interrupts import uninterruptible
 
 Obj = dict[str, Any]
 NODE = "e2e-node-0"
+#: the marks of the session's files: opt-in, as root
+NODE_MARKS = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(os.environ.get("E2E_NODE") != "1", reason="the real node is opt-in: make e2e-node (E2E_NODE=1)"),
+    pytest.mark.skipif(os.geteuid() != 0, reason="the real node needs root (containerd, runc, mounts, cgroups)"),
+]
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The `local` render applied to the sandbox, as the scenarios and attacks see it: teams, queues, helpers.
 
-Shared by test_scenarios.py and test_attacks.py (fixtures `platform`, `clean_teams` in conftest.py).
+Shared by the install session's scenario files (fixtures `platform`, `clean_teams` in conftest.py).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Any
 
 from tests.e2e.kube import ApiError, KubeClient, wait_for
 from tests.e2e.render import RenderOutput
+from trainer_infra.manifests.runtime import JOBSET_NAME_LABEL
 
 Obj = dict[str, Any]
 TJ = ("trainer.kubeflow.org/v1alpha1", "TrainJob")
@@ -126,6 +127,11 @@ def gpu_quota(cq: Obj) -> Obj:
     """The GPU resource entry (nominalQuota, lendingLimit, borrowingLimit) of a ClusterQueue's only flavor."""
     (flavor,) = [f for g in cq["spec"]["resourceGroups"] for f in g["flavors"]]
     return next(r for r in flavor["resources"] if r["name"] == GPU)
+
+
+def jobset_pods(client: KubeClient, ns: str, jobset: str) -> list[Obj]:
+    """The pods of one JobSet (a TrainJob's JobSet has the TrainJob's name)."""
+    return client.list("v1", "Pod", ns, label_selector=f"{JOBSET_NAME_LABEL}={jobset}")
 
 
 def node_ready(node: Obj) -> bool:

@@ -185,26 +185,48 @@ def sigterm_to_the_runner(proc: subprocess.Popen[str]) -> None:
     proc.send_signal(signal.SIGTERM)
 
 
+#: the two ways run.py runs sessions: named files (``run_sessions``), every session (``pipeline.Pipeline``: the
+#: session in a lane's thread, its builds stood in for by "nothing to build")
+DRIVERS = {
+    "run_sessions": """
+        import os, sys
+        from tests.e2e import run
+
+        sys.exit(run.run_sessions([[*{pytest_args!r}, {test_file!r}]], dict(os.environ)))
+    """,
+    "pipeline": """
+        import os, sys
+        from tests.e2e.pipeline import Pipeline, Plan
+        from tests.e2e.versions import VersionSet
+
+
+        class NothingToBuild(Pipeline):
+            def build_controlplane(self):
+                return {{}}
+
+
+        plan = Plan((), ({test_file!r},), (), (), tuple({pytest_args!r}), dict(os.environ))
+        sys.exit(NothingToBuild(plan, VersionSet.from_env()).run())
+    """,
+}
+
+
+@pytest.mark.parametrize("driver", sorted(DRIVERS))
 @pytest.mark.parametrize(
     ("send", "exit_code"),
     [(ctrl_c, 130), (sigterm_to_the_runner, -signal.SIGTERM)],
     ids=["ctrl-c to the process group", "sigterm to run.py alone"],
 )
 def test_an_interrupted_session_stops_what_its_fixtures_started(
-    tmp_path: Path, send: Callable[[subprocess.Popen[str]], None], exit_code: int
+    tmp_path: Path, send: Callable[[subprocess.Popen[str]], None], exit_code: int, driver: str
 ) -> None:
     work = tmp_path / "work"
     work.mkdir()
     (tmp_path / "test_session.py").write_text(SESSION_TEST)
     # run.py's own session loop; the e2e conftest as a plugin (it turns the session's SIGTERM into an interrupt)
     session = ["-p", "tests.e2e.conftest", "-m", "e2e", "-q", "-s", "--rootdir", str(tmp_path)]
-    driver = f"""
-        import os, sys
-        from tests.e2e import run
-
-        sys.exit(run.run_sessions([{[*session, str(tmp_path / "test_session.py")]!r}], dict(os.environ)))
-    """
-    proc = start(tmp_path, driver)
+    code = DRIVERS[driver].format(pytest_args=session, test_file=str(tmp_path / "test_session.py"))
+    proc = start(tmp_path, code)
     try:
         wait_file(work / "running", proc)
         sleeper = int((work / "running").read_text())

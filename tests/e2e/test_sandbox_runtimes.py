@@ -36,6 +36,7 @@ from tests.e2e.kube import ApiError, KubeClient, wait_for
 from tests.e2e.node import MIRROR
 from tests.e2e.platform import unique
 from tests.e2e.platform_sandbox import GPU, MPI_RUNTIMES, TRAINER_ID, trainer_container
+from tests.e2e.pods import RESTRICTED, labelled_pod, log_when_done, namespace
 from tests.e2e.runtime_images import (
     JAX,
     MPI,
@@ -397,8 +398,6 @@ def test_upstream_sshd_starts_under_restricted_only_with_net_bind_service(platfo
     start. With NET_BIND_SERVICE added back (which `restricted` allows, and the platform's pod rule `privileged`
     allows as its only capability) and `allowPrivilegeEscalation: false`, sshd executes (no_new_privs keeps the
     capability from being granted: port 2222 needs none)."""
-    from tests.e2e.test_node_network import _log_when_done, _namespace, _pod
-
     sb = platform_sandbox
     admin = sb.admin
     mpi = admin.get("trainer.kubeflow.org/v1alpha1", "TrainingRuntime", MPI_RUNTIMES[0], sb.member(0).namespace)
@@ -406,16 +405,16 @@ def test_upstream_sshd_starts_under_restricted_only_with_net_bind_service(platfo
     assert sb.doc["runtimeImages"].get(image) == digest_of(MPI), (image, sb.doc["runtimeImages"])
     # a probe namespace of the admin's (the platform's team namespaces admit only queued workloads)
     ns = "mpi-restricted"
-    _namespace(admin, ns, {"pod-security.kubernetes.io/enforce": "restricted"})
+    namespace(admin, ns, RESTRICTED)
     toleration = [{"operator": "Exists"}]
     logs = {}
     for name, add in (("drop-all", []), ("net-bind-service", ["NET_BIND_SERVICE"])):
-        pod = _pod(name, ns, sb.node, image, SSHD_PROBE, {}, tolerations=toleration)
+        pod = labelled_pod(name, ns, sb.node, image, SSHD_PROBE, {}, tolerations=toleration)
         pod["spec"]["securityContext"]["runAsUser"] = MPI_UID
         if add:
             pod["spec"]["containers"][0]["securityContext"]["capabilities"]["add"] = add
         admin.create(pod)  # the real PodSecurity admission admits both: restricted allows NET_BIND_SERVICE
-        logs[name] = _log_when_done(admin, name, ns)
+        logs[name] = log_when_done(admin, name, ns)
         print(f"\n[node runtimes] {name}:\n{logs[name]}", flush=True)
     assert "sshd exit 126" in logs["drop-all"] and "Operation not permitted" in logs["drop-all"], logs
     assert "OpenSSH_" in logs["net-bind-service"] and "sshd exit 126" not in logs["net-bind-service"], logs
