@@ -20,14 +20,14 @@ from typing import Any
 
 import pytest
 
-from tests.e2e import cluster_network as net
-from tests.e2e import node as node_mod
-from tests.e2e.build import Builder
-from tests.e2e.chart_registry import ChartRegistry
-from tests.e2e.cluster_network import ClusterNetwork, NetworkSandbox
-from tests.e2e.node import MIRROR, NodeError, RealNode, publish
-from tests.e2e.oci_images import Image, busybox_image, busybox_version, pause_image
+from trainer_infra.sandbox import cluster_network as net
+from trainer_infra.sandbox import node as node_mod
+from trainer_infra.sandbox.build import Builder
+from trainer_infra.sandbox.chart_registry import ChartRegistry
+from trainer_infra.sandbox.cluster_network import ClusterNetwork, NetworkSandbox
 from trainer_infra.sandbox.interrupts import uninterruptible
+from trainer_infra.sandbox.node import MIRROR, NodeError, RealNode, publish
+from trainer_infra.sandbox.oci_images import Image, busybox_image, busybox_version, pause_image
 
 Obj = dict[str, Any]
 NODE = "e2e-node-0"
@@ -94,7 +94,7 @@ def node_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeSessi
     net.preflight()
     times: dict[str, float] = {}
     sandbox = NetworkSandbox(tmp_path_factory.mktemp("node-sandbox"))
-    if os.environ.get("E2E_NO_BUILD") != "1":
+    if os.environ.get("SANDBOX_NO_BUILD") != "1":
         Builder(sandbox.versions).build(node=True)
     start = time.monotonic()
     with sandbox:

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.e2e import netns
+from trainer_infra.sandbox import netns
 
 
 def test_wrapped_command_sees_only_its_loopback_and_can_use_it() -> None:

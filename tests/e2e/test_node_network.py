@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from tests.e2e import cluster_network as net
-from tests.e2e.kube import KubeClient, wait_for
 from tests.e2e.node_session import NodeSession
 from tests.e2e.test_node import _pod as node_pod
 from trainer_infra.manifests.runtime import JOBSET_NAME_LABEL
+from trainer_infra.sandbox import cluster_network as net
+from trainer_infra.sandbox.kube import KubeClient, wait_for
 
 pytestmark = [
     pytest.mark.e2e,

@@ -21,8 +21,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.e2e.oci_images import Image, Layer, image
 from trainer_infra.core.images import split_image
+from trainer_infra.sandbox.oci_images import Image, Layer, image
 from trainer_infra.sandbox.versions import VersionSet
 from trainer_infra.versions import MATRIX
 
@@ -105,7 +105,7 @@ def build_all(
             continue
         path = bin_dir / wanted.binary
         if not path.exists():
-            raise FileNotFoundError(f"{path} is missing: run python -m tests.e2e.build")
+            raise FileNotFoundError(f"{path} is missing: run trainer-infra sandbox build")
         start = time.monotonic()
         images[wanted.reference] = controller_image(path)
         times[f"{wanted.binary} image"] = round(time.monotonic() - start, 1)
