@@ -22,13 +22,14 @@ from typing import Any
 
 import yaml
 
+from tests.e2e.pulumi_steps import record_timing
 from trainer_infra.manifests.runtime import TRAINER_API_VERSION
 from trainer_infra.sandbox.build import Builder
 from trainer_infra.sandbox.chart_registry import ChartRegistry
 from trainer_infra.sandbox.chart_sandbox import ChartSandbox
 from trainer_infra.sandbox.kube import wait_for
 from trainer_infra.sandbox.node import MIRROR
-from trainer_infra.sandbox.pulumi_stack import Installation, PulumiProject, Result, installation, record_timing
+from trainer_infra.sandbox.pulumi_stack import Installation, PulumiProject, Result, installation
 from trainer_infra.sandbox.render import RenderOutput, bind_claims, check_versions, render_stack, variant_file
 from trainer_infra.sandbox.versions import CHECKOUT, VersionSet, cache_root, monitoring_crd_files
 

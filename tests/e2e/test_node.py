@@ -12,13 +12,12 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.node_session import NodeSession
+from tests.e2e.node_session import USER_ID, NodeSession
 from tests.e2e.platform import node_ready
 from trainer_infra.core.images import mirror_image
 from trainer_infra.sandbox.controller_images import build_all
 from trainer_infra.sandbox.kube import KubeClient, wait_for
 from trainer_infra.sandbox.node import MIRROR
-from trainer_infra.sandbox.oci_images import USER_ID
 
 pytestmark = [
     pytest.mark.e2e,

@@ -15,13 +15,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.node_session import busybox_image
 from tests.e2e.test_toolchain_parts import _chart_archive, _get
 from trainer_infra.core.images import mirror_image
 from trainer_infra.sandbox import node as node_mod
 from trainer_infra.sandbox.chart_registry import ChartRegistry
 from trainer_infra.sandbox.controlplane import Sandbox
 from trainer_infra.sandbox.node import RealNode
-from trainer_infra.sandbox.oci_images import busybox_image, pause_image
+from trainer_infra.sandbox.oci_images import pause_image
 from trainer_infra.sandbox.pki import CertificateAuthority
 from trainer_infra.sandbox.versions import CHECKOUT
 

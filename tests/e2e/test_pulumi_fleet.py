@@ -33,6 +33,7 @@ import pytest
 import yaml
 
 from tests.e2e import test_fleet as scenarios
+from tests.e2e.pulumi_steps import record_timing
 from tests.e2e.test_fleet import (
     KUEUE,
     STACK,
@@ -51,7 +52,7 @@ from tests.e2e.test_fleet import (
 from trainer_infra.manifests.meta import LEAVING
 from trainer_infra.sandbox.controlplane import Sandbox
 from trainer_infra.sandbox.kube import ApiError, wait_for
-from trainer_infra.sandbox.pulumi_stack import PulumiProject, Result, record_timing
+from trainer_infra.sandbox.pulumi_stack import PulumiProject, Result
 from trainer_infra.sandbox.render import check_versions, kueue_settings, load_render
 from trainer_infra.sandbox.toolchain import Toolchain
 from trainer_infra.sandbox.versions import CHECKOUT

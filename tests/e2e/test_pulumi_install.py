@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from tests.e2e.installed import Deployed
+from tests.e2e.pulumi_steps import kind_name
 from trainer_infra.core.images import mirror_image
 from trainer_infra.sandbox.chart_sandbox import REAL_NODE
 from trainer_infra.sandbox.kube import ApiError
 from trainer_infra.sandbox.node import MIRROR
-from trainer_infra.sandbox.pulumi_stack import kind_name
 
 pytestmark = pytest.mark.e2e
 

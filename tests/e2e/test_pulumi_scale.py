@@ -29,6 +29,7 @@ import pytest
 import yaml
 
 from tests.bench import synthetic
+from tests.e2e.pulumi_steps import record_timing
 from trainer_infra.diff.compare import Render
 from trainer_infra.diff.git import load
 from trainer_infra.platform.objects import type_token
@@ -36,7 +37,7 @@ from trainer_infra.program import deploy
 from trainer_infra.render.capture import capture
 from trainer_infra.render.output import assemble, write
 from trainer_infra.sandbox.chart_sandbox import ChartSandbox
-from trainer_infra.sandbox.pulumi_stack import STACK, Installation, Result, chart_archives, installation, record_timing
+from trainer_infra.sandbox.pulumi_stack import STACK, Installation, Result, chart_archives, installation
 from trainer_infra.sandbox.versions import CHECKOUT
 from trainer_infra.stack.build import build_plan
 from trainer_infra.stack.shards import affected, layout, shard_stack, split

@@ -423,13 +423,6 @@ def kube_version_ldflags(version: str) -> dict[str, str]:
     return flags
 
 
-def ensure_built(versions: VersionSet | None = None) -> Builder:
-    """Build whatever is missing for a version set and return its builder."""
-    builder = Builder(versions or VersionSet.from_env())
-    builder.build()
-    return builder
-
-
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

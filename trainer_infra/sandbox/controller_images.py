@@ -33,10 +33,6 @@ NONROOT = 65532
 COMPRESS_LEVEL = 1
 
 
-#: the binaries the images are made of
-CONTROLLER_BINARIES = ("jobset-manager", "kueue-manager", "trainer-controller-manager", "lws-manager")
-
-
 @dataclass(frozen=True)
 class ControllerImage:
     """One chart container: the upstream reference it is published under and the binary that stands for it."""

@@ -34,7 +34,7 @@ from trainer_infra.sandbox.chart_sandbox import NFS_DRIVER_VALUES, ChartSandbox,
 from trainer_infra.sandbox.interrupts import uninterruptible
 from trainer_infra.sandbox.node import MIRROR
 from trainer_infra.sandbox.toolchain import Toolchain
-from trainer_infra.sandbox.versions import CHECKOUT, cache_root, shared_dir
+from trainer_infra.sandbox.versions import CHECKOUT, shared_dir
 
 STACK = "e2e"
 #: A throwaway passphrase for the e2e's own secrets provider (the state lives in a temporary directory).
@@ -83,14 +83,6 @@ class Result:
         """The engine's planned steps of a ``--json`` preview."""
         doc: dict[str, Any] = json.loads(self.stdout)
         return list(doc.get("steps", []))
-
-
-def kind_name(step: dict[str, Any]) -> tuple[str, str, str]:
-    """(kind, namespace, name) of the Kubernetes object a preview step creates, changes or deletes."""
-    state = step.get("newState") or step.get("oldState") or {}
-    inputs = state.get("inputs") or {}
-    meta = inputs.get("metadata") or {}
-    return str(inputs.get("kind", "")), str(meta.get("namespace", "")), str(meta.get("name", ""))
 
 
 def diagnostics(output: str, limit: int = 6000) -> str:
@@ -287,16 +279,6 @@ class PulumiProject:
     def state_files_text(self) -> str:
         """Everything the file backend wrote (checkpoints, history, backups)."""
         return "\n".join(read_state_file(p) for p in sorted(self.state_dir.rglob("*")) if p.is_file())
-
-
-def record_timing(name: str, result: Result) -> None:
-    """Print the step's time and append it to the cache's history, so numbers survive the run for notes."""
-    record = cache_root() / "toolchain" / "e2e-timings.json"
-    record.parent.mkdir(parents=True, exist_ok=True)
-    history = json.loads(record.read_text()) if record.exists() else []
-    history.append({"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "step": name, "seconds": result.seconds})
-    record.write_text(json.dumps(history, indent=2) + "\n")
-    print(f"[e2e] {name}: {result.seconds} s", flush=True)
 
 
 @dataclass
