@@ -32,6 +32,7 @@ from trainer_infra.render.capture import capture
 from trainer_infra.render.enforce import enforce
 from trainer_infra.render.output import Rendered, assemble, summary, write
 from trainer_infra.render.per_cluster import render_fleet
+from trainer_infra.sandbox import command as sandbox_command
 from trainer_infra.simulate import command as simulate_command
 from trainer_infra.simulate import compare as simulate_compare
 from trainer_infra.simulate.facts import stack_facts
@@ -410,10 +411,14 @@ def parser() -> argparse.ArgumentParser:
     )
     simulate_compare.add_arguments(sd)
     sd.set_defaults(fn=simulate_compare.cmd_simulate_diff)
+    sandbox_command.add_parser(sub)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["sandbox"]:  # its subcommands parse their own options
+        return sandbox_command.main(argv[1:])
     args = parser().parse_args(argv)
     try:
         return int(args.fn(args))

@@ -12,8 +12,7 @@ from typing import Any
 
 import yaml
 
-from tests.e2e.build import monitoring_crd_files
-from tests.e2e.versions import VersionSet, shared_dir
+from trainer_infra.sandbox.versions import VersionSet, monitoring_crd_files, shared_dir
 
 ENV = "TRAINER_PLATFORM_CRDS"
 REPO_ROOT = Path(__file__).resolve().parents[2]

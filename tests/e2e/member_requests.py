@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.kube import ApiError, KubeClient
 from tests.e2e.platform import TJ, Obj, Platform, Team, trainjob, workload_of
-from tests.e2e.sandbox import Sandbox
+from trainer_infra.sandbox.controlplane import Sandbox
+from trainer_infra.sandbox.kube import ApiError, KubeClient
 from trainer_infra.storage.injection import VOLUME as CLAIM_VOLUME
 
 JOBSET = ("jobset.x-k8s.io/v1alpha2", "JobSet")

@@ -32,11 +32,11 @@ from types import FrameType
 from typing import IO
 
 from tests.e2e import netns, runtime_images
-from tests.e2e.build import Builder, BuildError
-from tests.e2e.node import NodeError
-from tests.e2e.toolchain import Toolchain
-from tests.e2e.versions import REPO_ROOT, VersionSet
+from trainer_infra.sandbox.build import Builder, BuildError
 from trainer_infra.sandbox.interrupts import wait_to_end
+from trainer_infra.sandbox.node import NodeError
+from trainer_infra.sandbox.toolchain import Toolchain
+from trainer_infra.sandbox.versions import CHECKOUT, VersionSet
 
 #: the exit code of a run stopped by Ctrl-C (a shell's 128 + SIGINT)
 INTERRUPTED = 130
@@ -127,7 +127,7 @@ class Pipeline:
         read_end, write_end = os.pipe()
         with os.fdopen(read_end, errors="replace") as output:
             try:
-                proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=self.plan.env, stdout=write_end, stderr=write_end)
+                proc = subprocess.Popen(cmd, cwd=CHECKOUT, env=self.plan.env, stdout=write_end, stderr=write_end)
             finally:
                 os.close(write_end)
             with self.lock:

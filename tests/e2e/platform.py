@@ -9,9 +9,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from tests.e2e.kube import ApiError, KubeClient, wait_for
-from tests.e2e.render import RenderOutput
 from trainer_infra.manifests.runtime import JOBSET_NAME_LABEL
+from trainer_infra.sandbox.kube import KubeClient, wait_for
+from trainer_infra.sandbox.render import RenderOutput
 
 Obj = dict[str, Any]
 TJ = ("trainer.kubeflow.org/v1alpha1", "TrainJob")
@@ -236,34 +236,3 @@ def trainjob(
 
 def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:5]}"
-
-
-def wait_admission_enforced(client: KubeClient, namespace: str, timeout: float = 60) -> None:
-    """Until the API server's admission plugin refuses, with the platform's own message, a TrainJob in
-    ``namespace`` that mounts a hostPath and names no queue. A policy is served (even type-checked) a moment before
-    the plugin enforces it; a test that attacks first would otherwise see the attack pass."""
-    pod = {"volumes": [{"name": "host", "hostPath": {"path": "/"}}]}
-    replicated = [{"name": "node", "template": {"spec": {"template": {"spec": pod}}}}]
-    probe = {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": "admission-probe", "namespace": namespace},
-        "spec": {
-            "runtimeRef": {"name": "torch-distributed"},
-            "runtimePatches": [
-                {
-                    "manager": "example.com/probe",
-                    "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": replicated}}},
-                }
-            ],
-        },
-    }
-
-    def refused() -> bool:
-        try:
-            client.create(probe, dry_run=True)
-        except ApiError as exc:
-            return "refused:" in exc.message
-        return False
-
-    wait_for(f"the tenancy admission policies to be enforced in {namespace}", refused, timeout)

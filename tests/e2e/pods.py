@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.e2e.kube import KubeClient, wait_for
-from tests.e2e.oci_images import USER_ID
+from tests.e2e.node_session import USER_ID
+from trainer_infra.sandbox.kube import KubeClient, wait_for
 
 Obj = dict[str, Any]
 #: the labels of a namespace that enforces PodSecurity ``restricted``

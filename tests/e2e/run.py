@@ -15,16 +15,16 @@ import subprocess
 import sys
 import time
 
-from tests.e2e import netns, previous_release, runtime_images
-from tests.e2e.build import Builder, BuildError
-from tests.e2e.node import NodeError
-from tests.e2e.node import preflight as node_preflight
+from tests.e2e import previous_release
 from tests.e2e.pipeline import INTERRUPTED, Pipeline, Plan
-from tests.e2e.toolchain import Toolchain
-from tests.e2e.versions import REPO_ROOT, VersionSet
 from trainer_infra.observability.sources import EXTERNAL
+from trainer_infra.sandbox import netns, runtime_images
+from trainer_infra.sandbox.build import Builder, BuildError
 from trainer_infra.sandbox.interrupts import wait_to_end
-from trainer_infra.sandbox.versions import module_dir
+from trainer_infra.sandbox.node import NodeError
+from trainer_infra.sandbox.node import preflight as node_preflight
+from trainer_infra.sandbox.toolchain import Toolchain
+from trainer_infra.sandbox.versions import CHECKOUT, VersionSet, module_dir
 
 #: the real install path (tests/e2e/installed.py): `pulumi preview` and the first `pulumi up` of the local stack,
 #: then the platform's scenarios on what that up installed (the charts' controllers as pods on a real node, their
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     sandbox = os.environ.get("E2E_SANDBOX") == "1" or any(SANDBOX_PREFIX in arg for arg in args)
     env = {
         **os.environ,
-        "E2E_NO_BUILD": "1",
+        "SANDBOX_NO_BUILD": "1",
         **({"E2E_NODE": "1"} if node else {}),
         **({"E2E_SANDBOX": "1"} if sandbox else {}),
     }
@@ -249,7 +249,7 @@ def run_sessions(sessions: list[list[str]], env: dict[str, str]) -> int:
             if any(installs(arg) or NODE_PREFIX in arg for arg in pytest_args):
                 # the real node's bridge, rules and mounts (the chart sandbox's too) stay in the session
                 cmd = netns.wrap(cmd, mount=True)
-            session = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env)
+            session = subprocess.Popen(cmd, cwd=CHECKOUT, env=env)
             wait_to_end(session)
             code = max(code, session.returncode)
     except KeyboardInterrupt:

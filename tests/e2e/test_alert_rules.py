@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.e2e.build import Builder
 from tests.e2e.promql import render_expressions
-from tests.e2e.versions import VersionSet
 from tests.observability.fixtures import FACTS, SETTINGS, rules_file
 from trainer_infra.observability.objects import dashboard_config_maps
+from trainer_infra.sandbox.build import Builder
+from trainer_infra.sandbox.versions import VersionSet
 
 pytestmark = pytest.mark.e2e
 

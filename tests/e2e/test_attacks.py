@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.kube import ApiError, KubeClient, wait_for
 from tests.e2e.member_requests import (
     RUNTIME,
     can,
@@ -43,9 +42,10 @@ from tests.e2e.platform import (
     wait_admitted,
     workload_of,
 )
-from tests.e2e.sandbox import Sandbox
 from tests.helpers import stack_raw
 from trainer_infra.core.errors import ConfigError
+from trainer_infra.sandbox.controlplane import Sandbox
+from trainer_infra.sandbox.kube import ApiError, KubeClient, wait_for
 from trainer_infra.stack.validate import validate
 from trainer_infra.storage.injection import VOLUME as CLAIM_VOLUME
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 
 from tests.cache_initializer import cache_objects
-from tests.e2e.kube import wait_for
 from tests.e2e.platform import (
     TJ,
     WL,
@@ -19,7 +18,8 @@ from tests.e2e.platform import (
     unique,
     wait_admitted,
 )
-from tests.e2e.sandbox import Sandbox
+from trainer_infra.sandbox.controlplane import Sandbox
+from trainer_infra.sandbox.kube import wait_for
 
 pytestmark = pytest.mark.e2e
 

@@ -15,10 +15,10 @@ import pytest
 
 from tests.cache_initializer import cache_objects
 from tests.deputy_attacks import ENV_ATTACKS, GPU_ENV, PATCH_ATTACKS, PSS_ATTACKS
-from tests.e2e.kube import ApiError, KubeClient
 from tests.e2e.member_requests import member, nothing_left, patched, refused, small
 from tests.e2e.platform import TJ, Obj, Platform, Team, has_condition, trainjob, unique, wait_admitted, workload_of
-from tests.e2e.sandbox import Sandbox
+from trainer_infra.sandbox.controlplane import Sandbox
+from trainer_infra.sandbox.kube import ApiError, KubeClient
 
 pytestmark = pytest.mark.e2e
 

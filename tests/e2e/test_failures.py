@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.build import Builder
-from tests.e2e.leftovers import answering, processes_of
-from tests.e2e.sandbox import Sandbox, SandboxError
-from tests.e2e.versions import VersionSet
+from trainer_infra.sandbox.build import Builder
+from trainer_infra.sandbox.controlplane import Sandbox
+from trainer_infra.sandbox.leftovers import answering, processes_of
+from trainer_infra.sandbox.processes import SandboxError
+from trainer_infra.sandbox.versions import VersionSet
 
 pytestmark = pytest.mark.e2e
 

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.leftovers import processes_of
-from tests.e2e.versions import REPO_ROOT
+from trainer_infra.sandbox.leftovers import processes_of
+from trainer_infra.sandbox.versions import CHECKOUT
 
 #: a pytest session (as run.py starts one) with a session fixture that starts a process in its own session, like
 #: the sandbox's control plane, and needs seconds to stop it, like the real node's drain
@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pytest
 
-from trainer_infra.sandbox.controlplane import _terminate, spawn
+from trainer_infra.sandbox.processes import terminate, spawn
 
 pytestmark = pytest.mark.e2e
 WORK = Path(__file__).parent / "work"
@@ -48,7 +48,7 @@ def started():
     proc = spawn("sleeper", "0", Path("/bin/sleep"), ["600"], WORK / "sleeper.log", WORK)
     yield proc
     time.sleep(2)
-    _terminate(proc)
+    terminate(proc)
     (WORK / "stopped").write_text("the session fixture's teardown ran to its end")
 
 
@@ -92,7 +92,7 @@ import os, sys
 from pathlib import Path
 from types import SimpleNamespace
 
-from tests.e2e import pulumi_stack
+from trainer_infra.sandbox import pulumi_stack
 
 pulumi_stack.CANCEL_GRACE = 3.0
 work = Path(sys.argv[1])
@@ -133,10 +133,10 @@ def start(tmp_path: Path, code: str, *args: str) -> subprocess.Popen[str]:
     """``code`` in a session of its own (signalling its group is a terminal's Ctrl-C), from the checkout."""
     script = tmp_path / "driver.py"
     script.write_text(textwrap.dedent(code))
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(CHECKOUT)}
     return subprocess.Popen(
         [sys.executable, str(script), *args],
-        cwd=REPO_ROOT,
+        cwd=CHECKOUT,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -197,7 +197,7 @@ DRIVERS = {
     "pipeline": """
         import os, sys
         from tests.e2e.pipeline import Pipeline, Plan
-        from tests.e2e.versions import VersionSet
+        from trainer_infra.sandbox.versions import VersionSet
 
 
         class NothingToBuild(Pipeline):

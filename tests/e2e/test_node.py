@@ -9,14 +9,13 @@ import functools
 import time
 from typing import Any
 
-from tests.e2e.controller_images import build_all
-from tests.e2e.kube import wait_for
-from tests.e2e.node import MIRROR
-from tests.e2e.node_session import NODE_MARKS, NodeSession
-from tests.e2e.oci_images import USER_ID
+from tests.e2e.node_session import NODE_MARKS, USER_ID, NodeSession
 from tests.e2e.platform import node_ready
 from tests.e2e.pods import RESTRICTED, finished, namespace, restricted_pod
 from trainer_infra.core.images import mirror_image
+from trainer_infra.sandbox.controller_images import build_all
+from trainer_infra.sandbox.kube import wait_for
+from trainer_infra.sandbox.node import MIRROR
 
 pytestmark = NODE_MARKS
 

@@ -11,11 +11,11 @@ import subprocess
 import time
 from typing import Any
 
-from tests.e2e import cluster_network as net
-from tests.e2e.kube import KubeClient, wait_for
 from tests.e2e.node_session import NODE_MARKS, NodeSession
 from tests.e2e.pods import RESTRICTED, labelled_pod, log_when_done, namespace
 from trainer_infra.manifests.runtime import JOBSET_NAME_LABEL
+from trainer_infra.sandbox import cluster_network as net
+from trainer_infra.sandbox.kube import KubeClient, wait_for
 
 pytestmark = NODE_MARKS
 

@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 import urllib3
 
-from tests.e2e.build import Builder, module_dir
-from tests.e2e.kube import ApiError, wait_for
 from tests.e2e.promql import analyse, check_names, parse_exposition, recorded_series, render_expressions
-from tests.e2e.render import RenderOutput
-from tests.e2e.sandbox import Sandbox
-from tests.e2e.versions import VersionSet
 from trainer_infra.observability.sources import EXTERNAL
+from trainer_infra.sandbox.build import Builder
+from trainer_infra.sandbox.controlplane import Sandbox
+from trainer_infra.sandbox.kube import ApiError, wait_for
+from trainer_infra.sandbox.render import RenderOutput
+from trainer_infra.sandbox.versions import VersionSet, module_dir
 
 pytestmark = pytest.mark.e2e
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.pipeline import Pipeline, Plan
-from tests.e2e.versions import VersionSet
+from trainer_infra.sandbox.versions import VersionSet
 
 #: seconds each stand-in step takes: long enough that an overlap (or its absence) is unambiguous
 STEP = 0.2
@@ -33,7 +33,7 @@ class Recorded(Pipeline):
         with self.guard:
             self.spans[name] = (began, time.monotonic())
         if name in self.fail:
-            from tests.e2e.build import BuildError
+            from trainer_infra.sandbox.build import BuildError
 
             raise BuildError(f"{name} failed (stand-in)")
         return {name: seconds}

@@ -43,10 +43,7 @@ import pytest
 import yaml
 
 from tests.e2e import previous_release
-from tests.e2e.chart_sandbox import ChartSandbox
 from tests.e2e.installed import Deployed
-from tests.e2e.kube import KubeClient, wait_for
-from tests.e2e.node import MIRROR
 from tests.e2e.platform import (
     CQ,
     GPU,
@@ -57,17 +54,20 @@ from tests.e2e.platform import (
     admitted,
     has_condition,
     trainjob,
-    wait_admission_enforced,
     wait_admitted,
     workload_of,
 )
-from tests.e2e.pulumi_stack import chart_archives, installation
-from tests.e2e.render import bind_claims, render_stack
 from tests.e2e.test_pulumi_install import cert_secrets
 from tests.e2e.upgrade_probe import JS, MAX_REFUSAL, PROBE_INTERVAL, ControllerWatch, Probe, probe_jobset
-from tests.e2e.versions import REPO_ROOT, VersionSet
 from trainer_infra.core.images import mirror_image
 from trainer_infra.sandbox.apply import wait_nodes_ready
+from trainer_infra.sandbox.chart_sandbox import ChartSandbox
+from trainer_infra.sandbox.kube import KubeClient, wait_for
+from trainer_infra.sandbox.node import MIRROR
+from trainer_infra.sandbox.probes import wait_admission_enforced
+from trainer_infra.sandbox.pulumi_stack import chart_archives, installation
+from trainer_infra.sandbox.render import bind_claims, render_stack
+from trainer_infra.sandbox.versions import CHECKOUT, VersionSet
 from trainer_infra.versions import MATRIX
 
 pytestmark = pytest.mark.e2e
@@ -117,14 +117,14 @@ def _components(base: Obj, versions: dict[str, str]) -> Obj:
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upgrade]:
     versions = VersionSet.from_env()
     work = tmp_path_factory.mktemp("pulumi-upgrade")
-    if os.environ.get("E2E_NO_BUILD") != "1":  # the runner prepared it before the session
+    if os.environ.get("SANDBOX_NO_BUILD") != "1":  # the runner prepared it before the session
         previous_release.prepare(versions)
     charts = [
         *chart_archives(),
         *(previous_release.chart_archive(c, v, work / "charts") for c, v in previous_release.START.items()),
     ]
     render = render_stack("local", tmp_path_factory.mktemp("render") / "out")
-    base = yaml.safe_load((REPO_ROOT / "stacks" / "Pulumi.local.yaml").read_text())
+    base = yaml.safe_load((CHECKOUT / "stacks" / "Pulumi.local.yaml").read_text())
     sandbox = ChartSandbox(work / "sandbox", archives=charts, previous=[previous_release.start_versions(versions)])
     with installation(work, base, sandbox=sandbox) as installed:
         found = Upgrade(installed, base, render, platform=Platform(render, list(render.objects)))
@@ -347,7 +347,7 @@ def _validate_previous(stack: Upgrade, target: Obj) -> subprocess.CompletedProce
     wanted = stack.project.workdir / "Pulumi.target.yaml"
     wanted.write_text(yaml.safe_dump(target))
     cmd = [sys.executable, "-m", "trainer_infra", "validate", "--config-file", str(wanted), "--previous", str(deployed)]
-    return subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    return subprocess.run(cmd, cwd=CHECKOUT, capture_output=True, text=True, timeout=300)
 
 
 def _probes(stack: Upgrade) -> list[Probe]:
@@ -462,7 +462,7 @@ def _set_stored_versions(client: KubeClient, crd: str, versions: list[str]) -> N
 def _storage_versions(stack: Upgrade, *args: str) -> subprocess.CompletedProcess[str]:
     """`trainer-infra storage-versions` as the admin, with the cluster's kubeconfig."""
     cmd = [sys.executable, "-m", "trainer_infra", "storage-versions", "--kubeconfig", str(stack.sandbox.kubeconfig)]
-    return subprocess.run([*cmd, *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    return subprocess.run([*cmd, *args], cwd=CHECKOUT, capture_output=True, text=True, timeout=600)
 
 
 #: the Kueue CRDs whose status lists v1beta1 before the upgrade, as on a cluster first installed with Kueue ≤ 0.15

@@ -26,14 +26,14 @@ import re
 import time
 from typing import Any
 
-from tests.e2e import cluster_network as net
-from tests.e2e.chart_sandbox import CONTROLLER_NAMESPACES
-from tests.e2e.kube import KubeClient, wait_for
 from tests.e2e.platform import unique
-from tests.e2e.platform_sandbox import GPU, trainer_container
 from tests.e2e.pods import labelled_pod, log_when_done, namespace
 from tests.e2e.sandbox_session import SANDBOX_MARKS, Member, RunningSandbox
 from tests.e2e.test_sandbox_up import TJ, finished
+from trainer_infra.sandbox import cluster_network as net
+from trainer_infra.sandbox.chart_sandbox import CONTROLLER_NAMESPACES
+from trainer_infra.sandbox.kube import KubeClient, wait_for
+from trainer_infra.sandbox.platform_sandbox import GPU, trainer_container
 
 pytestmark = SANDBOX_MARKS
 

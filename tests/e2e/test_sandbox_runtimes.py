@@ -12,7 +12,7 @@ the pods together, and each assertion reads what the processes printed:
   real SSH (the plugin's key Secret, the node pod's sshd as uid 1000 on port 2222; the launcher's ``ssh -v``
   shows the login), both ranks report from their own hosts and allreduce (mpi4py; MLX's MPI backend).
 
-The images are CPU stand-ins built from Debian packages and PyPI wheels (tests/e2e/runtime_images.py), published
+The images are CPU stand-ins built from Debian packages and PyPI wheels (the sandbox's runtime_images.py), published
 under the catalog's exact references through ``images.registryMirror`` by ``make sandbox-up`` (sandbox.json
 ``runtimeImages``): what each runtime's command needs, not the upstream payload (no DeepSpeed or CUDA). Runtimes
 that cannot run here are listed in ``CANNOT_RUN`` with the reason; a catalog runtime that is neither run nor listed
@@ -32,12 +32,13 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.kube import ApiError, KubeClient, wait_for
-from tests.e2e.node import MIRROR
 from tests.e2e.platform import unique
-from tests.e2e.platform_sandbox import GPU, MPI_RUNTIMES, TRAINER_ID, trainer_container
 from tests.e2e.pods import RESTRICTED, labelled_pod, log_when_done, namespace
-from tests.e2e.runtime_images import (
+from tests.e2e.sandbox_session import SANDBOX_MARKS, Member, RunningSandbox
+from trainer_infra.sandbox.kube import ApiError, KubeClient, wait_for
+from trainer_infra.sandbox.node import MIRROR
+from trainer_infra.sandbox.platform_sandbox import GPU, MPI_RUNTIMES, TRAINER_ID, trainer_container
+from trainer_infra.sandbox.runtime_images import (
     JAX,
     MPI,
     MPI_PORT,
@@ -48,8 +49,7 @@ from tests.e2e.runtime_images import (
     digest_of,
     upstream_image,
 )
-from tests.e2e.sandbox_session import SANDBOX_MARKS, Member, RunningSandbox
-from tests.e2e.versions import REPO_ROOT
+from trainer_infra.sandbox.versions import CHECKOUT
 
 pytestmark = SANDBOX_MARKS
 
@@ -58,7 +58,7 @@ TJ = "trainer.kubeflow.org/v1alpha1"
 NUM_NODES = 2
 
 #: the catalog: every runtime file
-CATALOG = sorted(p.stem for p in (REPO_ROOT / "runtimes").glob("*.yaml") if not p.name.startswith("_"))
+CATALOG = sorted(p.stem for p in (CHECKOUT / "runtimes").glob("*.yaml") if not p.name.startswith("_"))
 
 #: runtimes this session cannot run, and why (each a concrete missing input, not a missing image)
 CANNOT_RUN = {
@@ -182,7 +182,7 @@ DOCS_MPIRUN = "exec mpirun -n 2 python3 train.py"
 
 def _documented_launcher() -> str:
     """The docs' launcher script, its ``mpirun`` line replaced by the case's own (``"$@"``)."""
-    blocks = re.findall(r"```yaml\n(.*?)```", (REPO_ROOT / "docs" / "data-scientists.md").read_text(), re.S)
+    blocks = re.findall(r"```yaml\n(.*?)```", (CHECKOUT / "docs" / "data-scientists.md").read_text(), re.S)
     block = next(b for b in blocks if "OMPI_MCA_orte_default_hostfile" in b)
     script = textwrap.dedent(block.split("- |\n", 1)[1])
     assert script.rstrip().endswith(DOCS_MPIRUN) and f"/{MPI_PORT}" in script, script

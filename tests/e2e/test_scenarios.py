@@ -13,7 +13,6 @@ from functools import partial
 
 import pytest
 
-from tests.e2e.kube import ApiError, KubeClient, wait_for
 from tests.e2e.platform import (
     CQ,
     GPU,
@@ -31,7 +30,9 @@ from tests.e2e.platform import (
     wait_admitted,
     workload_of,
 )
-from tests.e2e.sandbox import FAIL_LABEL, Sandbox
+from trainer_infra.sandbox.controlplane import Sandbox
+from trainer_infra.sandbox.kube import ApiError, KubeClient, wait_for
+from trainer_infra.sandbox.kwok_stages import FAIL_LABEL
 
 pytestmark = pytest.mark.e2e
 

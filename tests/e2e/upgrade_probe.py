@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.e2e.kube import ApiError, KubeClient
+from trainer_infra.sandbox.kube import ApiError, KubeClient
 
 Obj = dict[str, Any]
 JS = ("jobset.x-k8s.io/v1alpha2", "JobSet")

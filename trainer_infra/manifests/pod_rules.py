@@ -1,7 +1,7 @@
 """What a pod spec of a team may carry: one vocabulary, read by the admission policies (the CEL of each rule),
 the catalog loader and the CrossGuard rule (`pod_spec_problems`, the Python of the same rules) and `migrate`
 (which words the node-reaching rules as Pod Security does). Each `PodRule` holds both forms side by side;
-tests/tenancy/test_pod_rules_agree.py proves they refuse the same pods. A new rule is one entry in `RULES`.
+A unit test (test_pod_rules_agree) proves they refuse the same pods. A new rule is one entry in `RULES`.
 
 A team member is hostile input: an inline `nfs`/`csi`/`hostPath` volume reaches storage outside the team's
 claim (every team claim is a subdirectory of one export), host namespaces and privileged containers reach

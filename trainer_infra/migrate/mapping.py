@@ -2,7 +2,7 @@
 
 One entry per field pattern. A pattern is a dotted path in which `{replicas}` stands for the kind's replica
 specs field (`pytorchReplicaSpecs`, …), `*` for a replica type (`Master`, `Worker`, …) and `[]` for a list
-item. An entry covers its field and everything below it. `tests/migrate/test_mapping_complete.py` walks the
+item. An entry covers its field and everything below it. A unit test (`test_mapping_complete`) walks the
 upstream v1 CRD schemas and ObjectMeta and fails on any field no entry covers (and on entries naming fields
 that do not exist); the converter reports a field it meets without an entry as an unknown field, so nothing
 is dropped silently. The docs page's table is generated from this table.

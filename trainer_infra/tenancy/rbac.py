@@ -3,7 +3,7 @@ their own namespace, read-only access to ClusterTrainingRuntimes, and read acces
 public ConfigMap (the SDK reads it in the Trainer namespace, kubeflow/sdk#529). Nothing cluster-wide
 writes: the only ClusterRoleBindings grant get/list/watch.
 
-Writes are only what the SDK does (tests/sdk_recorder.py records every public TrainerClient call): create and
+Writes are only what the SDK does (the unit tests' SDK recorder records every public TrainerClient call): create and
 delete TrainJobs. No update/patch: a member who may patch `spec.suspend` starts pods Kueue did not admit.
 Reads include the team's own ClusterQueue (quota and usage) and Kueue's visibility API for the namespace's
 LocalQueues (a job's position in the queue).

@@ -1,6 +1,7 @@
-"""Build every binary the e2e sandbox runs, once per version set, from the Go module proxy.
+"""Build every binary the sandbox runs, once per version set, from the Go module proxy.
 
-Usage: ``python -m tests.e2e.build [--force] [--only NAME ...]``.
+Usage: ``trainer-infra sandbox build [--force] [--only NAME ...] [--node]``. Needs Go (``GO_MINIMUM``) and the
+module proxy; no root.
 
 Outputs go to ``~/.cache/trainer-platform/e2e/<version-set>/bin/`` (never into
 the repo); the Go build and module caches stay in their default locations so
@@ -23,12 +24,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.e2e.versions import REPO_ROOT, VersionSet, cache_root
-from trainer_infra.sandbox.versions import HELM_VERSION, BuildError, binary_dir, module_dir, monitoring_crd_files
+from trainer_infra.sandbox.versions import (
+    HELM_VERSION,
+    BuildError,
+    VersionSet,
+    binary_dir,
+    cache_root,
+    go_problem,
+)
 
-__all__ = ["BuildError", "Builder", "module_dir", "monitoring_crd_files"]
+__all__ = ["BuildError", "Builder"]
 
-CONTROLPLANE_SRC = REPO_ROOT / "tests" / "e2e" / "controlplane"
+#: The Go helper modules (wrappers around upstream mains, our small tools), shipped with the package.
+GO_SRC = Path(__file__).resolve().parent / "go"
 KUBE_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 #: The pod sandbox image the real node runs, as kubeadm 1.34 pins it (cmd/kubeadm/app/constants.PauseVersion).
 #: Not in ``VersionSet``: its key names the cache folder of every other binary.
@@ -47,8 +55,8 @@ class Target:
     component: str
     version: str
     build: Callable[[Builder, Target], None]
-    tool: bool = False  # used by tests (promtool), not run by the sandbox
-    node: bool = False  # the real node's (kubelet, pause): built only when asked (``--node``, ``E2E_NODE=1``)
+    tool: bool = False  # a checking tool (promtool), not run by the sandbox
+    node: bool = False  # the real node's (kubelet, pause): built only when asked (``--node``)
 
 
 def _tail(path: Path, lines: int = 30) -> str:
@@ -139,11 +147,11 @@ class Builder:
         gomod = work / "go.mod"
         if not gomod.exists() or f"k8s.io/kubernetes v{target.version}\n" not in gomod.read_text():
             shutil.rmtree(work, ignore_errors=True)
-            shutil.copytree(CONTROLPLANE_SRC / "kube", work)
+            shutil.copytree(GO_SRC / "kube", work)
             (work / "go.sum").unlink(missing_ok=True)
             gomod.write_text(kube_go_mod(target.version, self.staging_modules(target)))
         # a command added since this copy was made (the kubelet) joins the same module, go.sum and caches
-        shutil.copytree(CONTROLPLANE_SRC / "kube" / target.name, work / target.name, dirs_exist_ok=True)
+        shutil.copytree(GO_SRC / "kube" / target.name, work / target.name, dirs_exist_ok=True)
         out = self.set_dir / "tmp" / target.name
         out.parent.mkdir(parents=True, exist_ok=True)
         ldflags = "-s -w " + " ".join(f"-X {k}={v}" for k, v in kube_version_ldflags(target.version).items())
@@ -199,7 +207,7 @@ class Builder:
         """Fresh copy of a wrapper module outside the repo (go.sum is written there)."""
         work = self.src_dir / name
         shutil.rmtree(work, ignore_errors=True)
-        shutil.copytree(CONTROLPLANE_SRC / name, work)
+        shutil.copytree(GO_SRC / name, work)
         (work / "go.sum").unlink(missing_ok=True)
         return work
 
@@ -326,6 +334,8 @@ class Builder:
             if not force and (source := self.reuse(target)) is not None:
                 print(f"[build] {target.name} ({target.component} v{target.version}) reused from {source}", flush=True)
                 continue
+            if (problem := go_problem()) is not None:
+                raise BuildError(f"cannot build {target.name} ({target.component} v{target.version}): {problem}")
             print(f"[build] {target.name} ({target.component} v{target.version}) ...", flush=True)
             start = time.monotonic()
             target.build(self, target)
@@ -341,7 +351,7 @@ class Builder:
         """Path of a built binary (raises if the set was not built)."""
         path = self.bin_dir / name
         if not path.exists():
-            raise BuildError(f"{name} is not built for {self.versions.key}: run python -m tests.e2e.build")
+            raise BuildError(f"{name} is not built for {self.versions.key}: run trainer-infra sandbox build")
         return path
 
 
@@ -413,13 +423,6 @@ def kube_version_ldflags(version: str) -> dict[str, str]:
     return flags
 
 
-def ensure_built(versions: VersionSet | None = None) -> Builder:
-    """Build whatever is missing for a version set and return its builder."""
-    builder = Builder(versions or VersionSet.from_env())
-    builder.build()
-    return builder
-
-
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -442,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
         target = next(t for t in builder.targets() if t.name == "kube-apiserver")
         builder.set_dir.mkdir(parents=True, exist_ok=True)
         text = kube_go_mod(target.version, builder.staging_modules(target))
-        (CONTROLPLANE_SRC / "kube" / "go.mod").write_text(text)
+        (GO_SRC / "kube" / "go.mod").write_text(text)
         return 0
     start = time.monotonic()
     try:

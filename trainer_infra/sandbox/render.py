@@ -19,7 +19,6 @@ from typing import Any
 
 import yaml
 
-from tests.e2e.versions import REPO_ROOT, VersionSet
 from trainer_infra.sandbox import apply
 from trainer_infra.sandbox.apply import (
     KUEUE_BEHAVIOUR_KEYS,
@@ -30,6 +29,7 @@ from trainer_infra.sandbox.apply import (
     bind_claims,
     wait_nodes_ready,
 )
+from trainer_infra.sandbox.versions import CHECKOUT, VersionSet
 
 Obj = dict[str, Any]
 
@@ -95,7 +95,8 @@ def check_versions(render: RenderOutput, versions: VersionSet) -> None:
     if mismatches:
         detail = ", ".join(f"{c}: stack pins {a}, sandbox runs {b}" for c, (a, b) in mismatches.items())
         raise RenderError(
-            f"version mismatch between the render and the sandbox ({detail}); set E2E_<COMPONENT>_VERSION to match, "
+            f"version mismatch between the render and the sandbox ({detail}); "
+            "set SANDBOX_<COMPONENT>_VERSION to match, "
             "or pin components.<component>.version in stacks/Pulumi.local.yaml"
         )
 
@@ -124,13 +125,13 @@ def render_stack(stack: str, out: Path, extra: Obj | None = None) -> RenderOutpu
     """
     source = ["--stack", stack]
     if extra:
-        document = yaml.safe_load((REPO_ROOT / "stacks" / f"Pulumi.{stack}.yaml").read_text())
+        document = yaml.safe_load((CHECKOUT / "stacks" / f"Pulumi.{stack}.yaml").read_text())
         document["config"].update({f"trainer-platform:{key}": value for key, value in extra.items()})
         variant = variant_file(stack, out)
         variant.write_text(yaml.safe_dump(document, sort_keys=False))
         source = ["--config-file", str(variant)]
     cmd = [sys.executable, "-m", "trainer_infra", "render", *source, "--out", str(out)]
-    proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(cmd, cwd=CHECKOUT, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         raise RenderError(f"`{' '.join(cmd)}` failed ({proc.returncode}):\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
     return load_render(out)

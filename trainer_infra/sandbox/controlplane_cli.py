@@ -1,6 +1,5 @@
-"""`python -m tests.e2e.sandbox up|down|status [--dir DIR]`: the control plane of trainer_infra/sandbox for a person
-at a terminal (`up` detaches and records PIDs; `down` stops them). The control plane itself lives in the package
-(`simulate` runs it too); its names are re-exported here for the tests."""
+"""`trainer-infra sandbox controlplane up|down|status [--dir DIR]`: the control plane alone (no node, no root) for a
+person at a terminal: `up` builds what is missing, starts it, detaches and records the PIDs; `down` stops them."""
 
 from __future__ import annotations
 
@@ -11,53 +10,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.build import Builder, BuildError
-from trainer_infra.sandbox.controlplane import (
-    COMPLETE_LABEL,
-    DURATION_ANNOTATION,
-    FAIL_LABEL,
-    KUBELET_CLIENT_USER,
-    KUEUE_METRICS_CERT_DIR,
-    TIMEOUT,
-    Process,
-    Sandbox,
-    SandboxError,
-    _terminate,
-    ephemeral_port_range,
-    free_port,
-    kwok_complete_stage,
-    kwok_duration_stage,
-    kwok_fail_stage,
-    log_tail,
-    pid_matches,
-    port_window,
-    spawn,
-    wait_process,
-)
+from trainer_infra.sandbox.build import Builder, BuildError
+from trainer_infra.sandbox.controlplane import KUEUE_METRICS_CERT_DIR, Sandbox
 from trainer_infra.sandbox.kube import ApiError
+from trainer_infra.sandbox.processes import (
+    Process,
+    SandboxError,
+    pid_matches,
+    terminate,
+)
 from trainer_infra.sandbox.versions import cache_root
-
-__all__ = [
-    "COMPLETE_LABEL",
-    "DURATION_ANNOTATION",
-    "FAIL_LABEL",
-    "KUBELET_CLIENT_USER",
-    "TIMEOUT",
-    "Process",
-    "Sandbox",
-    "SandboxError",
-    "_terminate",
-    "ephemeral_port_range",
-    "free_port",
-    "kwok_complete_stage",
-    "kwok_duration_stage",
-    "kwok_fail_stage",
-    "log_tail",
-    "pid_matches",
-    "port_window",
-    "spawn",
-    "wait_process",
-]
 
 
 def default_dir() -> Path:
@@ -74,7 +36,7 @@ def _stop_from_state(workdir: Path) -> int:
     for entry in reversed(state["processes"]):
         proc = Process(entry["name"], entry["version"], Path(entry["binary"]), Path(entry["log"]), None, entry["pid"])
         if proc.alive():
-            _terminate(proc)
+            terminate(proc)
             print(f"stopped {proc.name} (pid {proc.pid})")
     if state.get("created_kueue_metrics_certs"):
         shutil.rmtree(KUEUE_METRICS_CERT_DIR.parent.parent, ignore_errors=True)
@@ -106,7 +68,7 @@ def usage_text(sandbox: Sandbox) -> str:
         f"  kubectl get nodes,clustertrainingruntimes,clusterqueues   # any kubectl works\n"
         f"  python -c 'from kubeflow.trainer import TrainerClient; print(TrainerClient().list_runtimes())'\n"
         f"  logs       : {sandbox.workdir / 'logs'}\n"
-        f"  stop with  : python -m tests.e2e.sandbox down"
+        f"  stop with  : trainer-infra sandbox controlplane down"
         + (f" --dir {sandbox.workdir}" if sandbox.workdir != default_dir() else "")
     )
 
@@ -127,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         return _status(workdir)
     if (workdir / "state.json").exists():
         _stop_from_state(workdir)
-    from tests.e2e.render import apply_render, kueue_settings, load_render, render_stack
+    from trainer_infra.sandbox.render import apply_render, kueue_settings, load_render, render_stack
 
     # Render first: the sandbox's Kueue takes the stack's scheduling settings. Not inside the
     # workdir, which start() wipes.

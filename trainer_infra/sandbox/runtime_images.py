@@ -15,21 +15,22 @@ package set is bookworm's of the day; the archive, not this code, decides the ex
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from tests.e2e.build import BuildError
-from tests.e2e.oci_images import Image, digest, image
-from tests.e2e.versions import REPO_ROOT
-from trainer_infra.sandbox.versions import cache_root
+from trainer_infra.sandbox.build import BuildError
+from trainer_infra.sandbox.oci_images import Image, digest, image
+from trainer_infra.sandbox.versions import CHECKOUT, cache_root
 
 SUITE = "bookworm"
 ARCHIVE = "http://deb.debian.org/debian"
@@ -73,7 +74,7 @@ class StandIn:
 
 def upstream_image(runtime: str) -> str:
     """The ``node`` container's image of a catalog runtime's file (``${TRAINER_VERSION}`` left as written)."""
-    doc = yaml.safe_load((REPO_ROOT / "runtimes" / f"{runtime}.yaml").read_text())
+    doc = yaml.safe_load((CHECKOUT / "runtimes" / f"{runtime}.yaml").read_text())
     job = next(j for j in doc["spec"]["template"]["spec"]["replicatedJobs"] if j["name"] == "node")
     containers = job["template"]["spec"]["template"]["spec"]["containers"]
     return str(next(c for c in containers if c["name"] == "node")["image"])
@@ -222,7 +223,7 @@ FILES = ("manifest.json", "config.json", "layer.tar.gz")
 
 def build(stand_in: StandIn, root: Path | None = None) -> dict[str, float]:
     """Build the image into the cache unless it is there; the seconds each step took (empty: cached).
-    Needs the Debian archive: ``python -m tests.e2e.run`` calls it before a session enters its own network."""
+    Needs the Debian archive: the e2e runner calls it before a session enters its own network."""
     where = folder(stand_in, root)
     return {} if all((where / n).is_file() for n in FILES) else _build(stand_in, where)
 
@@ -232,8 +233,8 @@ def stand_in_image(stand_in: StandIn, root: Path | None = None) -> Image:
     where = folder(stand_in, root)
     if not all((where / n).is_file() for n in FILES):
         raise StandInError(
-            f"the {stand_in.name} stand-in image is not built ({where}): run `python -m tests.e2e.runtime_images` "
-            "(needs mmdebstrap and the Debian archive; `python -m tests.e2e.run` does it for E2E_NODE=1)"
+            f"the {stand_in.name} stand-in image is not built ({where}): run `trainer-infra sandbox runtime-images` "
+            "(needs mmdebstrap and the Debian archive; `make e2e-node` does it)"
         )
     manifest, config, layer = ((where / n).read_bytes() for n in FILES)
     return Image(manifest, config, (layer,))
@@ -281,7 +282,14 @@ def _build(stand_in: StandIn, folder: Path) -> dict[str, float]:
     return times
 
 
-if __name__ == "__main__":
+def main(argv: list[str] | None = None) -> int:
+    """Build every stand-in that is missing (no options)."""
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
     for each in STAND_INS:
         spent = build(each)
-        print(f"[e2e] {each.name} stand-in for {each.upstream}: {spent or 'cached'} ({folder(each)})", flush=True)
+        print(f"[sandbox] {each.name} stand-in for {each.upstream}: {spent or 'cached'} ({folder(each)})", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

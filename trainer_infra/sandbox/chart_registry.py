@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from tests.e2e.oci_images import Image
+from trainer_infra.sandbox.oci_images import Image
 
 MANIFEST_TYPE = "application/vnd.oci.image.manifest.v1+json"
 CONFIG_TYPE = "application/vnd.cncf.helm.config.v1+json"

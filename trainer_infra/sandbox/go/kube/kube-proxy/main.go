@@ -1,5 +1,5 @@
 // Command kube-proxy is a thin wrapper around k8s.io/kubernetes/cmd/kube-proxy/app, built from the same module,
-// go.mod and Go caches as the kubelet: Service routing on the e2e's real node (tests/e2e/cluster_network.py).
+// go.mod and Go caches as the kubelet: Service routing on the sandbox's real node (cluster_network.py).
 package main
 
 import (

@@ -31,13 +31,13 @@ from typing import Any
 
 import yaml
 
-from tests.e2e.build import COREDNS_VERSION, Builder, BuildError
-from tests.e2e.kube import ApiError, wait_for
-from tests.e2e.node import NodeError, NodeSandbox, RealNode, start_or_undo
-from tests.e2e.oci_images import Image, Layer, image
-from tests.e2e.sandbox import TIMEOUT, Process, _terminate, free_port, spawn, wait_process
+from trainer_infra.sandbox.build import COREDNS_VERSION, Builder, BuildError
 from trainer_infra.sandbox.controlplane import SERVICE_CIDR
 from trainer_infra.sandbox.interrupts import uninterruptible
+from trainer_infra.sandbox.kube import ApiError, wait_for
+from trainer_infra.sandbox.node import NodeError, NodeSandbox, RealNode, start_or_undo
+from trainer_infra.sandbox.oci_images import Image, Layer, image
+from trainer_infra.sandbox.processes import TIMEOUT, Process, free_port, spawn, terminate, wait_process
 
 Obj = dict[str, Any]
 
@@ -69,7 +69,9 @@ class NetworkSandbox(NodeSandbox):
         super()._check_binaries()
         missing = [name for name in NETWORK_BINARIES if not (self.bin_dir / name).exists()]
         if missing:
-            raise BuildError(f"binaries {missing} are missing in {self.bin_dir}: run python -m tests.e2e.build --node")
+            raise BuildError(
+                f"binaries {missing} are missing in {self.bin_dir}: run trainer-infra sandbox build --node"
+            )
 
 
 def preflight() -> None:
@@ -409,7 +411,7 @@ class ClusterNetwork:
                 print(f"[network] CoreDNS's Deployment not removed: {exc}", flush=True)
             self.coredns_ref = ""
         for proc in reversed(self.processes):
-            _terminate(proc)
+            terminate(proc)
         self.processes.clear()
 
     def remove_ipsets(self) -> None:

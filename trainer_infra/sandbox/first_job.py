@@ -1,4 +1,4 @@
-"""``python -m tests.e2e.first_job [--member USER] [--sandbox FILE]``: a data scientist's first TrainJob on the
+"""``trainer-infra sandbox first-job [--member USER] [--sandbox FILE]``: a data scientist's first TrainJob on the
 sandbox of ``make sandbox-up`` (docs/sandbox.md "Your first training job").
 
 As a team member (the kubeconfig ``sandbox.json`` names for them), with the kubeflow SDK, from the host:
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.platform_sandbox import SANDBOX_JSON, default_dir
+from trainer_infra.sandbox.platform_sandbox import SANDBOX_JSON, default_dir
 
 NODES = 2
 #: a rank's line per step (unanchored: two ranks share the container's stdout, so one line may end where the next

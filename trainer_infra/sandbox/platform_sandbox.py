@@ -16,7 +16,7 @@ an NFS export comes (root's, 0755) with the ACL an admin adds for uid 1000 (``pr
 they are kept by ``down`` (data), and reused by the next ``up``.
 
 The e2e's real-node scenarios (training, NetworkPolicies, the runtimes: ``make e2e-sandbox``) run on this sandbox as
-its team members (tests/e2e/sandbox_session.py): what the sandbox stack (``sandbox_stack``) sets, they rely on.
+its team members (the e2e sandbox session): what the sandbox stack (``sandbox_stack``) sets, they rely on.
 """
 
 from __future__ import annotations
@@ -38,13 +38,13 @@ from typing import Any
 
 import yaml
 
-from tests.e2e import leftovers
-from tests.e2e import node as node_mod
-from tests.e2e.chart_sandbox import REAL_NODE, ChartSandbox
-from tests.e2e.node import MIRROR, NodeError, containerd_socket, publish
-from tests.e2e.oci_images import Image
-from tests.e2e.versions import REPO_ROOT, VersionSet, cache_root
+from trainer_infra.sandbox import leftovers
+from trainer_infra.sandbox import node as node_mod
+from trainer_infra.sandbox.chart_sandbox import REAL_NODE, ChartSandbox
 from trainer_infra.sandbox.interrupts import uninterruptible
+from trainer_infra.sandbox.node import MIRROR, NodeError, containerd_socket, publish
+from trainer_infra.sandbox.oci_images import Image
+from trainer_infra.sandbox.versions import CHECKOUT, VersionSet, cache_root
 
 Obj = dict[str, Any]
 CLONE_NEWNS, CLONE_NEWNET = 0x00020000, 0x40000000
@@ -92,7 +92,7 @@ def sandbox_extra() -> Obj:
     MPI runtimes as TrainingRuntimes of its own, a failed job is restarted once, the images come through
     ``images.registryMirror``, and ``waitForPodsReady`` allows the first pull of a stand-in image
     (``PODS_READY_TIMEOUT``)."""
-    local = yaml.safe_load((REPO_ROOT / "stacks" / "Pulumi.local.yaml").read_text())["config"]
+    local = yaml.safe_load((CHECKOUT / "stacks" / "Pulumi.local.yaml").read_text())["config"]
     teams = local["trainer-platform:teams"]
     for team in teams:
         team["quota"] = {"h100": {"gpus": NODE_GPUS // len(teams)}}
@@ -170,7 +170,7 @@ def prepare_export(path: Path) -> None:
 def sandbox_stack() -> Obj:
     """The stack file ``pulumi up`` deploys (``installation`` adds the context, the mirrors and the controllers'
     placement)."""
-    doc: Obj = yaml.safe_load((REPO_ROOT / "stacks" / "Pulumi.local.yaml").read_text())
+    doc: Obj = yaml.safe_load((CHECKOUT / "stacks" / "Pulumi.local.yaml").read_text())
     doc["config"].update({f"trainer-platform:{k}": v for k, v in sandbox_extra().items()})
     return doc
 
@@ -178,7 +178,7 @@ def sandbox_stack() -> Obj:
 def runtime_images(render: Any) -> tuple[dict[str, Image], list[str]]:
     """The CPU stand-in of every runtime the render serves (its trainer image's reference without the mirror →
     the image), and the runtimes left without one because their stand-in is not built (torch's must be)."""
-    from tests.e2e.runtime_images import STAND_INS, TORCH, StandInError, stand_in_image
+    from trainer_infra.sandbox.runtime_images import STAND_INS, TORCH, StandInError, stand_in_image
 
     read: dict[str, Image] = {}
     images: dict[str, Image] = {}
@@ -288,9 +288,9 @@ def _write_status(workdir: Path, **fields: Any) -> None:
 
 def serve(workdir: Path, port: int) -> int:
     """The daemon: everything of the sandbox lives in its namespaces until SIGTERM."""
-    from tests.e2e.pulumi_stack import chart_archives, installation
-    from tests.e2e.render import bind_claims, check_versions, render_stack
-    from tests.e2e.sandbox import log_tail
+    from trainer_infra.sandbox.processes import log_tail
+    from trainer_infra.sandbox.pulumi_stack import chart_archives, installation
+    from trainer_infra.sandbox.render import bind_claims, check_versions, render_stack
 
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -318,7 +318,7 @@ def serve(workdir: Path, port: int) -> int:
         if unserved:
             print(
                 f"[sandbox] no stand-in image built for {unserved}: their jobs cannot pull (build them with "
-                "`python -m tests.e2e.runtime_images`, then `make sandbox-up` again)",
+                "`trainer-infra sandbox runtime-images`, then `make sandbox-up` again)",
                 flush=True,
             )
         sandbox = NodeSandbox(run / "sandbox", images, archives=chart_archives())
@@ -375,7 +375,7 @@ def serve(workdir: Path, port: int) -> int:
 
 def _wait_controllers(sandbox: NodeSandbox) -> None:
     """Every controller pod Ready on the real node, none restarted."""
-    from tests.e2e.kube import wait_for
+    from trainer_infra.sandbox.kube import wait_for
 
     def ready() -> bool:
         return not sandbox.controller_problems()
@@ -390,7 +390,7 @@ def describe(sandbox: NodeSandbox, stack: Obj, render: Any, volumes: Path, workd
     """sandbox.json: the admin kubeconfig, one kubeconfig per team member (a client certificate of the user in
     the team's groups, as an authenticator names them), per team claim the host directory behind it, the runtime
     images the mirror serves (CPU stand-ins) and the node's containerd (``ctr``)."""
-    from tests.e2e.platform import wait_admission_enforced
+    from trainer_infra.sandbox.probes import wait_admission_enforced
 
     queues = {q["metadata"]["namespace"]: q["metadata"]["name"] for q in render.of_kind("LocalQueue")}
     members = []
@@ -452,22 +452,22 @@ def _status(workdir: Path) -> Obj:
 def _prepare() -> None:
     """What the daemon cannot do without the network: root and packages checked, binaries, the Pulumi toolchain
     and the torch stand-in built (each cached in ~/.cache/trainer-platform/e2e)."""
-    from tests.e2e import runtime_images
-    from tests.e2e.build import Builder
-    from tests.e2e.toolchain import Toolchain
+    from trainer_infra.sandbox import runtime_images
+    from trainer_infra.sandbox.build import Builder
+    from trainer_infra.sandbox.toolchain import Toolchain
 
     node_mod.preflight(in_session=False)
     toolchain = Toolchain()
     toolchain.preflight()
     Builder(VersionSet.from_env()).build(node=True)
     toolchain.build()
-    # the other runtimes' stand-ins are served when built (`python -m tests.e2e.runtime_images`: minutes each cold)
+    # the other runtimes' stand-ins are served when built (`trainer-infra sandbox runtime-images`: minutes each cold)
     runtime_images.build(runtime_images.TORCH)
 
 
 def up(workdir: Path) -> int:
-    from tests.e2e.build import BuildError
-    from tests.e2e.sandbox import free_port
+    from trainer_infra.sandbox.build import BuildError
+    from trainer_infra.sandbox.processes import free_port
 
     began = time.monotonic()
     if os.geteuid() != 0:
@@ -487,16 +487,25 @@ def up(workdir: Path) -> int:
         (workdir / name).unlink(missing_ok=True)
     log = workdir / "sandbox.log"
     port = free_port()
-    cmd = [sys.executable, "-m", "tests.e2e.platform_sandbox", "serve", "--dir", str(workdir), "--port", str(port)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "trainer_infra.sandbox.platform_sandbox",
+        "serve",
+        "--dir",
+        str(workdir),
+        "--port",
+        str(port),
+    ]
     with log.open("wb") as out:
         daemon = subprocess.Popen(
             cmd,
-            cwd=REPO_ROOT,
+            cwd=CHECKOUT,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            env={**os.environ, "E2E_NO_BUILD": "1", "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "SANDBOX_NO_BUILD": "1", "PYTHONUNBUFFERED": "1"},
         )
     print(f"sandbox-up: state directory {workdir} (daemon pid {daemon.pid}, log {log})", flush=True)
     shown = 0

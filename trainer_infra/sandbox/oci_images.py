@@ -12,7 +12,6 @@ import gzip
 import hashlib
 import io
 import json
-import subprocess
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,11 +19,6 @@ from pathlib import Path
 MANIFEST_TYPE = "application/vnd.oci.image.manifest.v1+json"
 IMAGE_CONFIG_TYPE = "application/vnd.oci.image.config.v1+json"
 LAYER_TYPE = "application/vnd.oci.image.layer.v1.tar+gzip"
-
-#: Debian's busybox-static; its version is what the image's tag says.
-BUSYBOX = Path("/bin/busybox")
-#: The unprivileged user of the test image (the runtimes' securityContext runs as uid 1000 too).
-USER_ID = 1000
 
 
 def digest(data: bytes) -> str:
@@ -105,31 +99,6 @@ def image(layer_tar: bytes, config: dict[str, object], compresslevel: int = 9) -
         separators=(",", ":"),
     ).encode()
     return Image(manifest, config_bytes, (layer,))
-
-
-def busybox_version(busybox: Path = BUSYBOX) -> str:
-    """``1.35.0`` from the banner of Debian's busybox-static (the tag the image is published under)."""
-    banner = subprocess.run([str(busybox)], capture_output=True, text=True, check=False).stdout
-    first = banner.splitlines()[0] if banner else ""
-    if not first.startswith("BusyBox v"):
-        raise RuntimeError(f"{busybox} is not busybox (banner {first!r}): apt-get install busybox-static")
-    return first.removeprefix("BusyBox v").split()[0].split("-")[0]
-
-
-def busybox_image(busybox: Path = BUSYBOX) -> Image:
-    """A shell and the usual tools (every busybox applet), a user ``app`` with uid/gid 1000, a world-writable
-    ``/tmp``: enough for a pod to show who it runs as and what it may write."""
-    applets = subprocess.run([str(busybox), "--list"], capture_output=True, text=True, check=True).stdout.split()
-    layer = Layer()
-    for directory in ("bin", "etc"):
-        layer.directory(directory)
-    layer.file("bin/busybox", busybox.read_bytes(), 0o755)
-    for applet in sorted(set(applets) - {"busybox"}):
-        layer.symlink(f"bin/{applet}", "busybox")
-    layer.file("etc/passwd", f"root:x:0:0:root:/root:/bin/sh\napp:x:{USER_ID}:{USER_ID}:app:/tmp:/bin/sh\n".encode())
-    layer.file("etc/group", f"root:x:0:\napp:x:{USER_ID}:\n".encode())
-    layer.directory("tmp", 0o1777)
-    return image(layer.tar(), {"Cmd": ["/bin/sh"], "Env": ["PATH=/bin"]})
 
 
 def pause_image(pause: Path) -> Image:

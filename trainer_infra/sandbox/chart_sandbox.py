@@ -24,18 +24,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.e2e import cluster_network as net
-from tests.e2e import node as node_mod
-from tests.e2e.build import Builder
-from tests.e2e.chart_registry import ChartRegistry
-from tests.e2e.cluster_network import NETWORK_BINARIES, ClusterNetwork
-from tests.e2e.controller_images import build_all
-from tests.e2e.kube import ApiError, wait_for
-from tests.e2e.node import NODE_SANDBOX_BINARIES, RealNode, publish
-from tests.e2e.oci_images import pause_image
-from tests.e2e.sandbox import TIMEOUT, Sandbox, log_tail
 from trainer_infra.observability.objects import COMPONENT_LABEL, MONITORING
+from trainer_infra.sandbox import cluster_network as net
+from trainer_infra.sandbox import node as node_mod
+from trainer_infra.sandbox.build import Builder
+from trainer_infra.sandbox.chart_registry import ChartRegistry
+from trainer_infra.sandbox.cluster_network import NETWORK_BINARIES, ClusterNetwork
+from trainer_infra.sandbox.controller_images import build_all
+from trainer_infra.sandbox.controlplane import Sandbox
 from trainer_infra.sandbox.interrupts import uninterruptible
+from trainer_infra.sandbox.kube import ApiError, wait_for
+from trainer_infra.sandbox.node import NODE_SANDBOX_BINARIES, RealNode, publish
+from trainer_infra.sandbox.oci_images import pause_image
+from trainer_infra.sandbox.processes import TIMEOUT, log_tail
 from trainer_infra.sandbox.versions import VersionSet, binary_dir
 
 Obj = dict[str, Any]
@@ -117,7 +118,7 @@ class ChartSandbox(Sandbox):
         self.registry: ChartRegistry | None = None
         self.node: RealNode | None = None
         self.network: ClusterNetwork | None = None
-        #: seconds per start step (tests/e2e/README.md "CI budget")
+        #: seconds per start step (the e2e README's "CI budget" reads them)
         self.times: dict[str, float] = {}
         #: upstream reference → manifest digest of every controller image published
         self.published: dict[str, str] = {}
@@ -127,7 +128,7 @@ class ChartSandbox(Sandbox):
         missing = [n for n in (*NODE_SANDBOX_BINARIES, *NETWORK_BINARIES) if not (self.bin_dir / n).exists()]
         if missing:
             raise node_mod.NodeError(
-                f"binaries {missing} are missing in {self.bin_dir}: run python -m tests.e2e.build --node"
+                f"binaries {missing} are missing in {self.bin_dir}: run trainer-infra sandbox build --node"
             )
 
     def _start(self) -> None:

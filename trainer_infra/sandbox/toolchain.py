@@ -1,16 +1,16 @@
 """Build the real Pulumi toolchain the e2e drives: the CLI, the Python language host, the Kubernetes provider.
 
-Usage: ``python -m tests.e2e.toolchain [--force] [--print-dir]``.
+Usage: ``trainer-infra sandbox toolchain [--force] [--print-dir]``.
 
 Outputs go to ``~/.cache/trainer-platform/e2e/toolchain/<set>/`` (``bin/`` and the Python ``venv/``), once per
 version set; nothing is written into the repository. Sources:
 
 - ``pulumi``: Pulumi's own ``cmd/pulumi`` from the Go module proxy, through the wrapper module
-  ``tests/e2e/toolchain/pulumi/`` (its go.mod is generated: the pinned pkg/sdk plus pkg's clipboard replace).
+  ``go/pulumi/`` (its go.mod is generated: the pinned pkg/sdk plus pkg's clipboard replace).
 - ``pulumi-language-python`` (+ ``-exec``): not on the proxy; extracted from
   ``../shared/upstream-src/pulumi-language-python-v<ver>.tar.gz`` (its local replaces dropped).
 - ``pulumi-resource-kubernetes``: not on the proxy; extracted from the pulumi-kubernetes and fluxcd ``ssa``
-  archives. The snapshot lacks generated files; ``tests/e2e/toolchain/k8sgen`` regenerates them from the
+  archives. The snapshot lacks generated files; ``go/k8sgen`` regenerates them from the
   Kubernetes OpenAPI specs inside ``k8s.io/kubernetes`` (module proxy). See ``../shared/upstream-src/README.md``
   for why pkg is pinned to 3.245.0 for the provider.
 - the Python SDKs matching the binaries (``pulumi``, ``pulumi-kubernetes``: the SDK asks the engine for the
@@ -36,10 +36,13 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from tests.e2e.build import BuildError
-from tests.e2e.versions import REPO_ROOT, cache_root, shared_dir
+from trainer_infra.sandbox.build import BuildError
+from trainer_infra.sandbox.versions import CHECKOUT, cache_root, shared_dir
 
-TOOLCHAIN_SRC = REPO_ROOT / "tests" / "e2e" / "toolchain"
+#: The Go helper modules shipped with the package; the toolchain's are ``pulumi`` and ``k8sgen``.
+TOOLCHAIN_SRC = Path(__file__).resolve().parent / "go"
+#: Their bytes are part of the cache key: an edit rebuilds.
+TOOLCHAIN_MODULES = ("k8sgen", "pulumi")
 CLIPBOARD_REPLACE = "github.com/atotto/clipboard => github.com/tgummerer/clipboard v0.0.0-20241001131231-d02d263e614e"
 PULUMI_PKG = "github.com/pulumi/pulumi/pkg/v3"
 PULUMI_SDK = "github.com/pulumi/pulumi/sdk/v3"
@@ -66,7 +69,7 @@ class ToolchainVersions:
     def key(self) -> str:
         """Directory name: readable, and unique per set (and per wrapper/generator source)."""
         digest = hashlib.sha256(repr(sorted(asdict(self).items())).encode())
-        for path in sorted(TOOLCHAIN_SRC.rglob("*")):
+        for path in sorted(p for module in TOOLCHAIN_MODULES for p in (TOOLCHAIN_SRC / module).rglob("*")):
             if path.is_file():
                 digest.update(path.read_bytes())
         return f"pulumi{self.pulumi}-k8s{self.kubernetes_provider}-{digest.hexdigest()[:8]}"
@@ -139,8 +142,8 @@ def project_requirements(pyproject: Path, sdks: list[str]) -> list[str]:
 
 def venv_requirements(versions: ToolchainVersions) -> list[str]:
     """The e2e program's venv: pinned SDKs, the project's other runtime dependencies, the policy pack's SDK."""
-    reqs = project_requirements(REPO_ROOT / "pyproject.toml", versions.python_sdks)
-    policy = (REPO_ROOT / "policy" / "requirements.txt").read_text().splitlines()
+    reqs = project_requirements(CHECKOUT / "pyproject.toml", versions.python_sdks)
+    policy = (CHECKOUT / "policy" / "requirements.txt").read_text().splitlines()
     extra = [r.strip() for r in policy if r.strip() and not r.startswith("#") and not r.lower().startswith("pulumi>")]
     return [*reqs, *extra]
 

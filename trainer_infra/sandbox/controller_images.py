@@ -21,8 +21,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.e2e.oci_images import Image, Layer, image
 from trainer_infra.core.images import split_image
+from trainer_infra.sandbox.oci_images import Image, Layer, image
 from trainer_infra.sandbox.versions import VersionSet
 from trainer_infra.versions import MATRIX
 
@@ -31,10 +31,6 @@ NONROOT = 65532
 #: gzip level for the controllers' layers: 1 packs a 110 MB binary in about 3 s on this machine, 9 in ~20 s
 #: for a few percent less; the registry is on loopback
 COMPRESS_LEVEL = 1
-
-
-#: the binaries the images are made of
-CONTROLLER_BINARIES = ("jobset-manager", "kueue-manager", "trainer-controller-manager", "lws-manager")
 
 
 @dataclass(frozen=True)
@@ -105,7 +101,7 @@ def build_all(
             continue
         path = bin_dir / wanted.binary
         if not path.exists():
-            raise FileNotFoundError(f"{path} is missing: run python -m tests.e2e.build")
+            raise FileNotFoundError(f"{path} is missing: run trainer-infra sandbox build")
         start = time.monotonic()
         images[wanted.reference] = controller_image(path)
         times[f"{wanted.binary} image"] = round(time.monotonic() - start, 1)

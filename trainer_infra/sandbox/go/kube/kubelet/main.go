@@ -1,5 +1,5 @@
 // Command kubelet is a thin wrapper around k8s.io/kubernetes/cmd/kubelet/app, built from the Go module
-// proxy like the control plane beside it: the real node of the e2e sandbox (tests/e2e/node.py).
+// proxy like the control plane beside it: the real node of the sandbox (node.py).
 package main
 
 import (

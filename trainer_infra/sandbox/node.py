@@ -32,23 +32,15 @@ from typing import Any
 
 import yaml
 
-from tests.e2e import leftovers, netns
-from tests.e2e.build import KUBE_COMMANDS, PAUSE_VERSION, Builder, BuildError
-from tests.e2e.chart_registry import ChartRegistry
-from tests.e2e.kube import ApiError, wait_for
-from tests.e2e.oci_images import Image
-from tests.e2e.sandbox import (
-    KUBELET_CLIENT_USER,
-    TIMEOUT,
-    Process,
-    Sandbox,
-    SandboxError,
-    _terminate,
-    spawn,
-    wait_process,
-)
 from trainer_infra.core.images import ImagesConfig, mirror_image
+from trainer_infra.sandbox import leftovers, netns
+from trainer_infra.sandbox.build import KUBE_COMMANDS, PAUSE_VERSION, Builder, BuildError
+from trainer_infra.sandbox.chart_registry import ChartRegistry
+from trainer_infra.sandbox.controlplane import KUBELET_CLIENT_USER, Sandbox
 from trainer_infra.sandbox.interrupts import uninterruptible
+from trainer_infra.sandbox.kube import ApiError, wait_for
+from trainer_infra.sandbox.oci_images import Image
+from trainer_infra.sandbox.processes import TIMEOUT, Process, SandboxError, spawn, terminate, wait_process
 
 #: Debian packages of the node, and the files of each that the node uses.
 PACKAGES: dict[str, tuple[str, ...]] = {
@@ -184,7 +176,7 @@ def preflight(workdir: Path | None = None, *, in_session: bool = True) -> None:
     if in_session and not netns.private():
         problems.append(
             f"it must run in a network namespace of its own (found devices {netns.devices()}): "
-            "run it through `make e2e-node` (python -m tests.e2e.run starts the session with `unshare --net --mount`)"
+            "run it through `make e2e-node` (the e2e runner starts the session with `unshare --net --mount`)"
         )
     if problems:
         raise NodeError("the real node cannot start: " + "; ".join(problems))
@@ -572,7 +564,7 @@ class RealNode:
     def _terminate(self, name: str) -> None:
         for proc in self.processes:
             if proc.name == name:
-                _terminate(proc)
+                terminate(proc)
 
     def _unmount(self) -> None:
         for point in mounts_under(self.workdir, *self._new_netns()):
@@ -773,7 +765,9 @@ class NodeSandbox(Sandbox):
     def _check_binaries(self) -> None:
         missing = [name for name in NODE_SANDBOX_BINARIES if not (self.bin_dir / name).exists()]
         if missing:
-            raise BuildError(f"binaries {missing} are missing in {self.bin_dir}: run python -m tests.e2e.build --node")
+            raise BuildError(
+                f"binaries {missing} are missing in {self.bin_dir}: run trainer-infra sandbox build --node"
+            )
 
 
 def _nothing() -> None:

@@ -1,4 +1,4 @@
-"""Drive the project's Pulumi program with the real CLI (``tests/e2e/toolchain.py``) against the sandbox.
+"""Drive the project's Pulumi program with the real CLI (``toolchain.py``) against the sandbox.
 
 The e2e project is generated in a work directory, never in the checkout: a ``Pulumi.yaml`` whose ``main`` is the
 repository root (the same ``__main__.py`` users run) and whose virtualenv is the toolchain's (the SDKs matching
@@ -27,21 +27,21 @@ from typing import Any
 
 import yaml
 
-from tests.e2e import leftovers
-from tests.e2e.chart_registry import ChartRegistry
-from tests.e2e.chart_sandbox import NFS_DRIVER_VALUES, ChartSandbox, placement_values
-from tests.e2e.node import MIRROR
-from tests.e2e.toolchain import Toolchain
-from tests.e2e.versions import REPO_ROOT, cache_root, shared_dir
 from trainer_infra.components.settings import deep_merge
+from trainer_infra.sandbox import leftovers
+from trainer_infra.sandbox.chart_registry import ChartRegistry
+from trainer_infra.sandbox.chart_sandbox import NFS_DRIVER_VALUES, ChartSandbox, placement_values
 from trainer_infra.sandbox.interrupts import uninterruptible
+from trainer_infra.sandbox.node import MIRROR
+from trainer_infra.sandbox.toolchain import Toolchain
+from trainer_infra.sandbox.versions import CHECKOUT, shared_dir
 
 STACK = "e2e"
 #: A throwaway passphrase for the e2e's own secrets provider (the state lives in a temporary directory).
 PASSPHRASE = "trainer-platform-e2e"
-PREVIEW_SCRIPT = REPO_ROOT / ".ci" / "pulumi-preview"
-DRIFT_SCRIPT = REPO_ROOT / ".ci" / "pulumi-drift"
-LOGS_OFF_SCRIPT = REPO_ROOT / ".ci" / "pulumi-automatic-logs-off"
+PREVIEW_SCRIPT = CHECKOUT / ".ci" / "pulumi-preview"
+DRIFT_SCRIPT = CHECKOUT / ".ci" / "pulumi-drift"
+LOGS_OFF_SCRIPT = CHECKOUT / ".ci" / "pulumi-automatic-logs-off"
 #: what the workflows set for every CLI call (.github/workflows/*.yml)
 WORKFLOW_ENV = {"PULUMI_DIY_BACKEND_ZSTD": "true"}
 #: seconds an interrupted CLI run gets to cancel its steps and end its plugins before it is killed
@@ -83,14 +83,6 @@ class Result:
         """The engine's planned steps of a ``--json`` preview."""
         doc: dict[str, Any] = json.loads(self.stdout)
         return list(doc.get("steps", []))
-
-
-def kind_name(step: dict[str, Any]) -> tuple[str, str, str]:
-    """(kind, namespace, name) of the Kubernetes object a preview step creates, changes or deletes."""
-    state = step.get("newState") or step.get("oldState") or {}
-    inputs = state.get("inputs") or {}
-    meta = inputs.get("metadata") or {}
-    return str(inputs.get("kind", "")), str(meta.get("namespace", "")), str(meta.get("name", ""))
 
 
 def diagnostics(output: str, limit: int = 6000) -> str:
@@ -159,20 +151,20 @@ class PulumiProject:
         self.state_dir.mkdir(exist_ok=True)
         home = {**os.environ, "PULUMI_HOME": str(self.workdir / "home")}
         subprocess.run(["bash", str(LOGS_OFF_SCRIPT)], env=home, check=True, capture_output=True, text=True)
-        project = yaml.safe_load((REPO_ROOT / "Pulumi.yaml").read_text())
+        project = yaml.safe_load((CHECKOUT / "Pulumi.yaml").read_text())
         project["runtime"]["options"]["virtualenv"] = str(self.toolchain.venv)
-        project["main"] = os.path.relpath(REPO_ROOT, self.workdir)
+        project["main"] = os.path.relpath(CHECKOUT, self.workdir)
         project.pop("stackConfigDir", None)
         (self.workdir / "Pulumi.yaml").write_text(yaml.safe_dump(project, sort_keys=False))
         self.write_stack(stack)
-        pack = yaml.safe_load((REPO_ROOT / "policy" / "PulumiPolicy.yaml").read_text())
+        pack = yaml.safe_load((CHECKOUT / "policy" / "PulumiPolicy.yaml").read_text())
         pack["runtime"]["options"]["virtualenv"] = str(self.toolchain.venv)
         self.policy_dir.mkdir(exist_ok=True)
         (self.policy_dir / "PulumiPolicy.yaml").write_text(yaml.safe_dump(pack, sort_keys=False))
         (self.policy_dir / "__main__.py").write_text(
             '"""Runs the repository\'s policy pack (only its virtualenv differs)."""\n'
             "import runpy\n\n"
-            f"runpy.run_path({str(REPO_ROOT / 'policy' / '__main__.py')!r}, run_name='__main__')\n"
+            f"runpy.run_path({str(CHECKOUT / 'policy' / '__main__.py')!r}, run_name='__main__')\n"
         )
 
     def write_stack(self, stack: dict[str, Any]) -> None:
@@ -194,7 +186,7 @@ class PulumiProject:
             KUBECONFIG=str(self.kubeconfig),
             # the chart mirror's certificate is signed by the sandbox CA, as a private mirror's would be
             SSL_CERT_FILE=str(self.ca_bundle),
-            PYTHONPATH=str(REPO_ROOT),
+            PYTHONPATH=str(CHECKOUT),
             PULUMI_STACK=STACK,
             PULUMI_POLICY_PACK=str(self.policy_dir),
             **WORKFLOW_ENV,
@@ -289,16 +281,6 @@ class PulumiProject:
         return "\n".join(read_state_file(p) for p in sorted(self.state_dir.rglob("*")) if p.is_file())
 
 
-def record_timing(name: str, result: Result) -> None:
-    """Print the step's time and append it to the cache's history, so numbers survive the run for notes."""
-    record = cache_root() / "toolchain" / "e2e-timings.json"
-    record.parent.mkdir(parents=True, exist_ok=True)
-    history = json.loads(record.read_text()) if record.exists() else []
-    history.append({"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "step": name, "seconds": result.seconds})
-    record.write_text(json.dumps(history, indent=2) + "\n")
-    print(f"[e2e] {name}: {result.seconds} s", flush=True)
-
-
 @dataclass
 class Installation:
     """An empty control plane, the chart mirror and a Pulumi project whose stack points at both."""
@@ -319,11 +301,11 @@ def chart_archives() -> list[Path]:
 
 @contextmanager
 def installation(work: Path, base: dict[str, Any], sandbox: ChartSandbox | None = None) -> Iterator[Installation]:
-    """Build the toolchain (unless ``E2E_NO_BUILD=1``: the runner built it), start the sandbox (its real node and
+    """Build the toolchain (unless ``SANDBOX_NO_BUILD=1``: the runner built it), start the sandbox (its real node and
     the mirror of charts and images; ``sandbox``: a not yet started one, else a ``ChartSandbox`` in
     ``work/sandbox``), init the stack with ``base``; everything is stopped on exit, and checked to be."""
     toolchain = Toolchain()
-    if os.environ.get("E2E_NO_BUILD") != "1":
+    if os.environ.get("SANDBOX_NO_BUILD") != "1":
         toolchain.build()
     sandbox = sandbox or ChartSandbox(work / "sandbox", archives=chart_archives())
     with sandbox:
