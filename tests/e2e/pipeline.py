@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import IO
 
-from tests.e2e import netns, runtime_images
+from trainer_infra.sandbox import netns, runtime_images
 from trainer_infra.sandbox.build import Builder, BuildError
 from trainer_infra.sandbox.interrupts import wait_to_end
 from trainer_infra.sandbox.node import NodeError

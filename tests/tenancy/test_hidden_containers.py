@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 import yaml
-from trainer_infra.tenancy.admission.model import AdmissionSettings, TeamAdmission
 
 from tests.conformance.crds import crds_dir
 from tests.tenancy import cel_admission
+from trainer_infra.admission.model import AdmissionSettings, TeamAdmission
 from trainer_infra.manifests.pod_rules import PRIVILEGED, pod_spec_problems
 from trainer_infra.manifests.pod_security_standards import restricted_problems
 from trainer_infra.manifests.pod_walk import (
