@@ -166,6 +166,14 @@ LWS_ATTACKS = {
         p["containers"][0].__setitem__("securityContext", {"privileged": True}) for p in _lws_pods(o)
     ],
     "another name": lambda o: o["metadata"].update({"name": "miner"}) or o,
+    # a container hidden in the lists cache.py never writes, in the leader's template and the workers'
+    **{
+        f"a privileged {field}": lambda o, field=field: [
+            p.setdefault(field, []).append({"name": "x", "image": "evil.io/x", "securityContext": {"privileged": True}})
+            for p in _lws_pods(o)
+        ]
+        for field in ("initContainers", "ephemeralContainers")
+    },
 }
 
 
