@@ -13,8 +13,6 @@ import fnmatch
 import re
 from pathlib import Path
 
-import pytest
-
 from trainer_infra.core.upstream import trainer
 from trainer_infra.manifests.runtime import TRAINER_API_VERSION
 from trainer_infra.versions import MATRIX
@@ -32,12 +30,6 @@ UPSTREAM = re.compile(
 STANDALONE = {
     "platform/crd_order.py": "Helm's post-renderer: Pulumi's provider runs its source with `python3 -c`",
 }
-
-#: Files other branches are rewriting while this rule landed; drained after their merge (then this list goes).
-PENDING = (
-    "sandbox/*",
-    "simulate/*",
-)
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -69,7 +61,7 @@ def _modules() -> dict[str, str]:
 
 
 def _exempt(path: str) -> bool:
-    return path in STANDALONE or any(fnmatch.fnmatch(path, pattern) for pattern in (HOME, *PENDING))
+    return path in STANDALONE or fnmatch.fnmatch(path, HOME)
 
 
 def test_scan_finds_names_in_code_and_skips_docstrings() -> None:
@@ -93,13 +85,6 @@ def test_upstream_names_are_written_only_in_core_upstream() -> None:
         "upstream names spelled outside trainer_infra/core/upstream/ (add the name to that project's module there "
         "and import it):\n" + "\n".join(found)
     )
-
-
-@pytest.mark.parametrize("pattern", PENDING)
-def test_pending_entries_still_hold_names(pattern: str) -> None:
-    """An allow-list entry whose files hold no upstream name any more is removed, so the list only shrinks."""
-    held = [p for p, source in _modules().items() if fnmatch.fnmatch(p, pattern) and upstream_literals(source)]
-    assert held, f"{pattern} holds no upstream name: remove it from PENDING"
 
 
 def test_trainer_api_of_the_policy_layer_is_every_releases() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from trainer_infra.components.identity import chart_name, service_account_username
+from trainer_infra.core.upstream.kwok import NODE_ANNOTATION as KWOK_NODE_ANNOTATION
 from trainer_infra.sandbox.kube import ApiError, KubeClient, wait_for
 
 Obj = dict[str, Any]
@@ -159,7 +160,7 @@ def wait_nodes_ready(client: KubeClient, nodes: list[str], timeout: float = 90) 
         return True
 
     if nodes:
-        what = f"kwok to mark the stack's {len(nodes)} nodes Ready (are they annotated kwok.x-k8s.io/node=fake?)"
+        what = f"kwok to mark the stack's {len(nodes)} nodes Ready (are they annotated {KWOK_NODE_ANNOTATION}=fake?)"
         wait_for(what, ready, timeout)
 
 

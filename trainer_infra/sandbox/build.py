@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from trainer_infra.core.upstream import jobset, kubernetes, kueue, kwok, lws
 from trainer_infra.sandbox.versions import (
     HELM_VERSION,
     BuildError,
@@ -145,7 +146,7 @@ class Builder:
         """One Kubernetes command from our wrapper module, with version stamping."""
         work = self.src_dir / "kube"
         gomod = work / "go.mod"
-        if not gomod.exists() or f"k8s.io/kubernetes v{target.version}\n" not in gomod.read_text():
+        if not gomod.exists() or f"{kubernetes.GO_MODULE} v{target.version}\n" not in gomod.read_text():
             shutil.rmtree(work, ignore_errors=True)
             shutil.copytree(GO_SRC / "kube", work)
             (work / "go.sum").unlink(missing_ok=True)
@@ -182,7 +183,7 @@ class Builder:
 
     def staging_modules(self, target: Target) -> list[str]:
         """Staging modules that k8s.io/kubernetes replaces locally at this tag."""
-        info = self.download("k8s.io/kubernetes", target)
+        info = self.download(kubernetes.GO_MODULE, target)
         return parse_staging_replaces(Path(info["GoMod"]).read_text())
 
     def download(self, module: str, target: Target) -> dict[str, str]:
@@ -244,18 +245,18 @@ class Builder:
         return [
             Target("etcd", "etcd", v.etcd, Builder.build_etcd),
             *kube,
-            Target("kwok", "kwok", v.kwok, from_module("sigs.k8s.io/kwok", "./cmd/kwok")),
+            Target("kwok", "kwok", v.kwok, from_module(kwok.GO_MODULE, "./cmd/kwok")),
             Target(
                 "jobset-manager",
                 "jobset",
                 v.jobset,
-                from_module("sigs.k8s.io/jobset", ".", "sigs.k8s.io/jobset/pkg/version.GitVersion"),
+                from_module(jobset.GO_MODULE, ".", jobset.VERSION_VARIABLE),
             ),
             Target(
                 "kueue-manager",
                 "kueue",
                 v.kueue,
-                from_module("sigs.k8s.io/kueue", "./cmd/kueue", "sigs.k8s.io/kueue/pkg/version.GitVersion"),
+                from_module(kueue.GO_MODULE, "./cmd/kueue", kueue.VERSION_VARIABLE),
             ),
             Target(
                 "trainer-controller-manager",
@@ -267,7 +268,7 @@ class Builder:
                 "lws-manager",
                 "lws",
                 v.lws,
-                from_module("sigs.k8s.io/lws", "./cmd", "sigs.k8s.io/lws/pkg/version.GitVersion"),
+                from_module(lws.GO_MODULE, "./cmd", lws.VERSION_VARIABLE),
             ),
             Target("chart-render", "helm", HELM_VERSION, Builder.build_chart_render),
             Target(
@@ -374,7 +375,7 @@ def kube_go_mod(version: str, staging: list[str]) -> str:
     return (
         "module trainer-platform/e2e/controlplane/kube\n\n"
         "go 1.24\n\n"
-        f"require k8s.io/kubernetes v{version}\n\n"
+        f"require {kubernetes.GO_MODULE} v{version}\n\n"
         f"replace (\n{replaces}\n)\n"
     )
 
@@ -417,7 +418,7 @@ def kube_version_ldflags(version: str) -> dict[str, str]:
         "buildDate": "1970-01-01T00:00:00Z",
     }
     flags: dict[str, str] = {}
-    for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+    for pkg in kubernetes.VERSION_PACKAGES:
         for key, value in values.items():
             flags[f"{pkg}.{key}"] = value
     return flags

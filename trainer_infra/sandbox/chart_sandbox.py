@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from trainer_infra.core.upstream import kubernetes
 from trainer_infra.observability.objects import COMPONENT_LABEL, MONITORING
 from trainer_infra.sandbox import cluster_network as net
 from trainer_infra.sandbox import node as node_mod
@@ -52,7 +53,7 @@ CONTROLLER_NAMESPACES = ("jobset-system", "kueue-system", "kubeflow-system")
 def placement_values() -> dict[str, Obj]:
     """``components.<name>.values`` that put each chart's controller on the real node (LWS: Trainer's subchart)."""
     pod = {
-        "nodeSelector": {"kubernetes.io/hostname": REAL_NODE},
+        "nodeSelector": {kubernetes.HOSTNAME_LABEL: REAL_NODE},
         "tolerations": [{**REAL_NODE_TAINT, "operator": "Equal"}],
     }
     return {
@@ -170,7 +171,7 @@ class ChartSandbox(Sandbox):
                 self.published[reference] = image.digest
 
     def _system_node(self) -> None:
-        self.create_kwok_node(SYSTEM_NODE, labels={"node-role.kubernetes.io/control-plane": ""})
+        self.create_kwok_node(SYSTEM_NODE, labels={kubernetes.CONTROL_PLANE_ROLE_LABEL: ""})
 
         def ready() -> bool:
             conds = self.client.get("v1", "Node", SYSTEM_NODE).get("status", {}).get("conditions", [])
@@ -268,8 +269,8 @@ class ChartSandbox(Sandbox):
 
     def _endpoint_url(self, namespace: str, service: str, port_name: str, scheme: str) -> str:
         """``<scheme>://<ready pod address>:<port>/metrics`` of ``service``'s port ``port_name``."""
-        label = f"kubernetes.io/service-name={service}"
-        for piece in self.client.list("discovery.k8s.io/v1", "EndpointSlice", namespace, label_selector=label):
+        label = f"{kubernetes.SERVICE_NAME_LABEL}={service}"
+        for piece in self.client.list(kubernetes.DISCOVERY_API, "EndpointSlice", namespace, label_selector=label):
             port = next((p["port"] for p in piece.get("ports") or [] if p.get("name") == port_name), None)
             ready = [e for e in piece.get("endpoints") or [] if (e.get("conditions") or {}).get("ready")]
             if port is not None and ready:

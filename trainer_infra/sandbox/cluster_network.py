@@ -31,6 +31,7 @@ from typing import Any
 
 import yaml
 
+from trainer_infra.core.upstream import kubernetes
 from trainer_infra.sandbox.build import COREDNS_VERSION, Builder, BuildError
 from trainer_infra.sandbox.controlplane import SERVICE_CIDR
 from trainer_infra.sandbox.interrupts import uninterruptible
@@ -51,7 +52,7 @@ DNS_NAMESPACE = "kube-system"
 #: what the platform's team NetworkPolicies allow DNS to (``tenancy.network.NetworkSettings`` defaults)
 DNS_LABELS = {"k8s-app": "kube-dns"}
 #: the image reference CoreDNS is published under (upstream's repository, our build)
-COREDNS_IMAGE = f"registry.k8s.io/coredns/coredns:v{COREDNS_VERSION}"
+COREDNS_IMAGE = f"{kubernetes.COREDNS_REPOSITORY}:v{COREDNS_VERSION}"
 #: the API server's bootstrap policy binds this user to ``system:node-proxier``
 KUBE_PROXY_USER = "system:kube-proxy"
 KUBE_ROUTER_USER = "system:kube-router"
@@ -155,7 +156,7 @@ def coredns_manifests(image_ref: str, node: str, taints: list[dict[str, str]] | 
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "coredns", "namespace": ns}},
         {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "apiVersion": kubernetes.RBAC_API,
             "kind": "ClusterRole",
             "metadata": {"name": "system:coredns"},
             "rules": [
@@ -164,7 +165,11 @@ def coredns_manifests(image_ref: str, node: str, taints: list[dict[str, str]] | 
                     "resources": ["endpoints", "services", "pods", "namespaces"],
                     "verbs": ["list", "watch"],
                 },
-                {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["list", "watch"]},
+                {
+                    "apiGroups": [kubernetes.DISCOVERY_GROUP],
+                    "resources": ["endpointslices"],
+                    "verbs": ["list", "watch"],
+                },
             ],
         },
         _binding("system:coredns", {"kind": "ServiceAccount", "name": "coredns", "namespace": ns}),
@@ -186,7 +191,7 @@ def coredns_manifests(image_ref: str, node: str, taints: list[dict[str, str]] | 
                     "spec": {
                         "priorityClassName": "system-cluster-critical",
                         "serviceAccountName": "coredns",
-                        "nodeSelector": {"kubernetes.io/hostname": node},
+                        "nodeSelector": {kubernetes.HOSTNAME_LABEL: node},
                         **({"tolerations": [{**t, "operator": "Equal"} for t in taints]} if taints else {}),
                         "containers": [container],
                         "dnsPolicy": "Default",
@@ -203,7 +208,11 @@ def coredns_manifests(image_ref: str, node: str, taints: list[dict[str, str]] | 
         {
             "apiVersion": "v1",
             "kind": "Service",
-            "metadata": {"name": "kube-dns", "namespace": ns, "labels": {**labels, "kubernetes.io/name": "CoreDNS"}},
+            "metadata": {
+                "name": "kube-dns",
+                "namespace": ns,
+                "labels": {**labels, kubernetes.ADDON_NAME_LABEL: "CoreDNS"},
+            },
             "spec": {
                 "clusterIP": DNS_SERVICE_IP,
                 "selector": labels,
@@ -220,7 +229,7 @@ def kube_router_rbac() -> list[Obj]:
     """What kube-router's firewall needs (its upstream DaemonSet's ClusterRole, read-only parts)."""
     return [
         {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "apiVersion": kubernetes.RBAC_API,
             "kind": "ClusterRole",
             "metadata": {"name": "e2e:kube-router"},
             "rules": [
@@ -230,25 +239,27 @@ def kube_router_rbac() -> list[Obj]:
                     "verbs": ["get", "list", "watch"],
                 },
                 {
-                    "apiGroups": ["networking.k8s.io"],
+                    "apiGroups": [kubernetes.NETWORKING_GROUP],
                     "resources": ["networkpolicies"],
                     "verbs": ["get", "list", "watch"],
                 },
-                {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["get", "list", "watch"]},
+                {
+                    "apiGroups": [kubernetes.DISCOVERY_GROUP],
+                    "resources": ["endpointslices"],
+                    "verbs": ["get", "list", "watch"],
+                },
             ],
         },
-        _binding(
-            "e2e:kube-router", {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": KUBE_ROUTER_USER}
-        ),
+        _binding("e2e:kube-router", {"apiGroup": kubernetes.RBAC_GROUP, "kind": "User", "name": KUBE_ROUTER_USER}),
     ]
 
 
 def _binding(role: str, subject: Obj) -> Obj:
     return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "apiVersion": kubernetes.RBAC_API,
         "kind": "ClusterRoleBinding",
         "metadata": {"name": role},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+        "roleRef": {"apiGroup": kubernetes.RBAC_GROUP, "kind": "ClusterRole", "name": role},
         "subjects": [subject],
     }
 
@@ -256,7 +267,7 @@ def _binding(role: str, subject: Obj) -> Obj:
 def kube_proxy_config(kubeconfig: Path, node: RealNode, healthz: int, metrics: int) -> Obj:
     """KubeProxyConfiguration v1alpha1: iptables mode, nothing host-wide touched (the namespace is the node's)."""
     return {
-        "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
+        "apiVersion": kubernetes.KUBE_PROXY_CONFIG_API,
         "kind": "KubeProxyConfiguration",
         "clientConnection": {"kubeconfig": str(kubeconfig)},
         "hostnameOverride": node.name,

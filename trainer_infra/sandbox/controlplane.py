@@ -26,6 +26,13 @@ from typing import Any
 
 import yaml
 
+from trainer_infra.core.upstream import kubernetes
+from trainer_infra.core.upstream.jobset import CONFIG_API as JOBSET_CONFIG_API
+from trainer_infra.core.upstream.kueue import BATCH_JOB_FRAMEWORK, JOBSET_FRAMEWORK, TRAINJOB_FRAMEWORK
+from trainer_infra.core.upstream.kueue import CONFIG_GROUP as KUEUE_CONFIG_GROUP
+from trainer_infra.core.upstream.lws import CONFIG_API as LWS_CONFIG_API
+from trainer_infra.core.upstream.lws import GO_MODULE as LWS_MODULE
+from trainer_infra.core.upstream.trainer import CONFIG_API as TRAINER_CONFIG_API
 from trainer_infra.nodepools.kwok import KWOK_ANNOTATION, KWOK_MANAGED_NODES
 from trainer_infra.sandbox.apply import apply_objects
 from trainer_infra.sandbox.charts import ChartIdentities, chart_identities
@@ -45,7 +52,6 @@ from trainer_infra.sandbox.processes import (
     wait_process,
 )
 from trainer_infra.sandbox.versions import (
-    KUEUE_CONFIG_GROUP,
     VersionSet,
     binary_dir,
     check_binaries,
@@ -62,7 +68,7 @@ POD_CIDR = "10.244.0.0/16"
 #: Kueue ignores --config paths for its metrics certificate (cmd/kueue/main.go).
 KUEUE_METRICS_CERT_DIR = Path("/etc/kueue/metrics/certs")
 #: Kueue frameworks the platform uses; the others stay off so their webhooks are no-ops.
-KUEUE_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset", "trainer.kubeflow.org/trainjob")
+KUEUE_FRAMEWORKS = (BATCH_JOB_FRAMEWORK, JOBSET_FRAMEWORK, TRAINJOB_FRAMEWORK)
 #: the API server's user towards kubelets (kubeadm's name)
 KUBELET_CLIENT_USER = "kube-apiserver-kubelet-client"
 #: the aggregation layer's client (kubeadm's name): the only identity whose X-Remote-* headers extension servers trust
@@ -452,13 +458,13 @@ class Sandbox:
             files.extend(found)
         lws_crds = sorted((self.lws_module() / "config" / "crd" / "bases").glob("*.yaml"))
         if not lws_crds:
-            raise SandboxError(f"no CRDs in sigs.k8s.io/lws v{self.versions.lws} config/crd/bases")
+            raise SandboxError(f"no CRDs in {LWS_MODULE} v{self.versions.lws} config/crd/bases")
         return [*files, *monitoring_crd_files(v.prometheus_operator), *lws_crds]
 
     def lws_module(self) -> Path:
         """LeaderWorkerSet's module at the pinned version: its CRD and webhook manifests are read from
         there (the shared folder has none: LWS only comes with the Trainer chart's data cache)."""
-        return module_dir("sigs.k8s.io/lws", self.versions.lws)
+        return module_dir(LWS_MODULE, self.versions.lws)
 
     def _apply_crds(self) -> None:
         self.apply_crds(self.crd_files())
@@ -477,7 +483,7 @@ class Sandbox:
                 n
                 for n in names
                 if not has_condition(
-                    self.client.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", n), "Established"
+                    self.client.get(kubernetes.APIEXTENSIONS_API, "CustomResourceDefinition", n), "Established"
                 )
             ]
             return not pending or False
@@ -535,7 +541,7 @@ class Sandbox:
 
         jobset_cfg = self._controller_config(
             "jobset",
-            "config.jobset.x-k8s.io/v1alpha1",
+            JOBSET_CONFIG_API,
             p.jobset_webhook,
             p.jobset_health,
             f"127.0.0.1:{p.jobset_metrics}",
@@ -594,7 +600,7 @@ class Sandbox:
         trainer_cfg.write_text(
             yaml.safe_dump(
                 {
-                    "apiVersion": "config.trainer.kubeflow.org/v1alpha1",
+                    "apiVersion": TRAINER_CONFIG_API,
                     "kind": "Configuration",
                     "leaderElection": {"leaderElect": False},
                     "certManagement": {"enable": False},
@@ -662,7 +668,7 @@ class Sandbox:
     def _start_lws(self) -> Process:
         """The LeaderWorkerSet controller (Trainer's data cache creates an LWS per TrainJob)."""
         p = self.ports
-        cfg = self._controller_config("lws", "config.lws.x-k8s.io/v1alpha1", p.lws_webhook, p.lws_health)
+        cfg = self._controller_config("lws", LWS_CONFIG_API, p.lws_webhook, p.lws_health)
         return self._spawn(
             "lws-manager",
             self.versions.lws,
@@ -803,11 +809,11 @@ class Sandbox:
             "kind": "Node",
             "metadata": {
                 "name": name,
-                "annotations": {**KWOK_ANNOTATION, "node.alpha.kubernetes.io/ttl": "0"},
+                "annotations": {**KWOK_ANNOTATION, kubernetes.NODE_TTL_ANNOTATION: "0"},
                 "labels": {
-                    "kubernetes.io/hostname": name,
-                    "kubernetes.io/os": "linux",
-                    "kubernetes.io/arch": "amd64",
+                    kubernetes.HOSTNAME_LABEL: name,
+                    kubernetes.OS_LABEL: "linux",
+                    kubernetes.ARCH_LABEL: "amd64",
                     "type": "kwok",
                     **(labels or {}),
                 },

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from trainer_infra.core.upstream.kueue import QUEUE_LABEL
 from trainer_infra.sandbox.platform_sandbox import SANDBOX_JSON, default_dir
 
 NODES = 2
@@ -73,7 +74,7 @@ def train(member: dict[str, Any]) -> tuple[str, str, list[str]]:
             num_nodes=NODES,
             resources_per_node={"gpu": 1, "cpu": "500m", "memory": "2Gi"},
         ),
-        options=[Labels(labels={"kueue.x-k8s.io/queue-name": member["queue"]})],
+        options=[Labels(labels={QUEUE_LABEL: member["queue"]})],
     )
     job = client.wait_for_job_status(name, status={"Complete", "Failed"}, timeout=900)
     logs = []

@@ -7,6 +7,7 @@ from typing import Any
 
 import yaml
 
+from trainer_infra.core.upstream import jobset, kwok
 from trainer_infra.sandbox.versions import module_dir
 
 Obj = dict[str, Any]
@@ -34,7 +35,7 @@ def kwok_stages(kwok_version: str) -> list[Obj]:
     ``e2e.trainer-platform/complete=true`` still complete (initializers, for instance).
     Since kwok 0.8 a config with any Stage replaces all defaults, so node stages are listed too.
     """
-    root = module_dir("sigs.k8s.io/kwok", kwok_version)
+    root = module_dir(kwok.GO_MODULE, kwok_version)
     stages = [yaml.safe_load((root / rel).read_text()) for rel in KWOK_UPSTREAM_STAGES]
     return [
         *stages,
@@ -84,7 +85,7 @@ def kwok_complete_stage(*, initializers: bool = False) -> Obj:
         name, selector = (
             "pod-complete-initializers",
             {
-                "key": '.metadata.labels["jobset.sigs.k8s.io/replicatedjob-name"]',
+                "key": f'.metadata.labels["{jobset.REPLICATED_JOB_NAME_LABEL}"]',
                 "operator": "In",
                 "values": ["dataset-initializer", "model-initializer"],
             },
@@ -100,7 +101,7 @@ def kwok_complete_stage(*, initializers: bool = False) -> Obj:
 def _terminate_stage(name: str, selector: Obj, *, exit_code: str, reason: str, phase: str) -> Obj:
     """A kwok Stage that ends a selected Running pod: every container terminated, the pod in ``phase``."""
     return {
-        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+        "apiVersion": kwok.STAGE_API,
         "kind": "Stage",
         "metadata": {"name": name},
         "spec": {

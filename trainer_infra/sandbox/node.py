@@ -33,6 +33,8 @@ from typing import Any
 import yaml
 
 from trainer_infra.core.images import ImagesConfig, mirror_image
+from trainer_infra.core.upstream import kubernetes
+from trainer_infra.core.upstream.containerd import CRI_NAMESPACE
 from trainer_infra.sandbox import leftovers, netns
 from trainer_infra.sandbox.build import KUBE_COMMANDS, PAUSE_VERSION, Builder, BuildError
 from trainer_infra.sandbox.chart_registry import ChartRegistry
@@ -101,9 +103,8 @@ CNI_NETWORK = "trainer-platform-e2e"
 CONTAINER_LOG_LINKS = Path("/var/log/containers")
 #: the shims' sockets (containerd 1.6 hard-codes this directory)
 SHIM_SOCKETS = Path("/run/containerd/s")
-CRI_NAMESPACE = "k8s.io"
 #: the pod sandbox image, as upstream names it (published through the mirror like every other image)
-PAUSE_IMAGE = f"registry.k8s.io/pause:{PAUSE_VERSION}"
+PAUSE_IMAGE = f"{kubernetes.PAUSE_REPOSITORY}:{PAUSE_VERSION}"
 #: ``images.registryMirror`` as an air-gapped stack sets it; nothing resolves this name but containerd's hosts file
 MIRROR = ImagesConfig(registry_mirror="mirror.e2e.internal:5000/k8s").registry_mirror or ""
 
@@ -362,7 +363,7 @@ class RealNode:
         """KubeletConfiguration v1beta1 for 1.34: webhook authn/authz, cgroupfs on v1, our paths only."""
         pki = self.workdir / "pki"
         return {
-            "apiVersion": "kubelet.config.k8s.io/v1beta1",
+            "apiVersion": kubernetes.KUBELET_CONFIG_API,
             "kind": "KubeletConfiguration",
             "address": "0.0.0.0",
             "port": 10250,
@@ -430,15 +431,15 @@ class RealNode:
         self.times.containerd = round(time.monotonic() - start, 1)
         self.sandbox.client.apply(
             {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "apiVersion": kubernetes.RBAC_API,
                 "kind": "ClusterRoleBinding",
                 "metadata": {"name": "e2e:kube-apiserver-kubelet-client"},
                 "roleRef": {
-                    "apiGroup": "rbac.authorization.k8s.io",
+                    "apiGroup": kubernetes.RBAC_GROUP,
                     "kind": "ClusterRole",
                     "name": "system:kubelet-api-admin",
                 },
-                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": KUBELET_CLIENT_USER}],
+                "subjects": [{"apiGroup": kubernetes.RBAC_GROUP, "kind": "User", "name": KUBELET_CLIENT_USER}],
             }
         )
         start = time.monotonic()

@@ -38,6 +38,8 @@ from typing import Any
 
 import yaml
 
+from trainer_infra.core.upstream import nvidia
+from trainer_infra.core.upstream.containerd import CRI_NAMESPACE
 from trainer_infra.sandbox import leftovers
 from trainer_infra.sandbox import node as node_mod
 from trainer_infra.sandbox.chart_sandbox import REAL_NODE, ChartSandbox
@@ -56,7 +58,7 @@ SANDBOX_JSON = "sandbox.json"
 UP_TIMEOUT = 1800
 
 
-GPU = "nvidia.com/gpu"
+GPU = nvidia.GPU
 #: GPUs the real node claims to have (none is real)
 NODE_GPUS = 8
 #: the uid/gid the platform runs runtimes as (runtimes.securityContext defaults)
@@ -426,7 +428,7 @@ def describe(sandbox: NodeSandbox, stack: Obj, render: Any, volumes: Path, workd
         "node": REAL_NODE,
         "gpus": f"{NODE_GPUS} {GPU} advertised on {REAL_NODE} (not real: torch runs on the CPU)",
         "runtimeImages": dict(sorted(sandbox.runtime_refs.items())),
-        "containerd": {"address": str(containerd_socket(node_dir(workdir))), "namespace": "k8s.io"},
+        "containerd": {"address": str(containerd_socket(node_dir(workdir))), "namespace": CRI_NAMESPACE},
         "logs": str(workdir / "sandbox.log"),
         "stop": "make sandbox-down",
     }

@@ -7,9 +7,10 @@ import ssl
 import urllib.request
 from typing import Any
 
+from trainer_infra.core.upstream import jobset, kueue, lws
 from trainer_infra.manifests.runtime import TRAINER_API_VERSION, minimal_runtime
 from trainer_infra.sandbox.kube import ApiError, KubeClient, wait_for
-from trainer_infra.sandbox.versions import JOBSET_GROUP, KUEUE_GROUP, VersionSet
+from trainer_infra.sandbox.versions import VersionSet
 
 Obj = dict[str, Any]
 
@@ -36,9 +37,9 @@ def https_ok(url: str) -> bool:
 def webhook_probes(versions: VersionSet) -> dict[str, Obj]:
     """Per component, an object whose dry-run create goes through its webhook (the sandbox's own names)."""
     return {
-        "jobset": probe_jobset(versions.api_version(JOBSET_GROUP)),
+        "jobset": probe_jobset(versions.api_version(jobset.GROUP)),
         "kueue": {
-            "apiVersion": versions.api_version(KUEUE_GROUP),
+            "apiVersion": versions.api_version(kueue.GROUP),
             "kind": "ResourceFlavor",
             "metadata": {"name": "e2e-webhook-probe"},
         },
@@ -73,7 +74,7 @@ def probe_jobset(api_version: str) -> Obj:
 def probe_lws() -> Obj:
     pod = {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}
     return {
-        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "apiVersion": lws.API,
         "kind": "LeaderWorkerSet",
         "metadata": {"name": "e2e-webhook-probe", "namespace": "default"},
         "spec": {"leaderWorkerTemplate": {"size": 1, "workerTemplate": pod}},

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from trainer_infra.core.upstream import kubernetes
 from trainer_infra.sandbox.build import BuildError
 from trainer_infra.sandbox.versions import CHECKOUT, cache_root, shared_dir
 
@@ -335,7 +336,7 @@ class Toolchain:
             if dest.exists():
                 continue
             proc = subprocess.run(
-                ["go", "mod", "download", "-json", f"k8s.io/kubernetes@v{version}"],
+                ["go", "mod", "download", "-json", f"{kubernetes.GO_MODULE}@v{version}"],
                 cwd=self.dir,
                 env={**go_env(), "GOFLAGS": ""},
                 capture_output=True,
@@ -343,7 +344,8 @@ class Toolchain:
             )
             if proc.returncode != 0:
                 raise BuildError(
-                    f"toolchain step 'openapi-specs': cannot download k8s.io/kubernetes@v{version} for {filename}: "
+                    f"toolchain step 'openapi-specs': cannot download {kubernetes.GO_MODULE}@v{version} "
+                    f"for {filename}: "
                     f"{proc.stdout[-1500:]}{proc.stderr[-1500:]}"
                 )
             source = Path(json.loads(proc.stdout)["Dir"]) / "api" / "openapi-spec" / "swagger.json"

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from trainer_infra.core.images import split_image
+from trainer_infra.core.upstream.prometheus_operator import GROUP as MONITORING_GROUP
 from trainer_infra.nodepools.kwok import KWOK_VERSION
 from trainer_infra.versions import MATRIX
 
@@ -35,12 +36,6 @@ BINARIES = (
 #: The Helm library ``chart-render`` renders the charts with: the one pulumi-kubernetes (the version the e2e
 #: proves) renders `helm.v4.Chart` with (its provider/go.mod), so the RBAC installed is what `pulumi up` installs.
 HELM_VERSION = "3.20.2"
-
-
-#: API groups whose version the sandbox reads from the matrix (``VersionSet.api_version``)
-KUEUE_GROUP = "kueue.x-k8s.io"
-KUEUE_CONFIG_GROUP = f"config.{KUEUE_GROUP}"
-JOBSET_GROUP = "jobset.x-k8s.io"
 
 
 class BuildError(RuntimeError):
@@ -196,4 +191,4 @@ def monitoring_crd_files(version: str) -> list[Path]:
         / "example"
         / "prometheus-operator-crd"
     )
-    return [folder / f"monitoring.coreos.com_{plural}.yaml" for plural in MONITORING_CRDS]
+    return [folder / f"{MONITORING_GROUP}_{plural}.yaml" for plural in MONITORING_CRDS]

@@ -15,11 +15,13 @@ from typing import Any
 
 import yaml
 
+from trainer_infra.core.upstream import kubernetes
+
 Obj = dict[str, Any]
 
 #: upstream kustomize prefixes generic names (``kueue-``, ``jobset-``); we do the same.
 _GENERIC_NAMES = {"mutating-webhook-configuration", "validating-webhook-configuration"}
-MANAGED_BY = {"app.kubernetes.io/managed-by": "trainer-platform-e2e"}
+MANAGED_BY = {kubernetes.APP_MANAGED_BY: "trainer-platform-e2e"}
 
 
 def _pointer(path: str) -> list[str]:

@@ -15,6 +15,7 @@ from typing import Any
 
 from trainer_infra.core.errors import ConfigIssue, did_you_mean
 from trainer_infra.core.quantity import quantity
+from trainer_infra.core.upstream import nvidia
 from trainer_infra.core.upstream.kueue import TOPOLOGY_ANNOTATIONS
 from trainer_infra.nodepools.labels import POOL_LABEL
 from trainer_infra.simulate.trace import TraceError, TraceRow
@@ -179,7 +180,7 @@ def _count(value: Any) -> int:
     return int(quantity(str(value)))
 
 
-def stack_facts(objects: list[Obj], resource: str = "nvidia.com/gpu") -> StackFacts:
+def stack_facts(objects: list[Obj], resource: str = nvidia.GPU) -> StackFacts:
     """Index a render's objects (manifests.yaml) for a replay."""
     quotas: dict[str, dict[str, Quota]] = {}
     cohorts: dict[str, str | None] = {}

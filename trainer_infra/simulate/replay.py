@@ -17,11 +17,13 @@ from typing import Any
 
 import urllib3
 
+from trainer_infra.core.upstream import trainer
+from trainer_infra.core.upstream.kueue import GROUP as KUEUE_GROUP
 from trainer_infra.core.upstream.kueue import PRIORITY_LABEL, QUEUE_LABEL
 from trainer_infra.manifests.runtime import JOBSET_NAME_LABEL, TRAINER_API_VERSION
 from trainer_infra.sandbox.kube import ApiError, KubeClient
 from trainer_infra.sandbox.kwok_stages import DURATION_ANNOTATION
-from trainer_infra.sandbox.versions import KUEUE_GROUP, VersionSet
+from trainer_infra.sandbox.versions import VersionSet
 from trainer_infra.simulate.facts import StackFacts
 from trainer_infra.simulate.metrics import Admission, JobOutcome
 from trainer_infra.simulate.trace import TraceRow
@@ -55,7 +57,7 @@ def trainjob(row: TraceRow, facts: StackFacts, compression: float) -> Obj:
         "kind": TRAINJOB[1],
         "metadata": {"name": str(row.name), "namespace": team.name, "labels": labels},
         "spec": {
-            "runtimeRef": {"name": runtime, "apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime"},
+            "runtimeRef": {"name": runtime, "apiGroup": trainer.GROUP, "kind": "ClusterTrainingRuntime"},
             "trainer": {
                 "numNodes": row.nodes,
                 "resourcesPerNode": {

@@ -2,6 +2,7 @@
 
 One module per project, each written once here and read by every layer; standard library only, so
 `manifests/`, `policy_rules/` and the CrossGuard pack can import it. API versions of the components the
-platform installs are not here: they come from `versions/matrix.yaml` (`apiVersions`, per release).
+platform installs are not here: they come from `versions/matrix.yaml` (`apiVersions`, per release); only
+those the matrix does not name (a controller's Configuration API, LeaderWorkerSet's) are written beside the group.
 A unit test fails when such a name is spelled anywhere else in the package.
 """

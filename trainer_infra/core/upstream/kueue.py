@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from trainer_infra.core.upstream import jobset, lws, trainer
 
+#: The Go module the manager is built from, and the variable its Makefile stamps the release into (`-X`).
+GO_MODULE = "sigs.k8s.io/kueue"
+VERSION_VARIABLE = f"{GO_MODULE}/pkg/version.GitVersion"
 #: The API group of Kueue's objects (version: the matrix's `apiVersions`).
 GROUP = "kueue.x-k8s.io"
 #: The group of Kueue's manager Configuration.

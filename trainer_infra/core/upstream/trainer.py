@@ -6,6 +6,9 @@ from trainer_infra.core.upstream import nvidia
 
 #: The API group of TrainJobs and (Cluster)TrainingRuntimes (version: the matrix's `apiVersions`).
 GROUP = "trainer.kubeflow.org"
+#: The controller manager's Configuration (`pkg/apis/config/v1alpha1`).
+CONFIG_GROUP = f"config.{GROUP}"
+CONFIG_API = f"{CONFIG_GROUP}/v1alpha1"
 #: The runtime label naming its ML framework (`torch`, `deepspeed`, …).
 FRAMEWORK_LABEL = f"{GROUP}/framework"
 #: On the Job template of a replicatedJob: the step it runs, read by the webhook and the SDK.
