@@ -6,7 +6,6 @@ import base64
 import hashlib
 import json
 import os
-import subprocess
 import urllib.request
 import zipfile
 from functools import cache
@@ -18,6 +17,7 @@ import yaml
 
 from tests.e2e.build import monitoring_crd_files
 from tests.e2e.versions import VersionSet, shared_dir
+from trainer_infra.sandbox.versions import go_mod_download
 
 ENV = "TRAINER_PLATFORM_CRDS"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -116,15 +116,7 @@ def module_zip(module: str, version: str) -> Path:
     """The module's zip in Go's download cache, fetched through the Go module proxy if missing. Go checks it
     against sum.golang.org; `go` older than the module's `go` line still fetches the zip but reports an error,
     which is why the zip is taken from the JSON whatever the exit status."""
-    env = {**os.environ, "GOTOOLCHAIN": "local"}
-    env.pop("GOFLAGS", None)
-    proc = subprocess.run(
-        ["go", "mod", "download", "-json", f"{module}@v{version}"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=Path.home(),
-    )
+    proc = go_mod_download(module, version)
     try:
         archive = Path(json.loads(proc.stdout)["Zip"])
     except (json.JSONDecodeError, KeyError):
