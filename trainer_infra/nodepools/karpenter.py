@@ -106,10 +106,10 @@ class KarpenterBackend(BackendDefaults):
     settings_model = KarpenterPool
     settings_hint = "karpenter: {instanceTypes: [...], nodeClass: {...}}"
 
-    def default_topology(self) -> tuple[str, ...]:
+    def default_topology(self, pool: NodePool, settings: Any) -> tuple[str, ...]:
         return DEFAULT_EKS_TOPOLOGY
 
-    def provided_levels(self) -> frozenset[str] | None:
+    def provided_levels(self, pool: NodePool, settings: Any) -> frozenset[str] | None:
         return PROVIDED_LEVELS
 
     def node_count(self, pool: NodePool, settings: Any) -> int:
