@@ -258,8 +258,8 @@ def test_a_backend_a_storage_backend_and_a_component_are_one_module_and_one_entr
     # A cache of its own that outlives the run: the cloud SDKs' stubs (pulumi_gcp, pulumi_azure_native) take minutes
     # to check cold, and are the same every time.
     cache = Path.home() / ".cache" / "trainer-platform" / "mypy-extension-points"
-    config = ["--config-file", str(ROOT / "pyproject.toml"), "--cache-dir", str(cache)]
-    typed = _run(["-m", "mypy", *config, "trainer_infra"], tmp_path)
+    mypy = ["-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"), "--cache-dir", str(cache)]
+    typed = _run([*mypy, "trainer_infra"], tmp_path)
     assert typed.returncode == 0, typed.stdout[-2000:]
 
     stack: dict[str, Any] = {
