@@ -15,7 +15,7 @@ from typing import Any
 
 from trainer_infra.components.component import ComponentSettings, ResolvedRelease, StackView
 from trainer_infra.core.images import split_image
-from trainer_infra.nodepools.device_plugins import pools_needing
+from trainer_infra.nodepools.device_plugins import pools_needing, taint_keys
 from trainer_infra.nodepools.labels import POOL_LABEL
 from trainer_infra.nodepools.model import NodePool
 from trainer_infra.observability.facts import MetricsEndpoint
@@ -31,12 +31,7 @@ class Needed:
 
 
 def _tolerations(pools: list[NodePool]) -> list[dict[str, str]]:
-    keys: set[str] = set()
-    for pool in pools:
-        if pool.taints is not None:
-            keys |= {t.key for t in pool.taints}
-        elif pool.node is not None and pool.node.accelerator is not None:
-            keys.add(pool.node.accelerator.resource)
+    keys = set().union(*(taint_keys(p) for p in pools))
     return [{"key": key, "operator": "Exists"} for key in sorted(keys)]
 
 

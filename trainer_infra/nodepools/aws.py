@@ -16,7 +16,6 @@ Who labels an EC2 node (checked in the sources, not assumed):
 
 from __future__ import annotations
 
-ZONE = "topology.kubernetes.io/zone"
 ZONE_ID = "topology.k8s.aws/zone-id"
 NETWORK_LAYER_PREFIX = "topology.k8s.aws/network-node-layer-"
 NETWORK_LAYERS = tuple(f"{NETWORK_LAYER_PREFIX}{i}" for i in range(1, 5))

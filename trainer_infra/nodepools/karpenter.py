@@ -27,7 +27,7 @@ from trainer_infra.core.types import DnsSubdomain
 from trainer_infra.manifests import meta
 from trainer_infra.nodepools import aws
 from trainer_infra.nodepools.backend import BackendDefaults
-from trainer_infra.nodepools.labels import HOSTNAME
+from trainer_infra.nodepools.labels import HOSTNAME, ZONE
 from trainer_infra.nodepools.model import NodePool, ResolvedPool
 
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
@@ -40,7 +40,7 @@ CAPACITY_BLOCK = "capacity-block"  # the value of RESERVATION_TYPE for Capacity 
 PLACEMENT_GROUP_ID_PATTERN = r"^pg-[0-9a-z]+$"
 
 DEFAULT_EKS_TOPOLOGY = (*aws.NETWORK_LAYERS[:3], HOSTNAME)
-PROVIDED_LEVELS = frozenset({*aws.NETWORK_LAYERS, aws.ZONE, aws.ZONE_ID, HOSTNAME, RESERVATION_ID, PLACEMENT_GROUP_ID})
+PROVIDED_LEVELS = frozenset({*aws.NETWORK_LAYERS, ZONE, aws.ZONE_ID, HOSTNAME, RESERVATION_ID, PLACEMENT_GROUP_ID})
 
 
 class ReservationTerm(StrictModel):
@@ -249,9 +249,7 @@ def topology_checks(pool: ResolvedPool, instance_types: list[str], reserved_leve
                 f"{pool.at}.topology",
                 "EC2 reports no such network layer for these instance types, so their nodes never carry it",
                 f"{', '.join(lacking)} on {', '.join(shallow)}",
-                "use " + ", ".join([*carried, aws.ZONE, HOSTNAME])
-                if carried
-                else f"topology: [{aws.ZONE}, {HOSTNAME}]",
+                "use " + ", ".join([*carried, ZONE, HOSTNAME]) if carried else f"topology: [{ZONE}, {HOSTNAME}]",
             )
         )
     if RESERVATION_ID in pool.topology and not reserved_level:
@@ -273,10 +271,10 @@ class KarpenterBackend(BackendDefaults):
     settings_model = KarpenterPool
     settings_hint = "karpenter: {instanceTypes: [...], nodeClass: {...}}"
 
-    def default_topology(self) -> tuple[str, ...]:
+    def default_topology(self, pool: NodePool, settings: Any) -> tuple[str, ...]:
         return DEFAULT_EKS_TOPOLOGY
 
-    def provided_levels(self) -> frozenset[str] | None:
+    def provided_levels(self, pool: NodePool, settings: Any) -> frozenset[str] | None:
         return PROVIDED_LEVELS
 
     def node_count(self, pool: NodePool, settings: Any) -> int:

@@ -10,6 +10,7 @@ from trainer_infra.core.model import StrictModel
 from trainer_infra.core.types import LabelKey, LabelValue
 
 HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
 # Every node of a pool carries this label; the pool's ResourceFlavor selects on it, so two pools can
 # never select each other's nodes.
 POOL_LABEL = "trainer-platform.io/node-pool"

@@ -36,9 +36,9 @@ def _quotas(teams: Sequence[TeamConfig], resolved: ResolvedQueues) -> list[Confi
                 )
                 issues.append(ConfigIssue(qat, "no node pool of this name", pool_name, hint))
                 continue
-            if quota.gpus and pool.config.node.accelerator is None:
+            if quota.gpus and pool.node.accelerator is None:
                 issues.append(ConfigIssue(f"{qat}.gpus", "pool has no accelerator", str(quota.gpus)))
-            if pool.config.node.accelerator is None and quota.cpu is None and quota.memory is None:
+            if pool.node.accelerator is None and quota.cpu is None and quota.memory is None:
                 issues.append(ConfigIssue(qat, "a pool without accelerators needs cpu and/or memory quota"))
             limits = resolved.limits(team.name, pool_name)
             for res, lend in limits.lending.items():

@@ -93,7 +93,7 @@ def _draft(cfg: StackConfig) -> Draft:
     kueue = kueue_settings(cfg)
     releases = resolve_releases(cfg, cfg.kubernetes.version, kueue.train_job_integration)
     pools = resolve_pools(cfg.node_pools)
-    pool_issues = check_pools(pools)
+    pool_issues = check_pools(pools, cfg.cloud)
     queues = resolve_queues(() if pool_issues else pools, cfg.teams, kueue.tas.enabled)
     catalog = load_catalog()
     trainer = releases.by_name["trainer"].app_version
