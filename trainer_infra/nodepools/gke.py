@@ -16,18 +16,18 @@ the GKE API updates in place (node count, autoscaling limits, labels, taints) st
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from trainer_infra.core.cloud import GCP, CloudOptions, CloudResource, sdk_value
-from trainer_infra.core.errors import ConfigIssue, did_you_mean
+from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.objects import ManagedObject
 from trainer_infra.nodepools.backend import BackendDefaults
 from trainer_infra.nodepools.cloud import RefConfig, provider, ref
 from trainer_infra.nodepools.labels import HOSTNAME, ZONE
-from trainer_infra.nodepools.machines import Machine, machine_table
+from trainer_infra.nodepools.machines import Machine, known_machine, machine_table
 from trainer_infra.nodepools.model import NodePool, NodeShape, ProvisioningRequest, ResolvedPool
 
 if TYPE_CHECKING:
@@ -74,7 +74,9 @@ class GkeReservation(StrictModel):
 
 
 class GkePool(StrictModel):
-    machine_type: str = Field(description="Compute Engine machine type, e.g. a3-megagpu-8g (machine_types/gke.yaml).")
+    machine_type: Annotated[str, AfterValidator(lambda name: known_machine("gke", name))] = Field(
+        description="Compute Engine machine type, e.g. a3-megagpu-8g (machine_types/gke.yaml)."
+    )
     node_locations: list[str] = Field(min_length=1, description="Zones of the pool's nodes, e.g. [us-central1-a].")
     gpu_driver_version: Literal["DEFAULT", "LATEST", "INSTALLATION_DISABLED"] = Field(
         default="LATEST", description="GKE-managed NVIDIA driver installation (INSTALLATION_DISABLED: bring your own)."
@@ -230,18 +232,7 @@ class GkeBackend(BackendDefaults):
     def checks(self, pool: ResolvedPool) -> list[ConfigIssue]:
         settings: GkePool = pool.settings
         at, size, capacity = f"{pool.at}.gke", pool.config.size, pool.config.capacity_type
-        table = machine_table("gke")
         issues: list[ConfigIssue] = []
-        if table.get(settings.machine_type) is None:
-            hint = did_you_mean(settings.machine_type, table.names()) or "known: " + ", ".join(table.names())
-            issues.append(
-                ConfigIssue(
-                    f"{at}.machineType",
-                    "not in the GKE machine table (machine_types/gke.yaml)",
-                    settings.machine_type,
-                    hint,
-                )
-            )
         if size.count is not None and size.max is not None:
             issues.append(ConfigIssue(f"{pool.at}.size", "set count (fixed) or min/max (autoscaling), not both"))
         elif size.count is None and size.max is None:

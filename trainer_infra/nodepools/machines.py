@@ -26,6 +26,7 @@ from pathlib import Path
 import yaml
 from pydantic import Field
 
+from trainer_infra.core.errors import did_you_mean
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.quantity import format_amount
 from trainer_infra.core.types import ExtendedResource, LabelValue
@@ -93,6 +94,15 @@ class MachineTable:
 
     def names(self) -> list[str]:
         return sorted(self.rows)
+
+
+def known_machine(cloud: str, name: str) -> str:
+    """`name` if the cloud's table has it; else ValueError naming the closest one (a settings field validator)."""
+    table = machine_table(cloud)
+    if table.get(name) is None:
+        hint = did_you_mean(name, table.names()) or "known: " + ", ".join(table.names())
+        raise ValueError(f"{name} is not in the {cloud} machine table (nodepools/machine_types/{cloud}.yaml); {hint}")
+    return name
 
 
 @cache

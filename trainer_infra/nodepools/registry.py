@@ -8,7 +8,7 @@ from pydantic import Field
 
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.registry import Registry, model_with_settings
-from trainer_infra.nodepools import gke, karpenter, kwok, static
+from trainer_infra.nodepools import aks, gke, karpenter, kwok, static
 from trainer_infra.nodepools.backend import NodePoolBackend
 from trainer_infra.nodepools.model import NodePool
 
@@ -17,6 +17,7 @@ BACKENDS: Registry[NodePoolBackend] = Registry(
     static.BACKEND,
     karpenter.BACKEND,
     gke.BACKEND,
+    aks.BACKEND,
 )
 
 
