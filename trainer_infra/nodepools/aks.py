@@ -121,14 +121,14 @@ def agent_pool_args(pool: ResolvedPool, cluster: AksCluster) -> AksAgentPoolArgs
     }
     if pool.autoscaling is not None:
         low, high = pool.autoscaling
-        args.update(enable_auto_scaling=True, min_count=low, max_count=high, count=low)
+        args.update({"enable_auto_scaling": True, "min_count": low, "max_count": high, "count": low})
     else:
         args["count"] = pool.node_count
     if settings.availability_zones:
         args["availability_zones"] = list(settings.availability_zones)
     if pool.config.capacity_type == "spot":
         # Delete: an evicted node goes away instead of holding its GPUs' quota; -1: pay up to the on-demand price
-        args.update(scale_set_priority="Spot", scale_set_eviction_policy="Delete", spot_max_price=-1.0)
+        args.update({"scale_set_priority": "Spot", "scale_set_eviction_policy": "Delete", "spot_max_price": -1.0})
     if settings.capacity_reservation_group_id is not None:
         args["capacity_reservation_group_id"] = sdk_value(ref(settings.capacity_reservation_group_id))
     return args
