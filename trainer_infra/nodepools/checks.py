@@ -204,3 +204,25 @@ def _flavors_overlap(pools: tuple[ResolvedPool, ...]) -> list[ConfigIssue]:
                     )
                     break
     return issues
+
+
+def check_scaling_under_tas(pools: tuple[ResolvedPool, ...], tas: bool) -> list[ConfigIssue]:
+    """With Topology-Aware Scheduling, Kueue places a job onto the nodes that exist (its TAS cache is built from
+    Node objects); only a flavor guarded by a ProvisioningRequest check gets its topology after the nodes are
+    provisioned (Kueue 0.19.2 pkg/scheduler/flavorassigner/tas_flavorassigner.go). A pool that autoscales above
+    its minimum without one would count quota no job can ever be admitted into: Kueue never creates the pods the
+    autoscaler would react to."""
+    if not tas:
+        return []
+    return [
+        ConfigIssue(
+            f"{p.at}.size",
+            f"autoscales {p.autoscaling[0]}..{p.autoscaling[1]} nodes, but Kueue's topology-aware scheduling "
+            "admits only onto nodes that exist, so jobs needing the nodes above size.min would wait forever",
+            f"min {p.autoscaling[0]}, max {p.autoscaling[1]}",
+            "use a fixed size.count, provisioning on request (gke: queuedProvisioning), "
+            "or components.kueue.tas.enabled: false",
+        )
+        for p in pools
+        if p.autoscaling is not None and p.autoscaling[0] < p.autoscaling[1] and p.provisioning is None
+    ]

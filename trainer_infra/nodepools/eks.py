@@ -40,8 +40,7 @@ from trainer_infra.core.errors import ConfigIssue, did_you_mean
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.objects import ManagedObject
 from trainer_infra.nodepools import aws
-from trainer_infra.nodepools.backend import BackendDefaults
-from trainer_infra.nodepools.cloud import RefConfig, provider, ref
+from trainer_infra.nodepools.cloud import CloudNodeGroup, RefConfig, provider, ref, size_issues
 from trainer_infra.nodepools.labels import HOSTNAME, ZONE
 from trainer_infra.nodepools.machines import Machine, machine_table
 from trainer_infra.nodepools.model import NodePool, NodeShape, ResolvedPool
@@ -210,7 +209,7 @@ def launch_template_args(pool: ResolvedPool, settings: EksPool, cluster: EksClus
     machine = _machine(settings)
     if settings.efa and machine is not None and settings.security_groups is not None:
         security_groups = sdk_value(_subnets(settings.security_groups))
-        args["network_interfaces"] = efa_interfaces(machine.facts.efa, security_groups)
+        args["network_interfaces"] = efa_interfaces(aws.EFA_INTERFACES[machine.name], security_groups)
     if settings.placement_group:
         args["placement"] = {"group_name": sdk_value(ResourceOutput(f"{pool.name}-placement", "name"))}
     if settings.capacity_reservation is not None:
@@ -325,7 +324,7 @@ def _capacity(pool: ResolvedPool, settings: EksPool, at: str) -> list[ConfigIssu
     return issues
 
 
-class EksBackend(BackendDefaults):
+class EksBackend(CloudNodeGroup):
     """EKS managed node groups from an instance type; fixed `size.count` or `size.min`..`size.max`."""
 
     name = "eks"
@@ -345,34 +344,21 @@ class EksBackend(BackendDefaults):
         machine = _machine(settings) if isinstance(settings, EksPool) else None
         return machine.shape if machine is not None else None
 
-    def autoscaling(self, pool: NodePool, settings: Any) -> tuple[int, int] | None:
-        size = pool.size
-        return (size.min or 0, size.max) if size.max is not None else None
-
-    def node_count(self, pool: NodePool, settings: Any) -> int:
-        return pool.size.max if pool.size.max is not None else pool.size.count or 0
-
     def checks(self, pool: ResolvedPool) -> list[ConfigIssue]:
         settings: EksPool = pool.settings
         at, size = f"{pool.at}.eks", pool.config.size
         table = machine_table("eks")
         machine = table.get(settings.instance_type)
-        issues: list[ConfigIssue] = []
-        if size.count is not None and size.max is not None:
-            issues.append(ConfigIssue(f"{pool.at}.size", "set count (fixed) or min/max (autoscaling), not both"))
-        elif size.count is None and size.max is None:
-            issues.append(ConfigIssue(f"{pool.at}.size", "required: count (fixed) or max (autoscaling)"))
-        elif (size.max if size.max is not None else size.count or 0) < 1:
+        issues = size_issues(pool)
+        if not issues and (size.max if size.max is not None else size.count or 0) < 1:
             issues.append(ConfigIssue(f"{pool.at}.size", "a managed node group holds at least one node at most", "0"))
-        if size.max is not None and (size.min or 0) > size.max:
-            issues.append(ConfigIssue(f"{pool.at}.size.min", f"more than size.max ({size.max})", str(size.min)))
-        if machine is not None and settings.efa and not machine.facts.efa:
+        if machine is not None and settings.efa and not aws.EFA_INTERFACES.get(machine.name):
             issues.append(
                 ConfigIssue(
                     f"{at}.efa",
                     "this instance type has no EFA interfaces",
                     f"efa: true, instanceType: {settings.instance_type}",
-                    "EFA types: " + ", ".join(n for n in table.names() if (m := table.get(n)) and m.facts.efa),
+                    "EFA types: " + ", ".join(n for n in table.names() if aws.EFA_INTERFACES.get(n)),
                 )
             )
         if settings.efa and settings.security_groups is None:

@@ -16,18 +16,17 @@ the GKE API updates in place (node count, autoscaling limits, labels, taints) st
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from trainer_infra.core.cloud import GCP, CloudOptions, CloudResource, sdk_value
-from trainer_infra.core.errors import ConfigIssue, did_you_mean
+from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.objects import ManagedObject
-from trainer_infra.nodepools.backend import BackendDefaults
-from trainer_infra.nodepools.cloud import RefConfig, provider, ref
+from trainer_infra.nodepools.cloud import CloudNodeGroup, RefConfig, provider, ref, size_issues
 from trainer_infra.nodepools.labels import HOSTNAME, ZONE
-from trainer_infra.nodepools.machines import Machine, machine_table
+from trainer_infra.nodepools.machines import Machine, known_machine, machine_table
 from trainer_infra.nodepools.model import NodePool, NodeShape, ProvisioningRequest, ResolvedPool
 
 if TYPE_CHECKING:
@@ -74,7 +73,9 @@ class GkeReservation(StrictModel):
 
 
 class GkePool(StrictModel):
-    machine_type: str = Field(description="Compute Engine machine type, e.g. a3-megagpu-8g (machine_types/gke.yaml).")
+    machine_type: Annotated[str, AfterValidator(lambda name: known_machine("gke", name))] = Field(
+        description="Compute Engine machine type, e.g. a3-megagpu-8g (machine_types/gke.yaml)."
+    )
     node_locations: list[str] = Field(min_length=1, description="Zones of the pool's nodes, e.g. [us-central1-a].")
     gpu_driver_version: Literal["DEFAULT", "LATEST", "INSTALLATION_DISABLED"] = Field(
         default="LATEST", description="GKE-managed NVIDIA driver installation (INSTALLATION_DISABLED: bring your own)."
@@ -191,7 +192,7 @@ def node_pool_args(pool: ResolvedPool, cluster: GkeCluster) -> GkeNodePoolArgs:
     return args
 
 
-class GkeBackend(BackendDefaults):
+class GkeBackend(CloudNodeGroup):
     """GKE node pools from a machine type; fixed `size.count` or autoscaling `size.min`..`size.max`."""
 
     name = "gke"
@@ -213,13 +214,6 @@ class GkeBackend(BackendDefaults):
         machine = _machine(pool, settings) if isinstance(settings, GkePool) else None
         return machine.shape if machine is not None else None
 
-    def autoscaling(self, pool: NodePool, settings: Any) -> tuple[int, int] | None:
-        size = pool.size
-        return (size.min or 0, size.max) if size.max is not None else None
-
-    def node_count(self, pool: NodePool, settings: Any) -> int:
-        return pool.size.max if pool.size.max is not None else pool.size.count or 0
-
     def provisioning(self, pool: NodePool, settings: Any) -> ProvisioningRequest | None:
         if not (isinstance(settings, GkePool) and settings.queued_provisioning):
             return None
@@ -230,24 +224,7 @@ class GkeBackend(BackendDefaults):
     def checks(self, pool: ResolvedPool) -> list[ConfigIssue]:
         settings: GkePool = pool.settings
         at, size, capacity = f"{pool.at}.gke", pool.config.size, pool.config.capacity_type
-        table = machine_table("gke")
-        issues: list[ConfigIssue] = []
-        if table.get(settings.machine_type) is None:
-            hint = did_you_mean(settings.machine_type, table.names()) or "known: " + ", ".join(table.names())
-            issues.append(
-                ConfigIssue(
-                    f"{at}.machineType",
-                    "not in the GKE machine table (machine_types/gke.yaml)",
-                    settings.machine_type,
-                    hint,
-                )
-            )
-        if size.count is not None and size.max is not None:
-            issues.append(ConfigIssue(f"{pool.at}.size", "set count (fixed) or min/max (autoscaling), not both"))
-        elif size.count is None and size.max is None:
-            issues.append(ConfigIssue(f"{pool.at}.size", "required: count (fixed) or max (autoscaling)"))
-        if size.max is not None and (size.min or 0) > size.max:
-            issues.append(ConfigIssue(f"{pool.at}.size.min", f"more than size.max ({size.max})", str(size.min)))
+        issues = size_issues(pool)
         zones = len(settings.node_locations)
         if size.count is not None and size.count % zones:
             issues.append(

@@ -11,7 +11,7 @@ One table per cloud in `machine_types/<cloud>.yaml`, each row with its source. A
       source: https://cloud.google.com/compute/docs/gpus#a3-series
 
 `gpu.product` is the value NVIDIA GPU Feature Discovery puts in `nvidia.com/gpu.product`; `gpu.type` the cloud's
-own accelerator name where its API needs one (GKE's guest accelerator type). `efa` counts EFA interfaces (EKS).
+own accelerator name where its API needs one (GKE's guest accelerator type).
 `topology: true` marks the machines whose nodes carry the cloud's physical-topology labels.
 The allocatable figures come from the cloud's reservation rule (nodepools/allocatable.py).
 """
@@ -26,6 +26,7 @@ from pathlib import Path
 import yaml
 from pydantic import Field
 
+from trainer_infra.core.errors import did_you_mean
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.quantity import format_amount
 from trainer_infra.core.types import ExtendedResource, LabelValue
@@ -47,7 +48,6 @@ class MachineType(StrictModel):
     memory_gib: Decimal = Field(gt=0, alias="memoryGiB")
     max_pods: int = Field(default=110, ge=1, le=1000)
     gpu: MachineGpu | None = None
-    efa: int = Field(default=0, ge=0)
     topology: bool = Field(
         default=False,
         description="The cloud reports this machine's physical topology, so its topology node labels exist.",
@@ -93,6 +93,15 @@ class MachineTable:
 
     def names(self) -> list[str]:
         return sorted(self.rows)
+
+
+def known_machine(cloud: str, name: str) -> str:
+    """`name` if the cloud's table has it; else ValueError naming the closest one (a settings field validator)."""
+    table = machine_table(cloud)
+    if table.get(name) is None:
+        hint = did_you_mean(name, table.names()) or "known: " + ", ".join(table.names())
+        raise ValueError(f"{name} is not in the {cloud} machine table (nodepools/machine_types/{cloud}.yaml); {hint}")
+    return name
 
 
 @cache

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.registry import Registry, model_with_settings
-from trainer_infra.nodepools import eks, gke, karpenter, kwok, static
+from trainer_infra.nodepools import aks, eks, gke, karpenter, kwok, static
 from trainer_infra.nodepools.backend import NodePoolBackend
 from trainer_infra.nodepools.model import NodePool
 
@@ -18,6 +18,7 @@ BACKENDS: Registry[NodePoolBackend] = Registry(
     karpenter.BACKEND,
     gke.BACKEND,
     eks.BACKEND,
+    aks.BACKEND,
 )
 
 

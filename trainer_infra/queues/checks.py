@@ -100,9 +100,12 @@ def _capacity(teams: Sequence[TeamConfig], resolved: ResolvedQueues) -> list[Con
                 ConfigIssue(
                     f"nodePools[{t.index}]",
                     f"team quotas for {res} add up to {format_amount(res, t.quota[res])}, more than the "
-                    f"pool's capacity {format_amount(res, t.capacity.get(res, Decimal(0)))}",
+                    f"pool's capacity {format_amount(res, t.capacity.get(res, Decimal(0)))}"
+                    + (f" ({t.nodes} nodes: its autoscaling size.max)" if pool.autoscaling else ""),
                     by_team,
-                    "lower teams[].quota, grow the pool, or set queues.cohort.oversubscribe: true",
+                    "lower teams[].quota, grow the pool"
+                    + (" (size.max)" if pool.autoscaling else "")
+                    + ", or set queues.cohort.oversubscribe: true",
                 )
             )
     return issues

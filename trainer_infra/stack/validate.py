@@ -31,7 +31,7 @@ from trainer_infra.core.errors import ConfigError, ConfigIssue, format_path
 from trainer_infra.core.model import Resources
 from trainer_infra.core.schema import issue_from
 from trainer_infra.core.walk import instances
-from trainer_infra.nodepools.checks import check_pools
+from trainer_infra.nodepools.checks import check_pools, check_scaling_under_tas
 from trainer_infra.nodepools.model import ResolvedPool
 from trainer_infra.nodepools.registry import BACKENDS as POOL_BACKENDS
 from trainer_infra.nodepools.resolve import resolve_pools
@@ -93,7 +93,7 @@ def _draft(cfg: StackConfig) -> Draft:
     kueue = kueue_settings(cfg)
     releases = resolve_releases(cfg, cfg.kubernetes.version, kueue.train_job_integration)
     pools = resolve_pools(cfg.node_pools)
-    pool_issues = check_pools(pools, cfg.cloud)
+    pool_issues = check_pools(pools, cfg.cloud) + check_scaling_under_tas(pools, kueue.tas.enabled)
     queues = resolve_queues(() if pool_issues else pools, cfg.teams, kueue.tas.enabled)
     catalog = load_catalog()
     trainer = releases.by_name["trainer"].app_version
