@@ -3,7 +3,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 STACK  ?= local
-# the real node's Debian packages (tests/e2e/node.py PACKAGES)
+# the real node's Debian packages (trainer_infra/sandbox/node.py PACKAGES)
 NODE_PACKAGES := containerd runc containernetworking-plugins iptables busybox-static mmdebstrap libcap2-bin python3-pip ipset conntrack
 
 .PHONY: render validate test lint typecheck unit bench bench-pulumi bench-scheduling docs kueue-write-back clean e2e e2e-pulumi e2e-node e2e-node-deps e2e-recovery e2e-upgrade e2e-fleet e2e-sandbox sandbox-up sandbox-down
@@ -36,7 +36,7 @@ test: lint typecheck unit  ## what CI runs
 bench: $(STAMP)  ## render 1,000 teams × 10/50 pools beside Pulumi's mock-engine floor (CPU s, ratio)
 	$(PY) -m tests.bench
 
-e2e: $(STAMP)  ## the real `pulumi preview/up`, every platform scenario on what it installed, day two up to `destroy` (root); then fleet/failures/simulate (builds once into ~/.cache; E2E_PULUMI=0 runs only those)
+e2e: $(STAMP)  ## the real `pulumi preview/up`, every platform scenario on what it installed, day two up to `destroy` (root); fleet/failures/simulate beside it (builds once into ~/.cache; E2E_PULUMI=0 runs only those; tests/e2e/pipeline.py)
 	$(PY) -m tests.e2e.run
 
 e2e-pulumi: $(STAMP) e2e-node-deps  ## `make e2e`, failing instead of skipping when the Pulumi part (its controllers run on a real node) cannot run
@@ -64,12 +64,12 @@ bench-scheduling: $(STAMP)  ## a seeded 2,000-job trace on the real Kueue: deriv
 	$(PY) -m tests.bench_scheduling
 
 sandbox-up: $(STAMP) e2e-node-deps  ## try the platform without a cluster: the real `pulumi up` of the local stack on a real node (root; docs/sandbox.md)
-	$(PY) -m tests.e2e.platform_sandbox up
+	$(PY) -m trainer_infra sandbox up
 
 sandbox-down: $(STAMP)  ## stop it all; fails naming anything left (the team volumes are kept)
-	$(PY) -m tests.e2e.platform_sandbox down
+	$(PY) -m trainer_infra sandbox down
 
-e2e-sandbox: $(STAMP) e2e-node-deps  ## sandbox-up; as team members: the first job, resume, OOM, NetworkPolicy and hostile-tenant attacks, every CPU runtime; sandbox-down leaves nothing (root; CI runs it last)
+e2e-sandbox: $(STAMP) e2e-node-deps  ## sandbox-up; as team members: the first job, resume, OOM, NetworkPolicy and hostile-tenant attacks, every CPU runtime; sandbox-down leaves nothing (root; CI runs this session inside `make e2e`, E2E_SANDBOX=1)
 	E2E_SANDBOX=1 $(PY) -m tests.e2e.run -m e2e tests/e2e/test_sandbox_up.py tests/e2e/test_sandbox_training.py \
 		tests/e2e/test_sandbox_network.py tests/e2e/test_sandbox_attacks.py tests/e2e/test_sandbox_runtimes.py
 

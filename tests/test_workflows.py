@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.pulumi_stack import PREVIEW_SCRIPT
 from tests.helpers import ROOT
+from trainer_infra.sandbox.pulumi_stack import PREVIEW_SCRIPT
 
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 ACTIONLINT = "github.com/rhysd/actionlint/cmd/actionlint@v1.7.12"
@@ -70,7 +70,7 @@ def test_actions_pinned_by_sha_permissions_minimal_and_prod_gated() -> None:
     assert up["environment"] == "${{ inputs.stack }}", "prod's approval rule applies through its environment"
     preview = (ROOT / ".github/workflows/preview.yml").read_text()
     assert "--format markdown" in preview
-    # the PR preview is the command the e2e runs against its sandbox (tests/e2e/pulumi_stack.py)
+    # the PR preview is the command the e2e runs against its sandbox (the sandbox's pulumi_stack.py)
     steps = yaml.safe_load(preview)["jobs"]["preview"]["steps"]
     assert any(".ci/pulumi-preview" in str(step.get("run", "")) for step in steps)
     script = (ROOT / ".ci/pulumi-preview").read_text()
@@ -330,7 +330,7 @@ def _runs_pulumi(step: dict[str, Any]) -> bool:
 def test_every_workflow_runs_the_cli_with_automatic_logs_off_and_zstd_state() -> None:
     """Measured on the 1,000-team stacks (docs/large-organisations.md): the CLI's automatic debug log was most of a
     platform preview's CPU, and a DIY backend rewrites the whole state at each step. The e2e sets the CLI up with
-    the same script and variable (tests/e2e/pulumi_stack.py), so what it measures is what the workflows run."""
+    the same script and variable (the sandbox's pulumi_stack.py), so what it measures is what the workflows run."""
     checked = 0
     for path in WORKFLOWS:
         doc = yaml.safe_load(path.read_text())

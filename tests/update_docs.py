@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from trainer_infra.datacache import docs as deputies_docs
 from trainer_infra.migrate import docs as migrate_docs
 from trainer_infra.stack.docs import reference_markdown
-from trainer_infra.tenancy import deputies
 
 CONFIGURATION = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
 MIGRATING = CONFIGURATION.parent / "migrating-from-training-operator-v1.md"
@@ -18,5 +18,5 @@ if __name__ == "__main__":
     print(f"wrote {CONFIGURATION}")
     MIGRATING.write_text(migrate_docs.updated(MIGRATING.read_text()))
     print(f"wrote {MIGRATING}")
-    TEAMS.write_text(deputies.updated(TEAMS.read_text()))
+    TEAMS.write_text(deputies_docs.updated(TEAMS.read_text()))
     print(f"wrote {TEAMS}")

@@ -31,8 +31,9 @@ from trainer_infra.queues.capacity import capacity_lines
 from trainer_infra.recovery import add_recover_arguments, cmd_recover
 from trainer_infra.render.capture import capture
 from trainer_infra.render.enforce import enforce
-from trainer_infra.render.fleet import render_fleet
 from trainer_infra.render.output import Rendered, assemble, summary, write
+from trainer_infra.render.per_cluster import render_fleet
+from trainer_infra.sandbox import command as sandbox_command
 from trainer_infra.simulate import command as simulate_command
 from trainer_infra.simulate import compare as simulate_compare
 from trainer_infra.simulate.facts import stack_facts
@@ -40,11 +41,11 @@ from trainer_infra.stack import shards
 from trainer_infra.stack.build import build_plan
 from trainer_infra.stack.config import StackConfig
 from trainer_infra.stack.docs import reference_markdown
-from trainer_infra.stack.fleet import ValidatedFleet, build_fleet, is_fleet, validate_fleet
+from trainer_infra.stack.fleet_plans import ValidatedFleet, build_fleet, is_fleet, validate_fleet
 from trainer_infra.stack.load import NAMESPACE, read_file, stack_file
 from trainer_infra.stack.validate import Validated, validate
 from trainer_infra.tenancy import guard
-from trainer_infra.versions import storage as storage_versions
+from trainer_infra.versions import crd_storage_versions as storage_versions
 from trainer_infra.versions.upgrade import check_upgrade, release_versions, versions_of_render
 
 
@@ -412,10 +413,14 @@ def parser() -> argparse.ArgumentParser:
     )
     simulate_compare.add_arguments(sd)
     sd.set_defaults(fn=simulate_compare.cmd_simulate_diff)
+    sandbox_command.add_parser(sub)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["sandbox"]:  # its subcommands parse their own options
+        return sandbox_command.main(argv[1:])
     args = parser().parse_args(argv)
     try:
         return int(args.fn(args))

@@ -9,11 +9,11 @@ from pulumi.runtime.config import CONFIG, get_config_env, get_config_secret_keys
 
 from trainer_infra.core.objects import FleetPlan, Plan
 from trainer_infra.platform.component import TrainingPlatform
-from trainer_infra.platform.fleet import Fleet
+from trainer_infra.platform.fleet_component import Fleet
 from trainer_infra.platform.shard import deploy_team_shard
 from trainer_infra.platform.stack_traces import trim_stack_traces
 from trainer_infra.stack.build import build_plan
-from trainer_infra.stack.fleet import build_fleet, is_fleet, validate_fleet
+from trainer_infra.stack.fleet_plans import build_fleet, is_fleet, validate_fleet
 from trainer_infra.stack.load import NAMESPACE, raw_from_pulumi_env
 from trainer_infra.stack.shards import check_stack, layout, parse_shard_stack, select
 from trainer_infra.stack.validate import Validated, validate

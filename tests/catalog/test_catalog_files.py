@@ -220,7 +220,8 @@ def test_validate_refuses_a_broken_catalog_without_a_traceback(tmp_path: Path) -
     ],
 )
 def test_runtime_files_that_reach_the_node_are_refused(tmp_path: Path, pod: dict[str, Any], message: str) -> None:
-    """Issue #12 attack 7: `validate`/`render` refuse such a runtime file (the policy rule refuses it too)."""
+    """A runtime file that reaches the node would hand it to every team's jobs: `validate`/`render` refuse it
+    (the policy rule refuses it too)."""
     doc = _torch()
     _node(doc).update(pod)
     assert _issues(_catalog_with(tmp_path, "my-torch.yaml", doc)) == [(f"runtimes/my-torch.yaml:{POD0}", message)]

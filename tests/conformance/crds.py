@@ -15,9 +15,7 @@ from typing import Any
 
 import yaml
 
-from tests.e2e.build import monitoring_crd_files
-from tests.e2e.versions import VersionSet, shared_dir
-from trainer_infra.sandbox.versions import go_mod_download
+from trainer_infra.sandbox.versions import VersionSet, go_mod_download, monitoring_crd_files, shared_dir
 
 ENV = "TRAINER_PLATFORM_CRDS"
 REPO_ROOT = Path(__file__).resolve().parents[2]

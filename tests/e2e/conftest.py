@@ -7,13 +7,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.chart_sandbox import ChartSandbox
 from tests.e2e.installed import Deployed, deployment, e2e_render
-from tests.e2e.kube import wait_for
 from tests.e2e.node_session import node_session  # noqa: F401 (the real node's own session)
-from tests.e2e.platform import Platform, delete_trainjobs, node_ready, wait_admission_enforced
-from tests.e2e.render import RenderOutput, kueue_settings
+from tests.e2e.platform import Platform, delete_trainjobs, node_ready
 from tests.e2e.sandbox_session import platform_sandbox  # noqa: F401 (make sandbox-up for the real-node scenarios)
+from trainer_infra.sandbox.chart_sandbox import ChartSandbox
+from trainer_infra.sandbox.kube import wait_for
+from trainer_infra.sandbox.probes import wait_admission_enforced
+from trainer_infra.sandbox.render import RenderOutput, kueue_settings
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -22,16 +22,16 @@ from typing import Any
 
 import yaml
 
-from tests.e2e.build import Builder
-from tests.e2e.chart_registry import ChartRegistry
-from tests.e2e.chart_sandbox import ChartSandbox
-from tests.e2e.kube import wait_for
-from tests.e2e.node import MIRROR
-from tests.e2e.pulumi_stack import Installation, PulumiProject, Result, installation, record_timing
-from tests.e2e.render import RenderOutput, bind_claims, check_versions, render_stack, variant_file
-from tests.e2e.versions import REPO_ROOT, VersionSet, cache_root
+from tests.e2e.pulumi_steps import record_timing
 from trainer_infra.manifests.runtime import TRAINER_API_VERSION
-from trainer_infra.sandbox.versions import monitoring_crd_files
+from trainer_infra.sandbox.build import Builder
+from trainer_infra.sandbox.chart_registry import ChartRegistry
+from trainer_infra.sandbox.chart_sandbox import ChartSandbox
+from trainer_infra.sandbox.kube import wait_for
+from trainer_infra.sandbox.node import MIRROR
+from trainer_infra.sandbox.pulumi_stack import Installation, PulumiProject, Result, installation
+from trainer_infra.sandbox.render import RenderOutput, bind_claims, check_versions, render_stack, variant_file
+from trainer_infra.sandbox.versions import CHECKOUT, VersionSet, cache_root, monitoring_crd_files
 
 Obj = dict[str, Any]
 #: A Pulumi secret set in the stack's config; it must never appear in clear text outside the cluster.
@@ -45,7 +45,7 @@ E2E_EXTRA: Obj = {"observability": {"enabled": True}, "images": {"registryMirror
 
 def e2e_stack() -> Obj:
     """``stacks/Pulumi.local.yaml`` with ``E2E_EXTRA`` (what ``render_stack(..., extra=E2E_EXTRA)`` renders)."""
-    doc: Obj = yaml.safe_load((REPO_ROOT / "stacks" / "Pulumi.local.yaml").read_text())
+    doc: Obj = yaml.safe_load((CHECKOUT / "stacks" / "Pulumi.local.yaml").read_text())
     doc["config"].update({f"trainer-platform:{key}": value for key, value in E2E_EXTRA.items()})
     return doc
 
@@ -178,7 +178,7 @@ def stack_file(render: RenderOutput) -> Path:
 def deployment(work: Path, render: RenderOutput) -> Iterator[Deployed]:
     """The chart sandbox and the Pulumi project, before the first ``up`` (test_pulumi_install.py previews the
     empty cluster first); everything stopped on exit."""
-    if os.environ.get("E2E_NO_BUILD") != "1":
+    if os.environ.get("SANDBOX_NO_BUILD") != "1":
         Builder(VersionSet.from_env()).build(node=True)
     base = e2e_stack()
     with installation(work, base) as installed:

@@ -12,6 +12,7 @@ device, rule, ipset, cgroup or container task (a failure shows as an error at th
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,17 +21,54 @@ from typing import Any
 
 import pytest
 
-from tests.e2e import cluster_network as net
-from tests.e2e import node as node_mod
-from tests.e2e.build import Builder
-from tests.e2e.chart_registry import ChartRegistry
-from tests.e2e.cluster_network import ClusterNetwork, NetworkSandbox
-from tests.e2e.node import MIRROR, NodeError, RealNode, publish
-from tests.e2e.oci_images import Image, busybox_image, busybox_version, pause_image
+from trainer_infra.sandbox import cluster_network as net
+from trainer_infra.sandbox import node as node_mod
+from trainer_infra.sandbox.build import Builder
+from trainer_infra.sandbox.chart_registry import ChartRegistry
+from trainer_infra.sandbox.cluster_network import ClusterNetwork, NetworkSandbox
 from trainer_infra.sandbox.interrupts import uninterruptible
+from trainer_infra.sandbox.node import MIRROR, NodeError, RealNode, publish
+from trainer_infra.sandbox.oci_images import Image, Layer, image, pause_image
 
 Obj = dict[str, Any]
 NODE = "e2e-node-0"
+#: the marks of the session's files: opt-in, as root
+NODE_MARKS = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(os.environ.get("E2E_NODE") != "1", reason="the real node is opt-in: make e2e-node (E2E_NODE=1)"),
+    pytest.mark.skipif(os.geteuid() != 0, reason="the real node needs root (containerd, runc, mounts, cgroups)"),
+]
+
+
+#: Debian's busybox-static; its version is what the image's tag says.
+BUSYBOX = Path("/bin/busybox")
+#: The unprivileged user of the test image (the runtimes' securityContext runs as uid 1000 too).
+USER_ID = 1000
+
+
+def busybox_version(busybox: Path = BUSYBOX) -> str:
+    """``1.35.0`` from the banner of Debian's busybox-static (the tag the image is published under)."""
+    banner = subprocess.run([str(busybox)], capture_output=True, text=True, check=False).stdout
+    first = banner.splitlines()[0] if banner else ""
+    if not first.startswith("BusyBox v"):
+        raise RuntimeError(f"{busybox} is not busybox (banner {first!r}): apt-get install busybox-static")
+    return first.removeprefix("BusyBox v").split()[0].split("-")[0]
+
+
+def busybox_image(busybox: Path = BUSYBOX) -> Image:
+    """A shell and the usual tools (every busybox applet), a user ``app`` with uid/gid 1000, a world-writable
+    ``/tmp``: enough for a pod to show who it runs as and what it may write."""
+    applets = subprocess.run([str(busybox), "--list"], capture_output=True, text=True, check=True).stdout.split()
+    layer = Layer()
+    for directory in ("bin", "etc"):
+        layer.directory(directory)
+    layer.file("bin/busybox", busybox.read_bytes(), 0o755)
+    for applet in sorted(set(applets) - {"busybox"}):
+        layer.symlink(f"bin/{applet}", "busybox")
+    layer.file("etc/passwd", f"root:x:0:0:root:/root:/bin/sh\napp:x:{USER_ID}:{USER_ID}:app:/tmp:/bin/sh\n".encode())
+    layer.file("etc/group", f"root:x:0:\napp:x:{USER_ID}:\n".encode())
+    layer.directory("tmp", 0o1777)
+    return image(layer.tar(), {"Cmd": ["/bin/sh"], "Env": ["PATH=/bin"]})
 
 
 @dataclass
@@ -94,7 +132,7 @@ def node_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeSessi
     net.preflight()
     times: dict[str, float] = {}
     sandbox = NetworkSandbox(tmp_path_factory.mktemp("node-sandbox"))
-    if os.environ.get("E2E_NO_BUILD") != "1":
+    if os.environ.get("SANDBOX_NO_BUILD") != "1":
         Builder(sandbox.versions).build(node=True)
     start = time.monotonic()
     with sandbox:

@@ -1,6 +1,6 @@
 """The `local` render applied to the sandbox, as the scenarios and attacks see it: teams, queues, helpers.
 
-Shared by test_scenarios.py and test_attacks.py (fixtures `platform`, `clean_teams` in conftest.py).
+Shared by the install session's scenario files (fixtures `platform`, `clean_teams` in conftest.py).
 """
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from tests.e2e.kube import ApiError, KubeClient, wait_for
-from tests.e2e.render import RenderOutput
+from trainer_infra.manifests.runtime import JOBSET_NAME_LABEL
+from trainer_infra.sandbox.kube import KubeClient, wait_for
+from trainer_infra.sandbox.render import RenderOutput
 
 Obj = dict[str, Any]
 TJ = ("trainer.kubeflow.org/v1alpha1", "TrainJob")
@@ -128,6 +129,11 @@ def gpu_quota(cq: Obj) -> Obj:
     return next(r for r in flavor["resources"] if r["name"] == GPU)
 
 
+def jobset_pods(client: KubeClient, ns: str, jobset: str) -> list[Obj]:
+    """The pods of one JobSet (a TrainJob's JobSet has the TrainJob's name)."""
+    return client.list("v1", "Pod", ns, label_selector=f"{JOBSET_NAME_LABEL}={jobset}")
+
+
 def node_ready(node: Obj) -> bool:
     return any(c["type"] == "Ready" and c["status"] == "True" for c in node.get("status", {}).get("conditions", []))
 
@@ -230,34 +236,3 @@ def trainjob(
 
 def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:5]}"
-
-
-def wait_admission_enforced(client: KubeClient, namespace: str, timeout: float = 60) -> None:
-    """Until the API server's admission plugin refuses, with the platform's own message, a TrainJob in
-    ``namespace`` that mounts a hostPath and names no queue. A policy is served (even type-checked) a moment before
-    the plugin enforces it; a test that attacks first would otherwise see the attack pass."""
-    pod = {"volumes": [{"name": "host", "hostPath": {"path": "/"}}]}
-    replicated = [{"name": "node", "template": {"spec": {"template": {"spec": pod}}}}]
-    probe = {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": "admission-probe", "namespace": namespace},
-        "spec": {
-            "runtimeRef": {"name": "torch-distributed"},
-            "runtimePatches": [
-                {
-                    "manager": "example.com/probe",
-                    "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": replicated}}},
-                }
-            ],
-        },
-    }
-
-    def refused() -> bool:
-        try:
-            client.create(probe, dry_run=True)
-        except ApiError as exc:
-            return "refused:" in exc.message
-        return False
-
-    wait_for(f"the tenancy admission policies to be enforced in {namespace}", refused, timeout)

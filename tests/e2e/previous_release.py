@@ -31,8 +31,8 @@ from typing import Any
 
 import yaml
 
-from tests.e2e.build import Builder
-from tests.e2e.controller_images import controller_images
+from trainer_infra.sandbox.build import Builder
+from trainer_infra.sandbox.controller_images import controller_images
 from trainer_infra.sandbox.versions import VersionSet, module_dir
 
 #: component → the release the upgrade e2e can install first (then one `pulumi up` per component to the matrix

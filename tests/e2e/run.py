@@ -3,8 +3,9 @@
 Usage: ``python -m tests.e2e.run [pytest args...]``. Without arguments: the real install path with the platform's
 scenarios on what it installed (``INSTALLED_TESTS``, root), the files with control planes of their own
 (``HARNESS_TESTS``), with ``E2E_NODE=1`` the real node's own files (``NODE_TESTS``) and with ``E2E_SANDBOX=1`` the
-real-node scenarios on ``make sandbox-up`` (``SANDBOX_TESTS``), each in a session of its own.
-Prints the build and test durations so CI logs show where the time went.
+real-node scenarios on ``make sandbox-up`` (``SANDBOX_TESTS``), each in a session of its own, the builds and sessions
+in two lanes (``pipeline.py``: the harness session beside the toolchain's build and the real-node sessions). With
+arguments: what they need built, then one session. Prints each part's time so CI logs show where the time went.
 """
 
 from __future__ import annotations
@@ -14,15 +15,16 @@ import subprocess
 import sys
 import time
 
-from tests.e2e import netns, previous_release, runtime_images
-from tests.e2e.build import Builder, BuildError
-from tests.e2e.node import NodeError
-from tests.e2e.node import preflight as node_preflight
-from tests.e2e.toolchain import Toolchain
-from tests.e2e.versions import REPO_ROOT, VersionSet
+from tests.e2e import previous_release
+from tests.e2e.pipeline import INTERRUPTED, Pipeline, Plan
 from trainer_infra.observability.sources import EXTERNAL
+from trainer_infra.sandbox import netns, runtime_images
+from trainer_infra.sandbox.build import Builder, BuildError
 from trainer_infra.sandbox.interrupts import wait_to_end
-from trainer_infra.sandbox.versions import module_dir
+from trainer_infra.sandbox.node import NodeError
+from trainer_infra.sandbox.node import preflight as node_preflight
+from trainer_infra.sandbox.toolchain import Toolchain
+from trainer_infra.sandbox.versions import CHECKOUT, VersionSet, module_dir
 
 #: the real install path (tests/e2e/installed.py): `pulumi preview` and the first `pulumi up` of the local stack,
 #: then the platform's scenarios on what that up installed (the charts' controllers as pods on a real node, their
@@ -32,6 +34,7 @@ INSTALLED_TESTS = (
     "tests/e2e/test_pulumi_install.py",
     "tests/e2e/test_smoke.py",
     "tests/e2e/test_scenarios.py",
+    "tests/e2e/test_data_cache_runtime.py",
     "tests/e2e/test_attacks.py",
     "tests/e2e/test_deputies.py",
     "tests/e2e/test_migrate.py",
@@ -45,6 +48,8 @@ HARNESS_TESTS = (
     "tests/e2e/test_fleet.py",
     "tests/e2e/test_simulate.py",
 )
+#: the files that need only the test tools (promtool), no cluster: a session of their own once those are built
+TOOLS_TESTS = ("tests/e2e/test_alert_rules.py",)
 #: every file that drives the real Pulumi toolchain on a chart sandbox (test_pulumi*.py)
 PULUMI_PREFIX = "tests/e2e/test_pulumi"
 #: the real node (kubelet + containerd) without the platform: opt-in, ``E2E_NODE=1`` or naming a file (``make
@@ -80,7 +85,8 @@ def installs(arg: str) -> bool:
 
 
 SKIPPED = (
-    "[e2e] the platform's scenarios (test_smoke, test_scenarios, test_attacks, test_deputies, test_migrate, "
+    "[e2e] the platform's scenarios (test_smoke, test_scenarios, test_data_cache_runtime, test_attacks, test_deputies, "
+    "test_migrate, "
     "test_observability) and the real install path (test_pulumi*.py) are NOT run: {why}. They run only on what the "
     "real `pulumi up` installs (the charts' controllers as pods on a real node: root for `unshare --net --mount`, "
     "containerd, runc, cgroups, and the Pulumi toolchain). Only test_failures, test_fleet and test_simulate run."
@@ -134,7 +140,6 @@ def main(argv: list[str] | None = None) -> int:
     """Build, then run pytest; exit with pytest's code."""
     args = list(sys.argv[1:] if argv is None else argv)
     versions = VersionSet.from_env()
-    start = time.monotonic()
     toolchain = Toolchain()
     named = [arg for arg in args if arg.startswith("tests/")]
     # a run of named files builds the Pulumi toolchain only when one of them drives it
@@ -143,11 +148,52 @@ def main(argv: list[str] | None = None) -> int:
     )
     node = os.environ.get("E2E_NODE") == "1" or any(NODE_PREFIX in arg for arg in args)
     sandbox = os.environ.get("E2E_SANDBOX") == "1" or any(SANDBOX_PREFIX in arg for arg in args)
+    env = {
+        **os.environ,
+        "SANDBOX_NO_BUILD": "1",
+        **({"E2E_NODE": "1"} if node else {}),
+        **({"E2E_SANDBOX": "1"} if sandbox else {}),
+    }
     try:
         if pulumi:
             toolchain.preflight()  # a missing archive fails now, not after the control plane's build
             # the charts' controllers run as pods on a real node: a missing package is named before any build
             node_preflight(in_session=False)
+    except NodeError as exc:
+        print(f"[e2e] cannot run: {exc}", file=sys.stderr)
+        return 1
+    except BuildError as exc:
+        print(f"[e2e] build failed: {exc}", file=sys.stderr)
+        return 1
+    if not args:
+        # every session: the builds and the sessions in two lanes (tests/e2e/pipeline.py)
+        plan = Plan(
+            installed=INSTALLED_TESTS if pulumi else (),
+            harness=HARNESS_TESTS,
+            node=NODE_TESTS if node else (),
+            sandbox=SANDBOX_TESTS if sandbox else (),
+            pytest_args=(*DURATIONS, "-m", "e2e"),
+            env=env,
+            tools=TOOLS_TESTS,
+        )
+        return Pipeline(plan, versions, before_install=fetch_exporter_sources).run()
+    return run_named(args, named, versions, toolchain, pulumi=pulumi, node=node, sandbox=sandbox, env=env)
+
+
+def run_named(
+    args: list[str],
+    named: list[str],
+    versions: VersionSet,
+    toolchain: Toolchain,
+    *,
+    pulumi: bool,
+    node: bool,
+    sandbox: bool,
+    env: dict[str, str],
+) -> int:
+    """Named files (or pytest arguments): build what they need, one after another, then one session."""
+    start = time.monotonic()
+    try:
         # the node's files share one session (tests/e2e/node_session.py: the node and its network, no platform);
         # the pulumi session's chart sandbox and make sandbox-up run a real node too (kubelet, pause, kube-proxy,
         # CoreDNS, kube-router)
@@ -168,9 +214,6 @@ def main(argv: list[str] | None = None) -> int:
             built.update(toolchain.build())
         if pulumi:
             built.update(fetch_exporter_sources())
-    except NodeError as exc:
-        print(f"[e2e] cannot run: {exc}", file=sys.stderr)
-        return 1
     except BuildError as exc:
         print(f"[e2e] build failed: {exc}", file=sys.stderr)
         return 1
@@ -179,27 +222,8 @@ def main(argv: list[str] | None = None) -> int:
         f"[e2e] binaries for {versions.key}: {'built ' + str(built) if built else 'cached'} ({build_s:.0f} s)",
         flush=True,
     )
-    # the platform's scenarios run on what the real `pulumi up` installed (INSTALLED_TESTS, one session: preview,
-    # up, smoke first, observability after the scenarios whose metrics it checks, then the day-two steps); the
-    # files with control planes of their own in a second session, the real node's files in a third, the sandbox's in
-    # a fourth
-    sessions = [args] if args else []
-    if not args and pulumi:
-        sessions.append(["-m", "e2e", *INSTALLED_TESTS])
-    if not args:
-        sessions.append(["-m", "e2e", *HARNESS_TESTS])
-    if not args and node:
-        sessions.append(["-m", "e2e", *NODE_TESTS])
-    if not args and sandbox:
-        sessions.append(["-m", "e2e", *SANDBOX_TESTS])
     test_start = time.monotonic()
-    env = {
-        **os.environ,
-        "E2E_NO_BUILD": "1",
-        **({"E2E_NODE": "1"} if node else {}),
-        **({"E2E_SANDBOX": "1"} if sandbox else {}),
-    }
-    code = run_sessions(sessions, env)
+    code = run_sessions([args], env)
     if code == INTERRUPTED:
         print(f"[e2e] interrupted after {time.monotonic() - test_start:.0f} s; no later session run", flush=True)
         return code
@@ -209,8 +233,6 @@ def main(argv: list[str] | None = None) -> int:
 
 #: each session's slowest steps (a fixture's set-up, such as `make sandbox-up`, counts as its first test's), in the log
 DURATIONS = ("--durations=20", "--durations-min=10")
-#: the exit code of a run stopped by Ctrl-C (a shell's 128 + SIGINT)
-INTERRUPTED = 130
 
 
 def run_sessions(sessions: list[list[str]], env: dict[str, str]) -> int:
@@ -227,7 +249,7 @@ def run_sessions(sessions: list[list[str]], env: dict[str, str]) -> int:
             if any(installs(arg) or NODE_PREFIX in arg for arg in pytest_args):
                 # the real node's bridge, rules and mounts (the chart sandbox's too) stay in the session
                 cmd = netns.wrap(cmd, mount=True)
-            session = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env)
+            session = subprocess.Popen(cmd, cwd=CHECKOUT, env=env)
             wait_to_end(session)
             code = max(code, session.returncode)
     except KeyboardInterrupt:

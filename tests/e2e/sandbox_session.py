@@ -3,7 +3,7 @@
 controllers as pods with the charts' RBAC and the product's Helm values), used the way a newcomer and a team member
 use it, through ``sandbox.json``.
 
-``platform_sandbox`` (session fixture) runs ``python -m tests.e2e.platform_sandbox up`` once; the files of the
+``platform_sandbox`` (session fixture) runs ``trainer-infra sandbox up`` once; the files of the
 session (``run.SANDBOX_TESTS``: test_sandbox_up, the training, NetworkPolicy and runtime scenarios) act as the
 members whose kubeconfigs sandbox.json names, and as the admin only where a cluster admin would (reading status, a
 probe namespace of their own). At the session's end ``make sandbox-down`` must leave nothing (an error at the last
@@ -28,10 +28,10 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e import leftovers
-from tests.e2e.kube import KubeClient
-from tests.e2e.versions import REPO_ROOT
+from trainer_infra.sandbox import leftovers
 from trainer_infra.sandbox.interrupts import wait_to_end
+from trainer_infra.sandbox.kube import KubeClient
+from trainer_infra.sandbox.versions import CHECKOUT
 
 Obj = dict[str, Any]
 #: the marks of the session's files: opt-in, as root (the daemon's namespaces, containerd, mounts, cgroups)
@@ -46,7 +46,7 @@ def run_module(module: str, *args: str, timeout: float = 2400) -> tuple[subproce
     """``python -m <module> <args>`` from the checkout, as a person runs it; its output is printed."""
     start = time.monotonic()
     cmd = [sys.executable, "-m", module, *args]
-    child = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(cmd, cwd=CHECKOUT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # on Ctrl-C `up` stops its daemon: waited for, not killed
     out, err = wait_to_end(child, timeout)
     proc = subprocess.CompletedProcess(cmd, child.returncode, out, err)
@@ -161,7 +161,7 @@ def platform_sandbox() -> Iterator[RunningSandbox]:
         return
     top = Path(tempfile.mkdtemp(prefix="sbx-"))
     state = top / "state"
-    up, up_s = run_module("tests.e2e.platform_sandbox", "up", "--dir", str(state))
+    up, up_s = run_module("trainer_infra", "sandbox", "up", "--dir", str(state))
     doc: Obj = {}
     running: RunningSandbox | None = None
     try:
@@ -173,7 +173,7 @@ def platform_sandbox() -> Iterator[RunningSandbox]:
         running = RunningSandbox(state, doc, status["pid"], {"make sandbox-up": up_s})
         yield running
     finally:
-        down, down_s = run_module("tests.e2e.platform_sandbox", "down", "--dir", str(state))
+        down, down_s = run_module("trainer_infra", "sandbox", "down", "--dir", str(state))
         times = running.times if running else {}
         print(f"[sandbox] times: {json.dumps({**times, 'make sandbox-down': down_s})}", flush=True)
     try:

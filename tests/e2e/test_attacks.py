@@ -9,12 +9,23 @@ attack 8 (NetworkPolicies) is applied here, enforced only by a CNI (tests/test_n
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
 
-from tests.e2e.kube import ApiError, KubeClient, wait_for
+from tests.e2e.member_requests import (
+    RUNTIME,
+    can,
+    claim_patch,
+    duration_seconds,
+    member,
+    member_runtime,
+    nothing_left,
+    patched,
+    refused,
+    small,
+    team_claim,
+)
 from tests.e2e.platform import (
     CQ,
     GPU,
@@ -25,103 +36,23 @@ from tests.e2e.platform import (
     describe_namespace,
     gpu_quota,
     has_condition,
+    jobset_pods,
     trainjob,
     unique,
     wait_admitted,
     workload_of,
 )
-from tests.e2e.sandbox import Sandbox
 from tests.helpers import stack_raw
 from trainer_infra.core.errors import ConfigError
+from trainer_infra.sandbox.controlplane import Sandbox
+from trainer_infra.sandbox.kube import ApiError, KubeClient, wait_for
 from trainer_infra.stack.validate import validate
 from trainer_infra.storage.injection import VOLUME as CLAIM_VOLUME
 
 pytestmark = pytest.mark.e2e
 
 VAP = ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy")
-JOBSET = ("jobset.x-k8s.io/v1alpha2", "JobSet")
-RUNTIME = ("trainer.kubeflow.org/v1alpha1", "TrainingRuntime")
 CACHE_SA = "kubeflow-trainer-cache-initializer"
-
-
-def refused(client: KubeClient, obj: Obj, *needles: str) -> str:
-    """Create ``obj`` (for real: a dry run would not prove nothing is left) and expect an admission refusal."""
-    with pytest.raises(ApiError) as err:
-        client.create(obj)
-    message = err.value.message
-    assert err.value.status in (403, 422), message
-    for needle in needles:
-        assert needle in message, f"{needle!r} not in the refusal: {message}"
-    return message
-
-
-def nothing_left(admin: KubeClient, ns: str, name: str) -> None:
-    """A refused TrainJob left no TrainJob, JobSet or Workload behind."""
-    assert name not in [t["metadata"]["name"] for t in admin.list(*TJ, ns)]
-    assert name not in [j["metadata"]["name"] for j in admin.list(*JOBSET, ns)]
-    assert workload_of(admin, ns, name) is None
-
-
-def patched(job: Obj, pod: Obj, replicated_job: str = "node") -> Obj:
-    """``job`` with a runtime patch of one replicated job's pod spec, as the SDK's options write it."""
-    out = copy.deepcopy(job)
-    rj = {"name": replicated_job, "template": {"spec": {"template": {"spec": pod}}}}
-    out["spec"]["runtimePatches"] = [
-        {"manager": "example.com/member", "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [rj]}}}}
-    ]
-    return out
-
-
-def claim_patch(claim: str, mount_path: str = "/data") -> Obj:
-    """Attack 1's honest variant: a runtime patch mounting the team's whole claim ``claim`` into the trainer, as the
-    volume the catalog's runtimes already mount it as (a second volume of the same claim never mounts on a real
-    kubelet: the pod stays ``ContainerCreating`` with ``unmounted volumes=[data]``, kubernetes#132921; seen on the
-    sandbox's node)."""
-    return {
-        "volumes": [{"name": CLAIM_VOLUME, "persistentVolumeClaim": {"claimName": claim}}],
-        "containers": [{"name": "node", "volumeMounts": [{"name": CLAIM_VOLUME, "mountPath": mount_path}]}],
-    }
-
-
-def can(
-    client: KubeClient, verb: str, resource: str, group: str, ns: str | None = None, name: str | None = None
-) -> bool:
-    """What the API server's authorizer answers ``client`` (SelfSubjectAccessReview); ``resource`` may name a
-    subresource (``pods/log``)."""
-    base, _, sub = resource.partition("/")
-    attrs = {"group": group, "resource": base, "verb": verb, **({"name": name} if name else {})}
-    if sub:
-        attrs["subresource"] = sub
-    if ns:
-        attrs["namespace"] = ns
-    review = client.request(
-        "POST",
-        "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
-        {
-            "apiVersion": "authorization.k8s.io/v1",
-            "kind": "SelfSubjectAccessReview",
-            "spec": {"resourceAttributes": attrs},
-        },
-    )
-    return bool(review["status"]["allowed"])
-
-
-def team_claim(platform: Platform, team: Team) -> str:
-    claims = [
-        c["metadata"]["name"]
-        for c in platform.render.of_kind("PersistentVolumeClaim")
-        if c["metadata"]["namespace"] == team.namespace
-    ]
-    assert claims, f"render has no claim in {team.namespace}"
-    return str(claims[0])
-
-
-def member(sandbox: Sandbox, team: Team) -> KubeClient:
-    return sandbox.user_client(team.user, team.groups)
-
-
-def small(name: str, team: Team, **kw: Any) -> Obj:
-    return trainjob(name, team.namespace, gpus=1, nodes=1, queue=team.queue, cpu="1", **kw)
 
 
 # -- the policies are served and type-check clean ----------------------------------------------------
@@ -331,19 +262,6 @@ def test_attack4_an_admitted_job_whose_pods_never_get_ready_gives_its_quota_back
     wait_for(f"ClusterQueue {cq} to hold no GPUs", free, 30)
 
 
-def duration_seconds(duration: str) -> float:
-    """A Go duration such as Kueue's `10m` or `1h30m`, in seconds."""
-    units = {"h": 3600, "m": 60, "s": 1}
-    total, number = 0.0, ""
-    for ch in duration:
-        if ch.isdigit() or ch == ".":
-            number += ch
-        else:
-            total += float(number) * units[ch]
-            number = ""
-    return total
-
-
 # -- 5. another service account -------------------------------------------------------------------
 
 
@@ -355,20 +273,6 @@ def test_attack5_service_account_in_runtime_patches_is_refused(sandbox: Sandbox,
 
 
 # -- 6. a member's TrainingRuntime ----------------------------------------------------------------
-
-
-def member_runtime(source: Obj, ns: str, name: str, pod_changes: Obj) -> Obj:
-    """A catalog runtime (``source``) as a member's namespaced TrainingRuntime, with ``pod_changes`` on its pods."""
-    spec = copy.deepcopy(source["spec"])
-    for rj in spec["template"]["spec"]["replicatedJobs"]:
-        rj["template"]["spec"]["template"]["spec"].update(copy.deepcopy(pod_changes))
-    labels = {k: v for k, v in source["metadata"].get("labels", {}).items() if k.startswith("trainer.kubeflow.org/")}
-    return {
-        "apiVersion": RUNTIME[0],
-        "kind": RUNTIME[1],
-        "metadata": {"name": name, "namespace": ns, "labels": labels},
-        "spec": spec,
-    }
 
 
 def test_attack6_member_runtimes_with_system_priority_or_host_access_are_refused(
@@ -442,10 +346,6 @@ def _restricted_local_stack(enabled: list[str] | None) -> dict[str, Any]:
     if enabled is not None:
         raw.setdefault("runtimes", {})["enabled"] = enabled
     return raw
-
-
-def _pods_of(admin: KubeClient, ns: str, name: str) -> list[Obj]:
-    return admin.list("v1", "Pod", ns, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}")
 
 
 def _pod_security_refusals(admin: KubeClient, ns: str, name: str) -> list[str]:
@@ -546,7 +446,7 @@ def _run_restricted(
 
     def every_step_ran() -> bool:
         for name, steps in expected.items():
-            pods = _pods_of(admin, ns, name)
+            pods = jobset_pods(admin, ns, name)
             seen = {p["metadata"]["labels"].get("jobset.sigs.k8s.io/replicatedjob-name") for p in pods}
             if seen != steps or not any(p["status"].get("phase") == "Running" for p in pods):
                 return False
@@ -558,7 +458,7 @@ def _run_restricted(
         raise TimeoutError(f"{exc}\n{describe_namespace(admin, ns)}") from None
     for name in expected:
         assert _pod_security_refusals(admin, ns, name) == [], name
-        for pod in _pods_of(admin, ns, name):
+        for pod in jobset_pods(admin, ns, name):
             assert pod["spec"]["securityContext"]["runAsNonRoot"] is True
             for container in pod["spec"]["containers"]:
                 caps = container["securityContext"]["capabilities"]
@@ -568,7 +468,7 @@ def _run_restricted(
     for name in sshd:
         added = [
             c["securityContext"]["capabilities"].get("add")
-            for p in _pods_of(admin, ns, name)
+            for p in jobset_pods(admin, ns, name)
             if p["metadata"]["labels"].get("jobset.sigs.k8s.io/replicatedjob-name") == "node"
             for c in p["spec"]["containers"]
         ]

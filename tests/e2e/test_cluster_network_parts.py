@@ -3,11 +3,11 @@ team policies let a job reach, and the network binaries are built only for the r
 
 from __future__ import annotations
 
-from tests.e2e import cluster_network as net
-from tests.e2e.build import Builder
-from tests.e2e.versions import VersionSet
 from tests.tenancy.netpol_eval import Network, Pod
 from trainer_infra.manifests.runtime import JOBSET_NAME_LABEL
+from trainer_infra.sandbox import cluster_network as net
+from trainer_infra.sandbox.build import Builder
+from trainer_infra.sandbox.versions import VersionSet
 from trainer_infra.tenancy.network import NetworkSettings, network_policies
 
 

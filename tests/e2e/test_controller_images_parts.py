@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.e2e.chart_sandbox import REAL_NODE, REAL_NODE_TAINT
-from tests.e2e.controller_images import controller_image, controller_images
-from tests.e2e.node import MIRROR
-from tests.e2e.pulumi_stack import stack_config
-from tests.e2e.versions import REPO_ROOT, VersionSet
+from trainer_infra.sandbox.chart_sandbox import REAL_NODE, REAL_NODE_TAINT
+from trainer_infra.sandbox.controller_images import controller_image, controller_images
+from trainer_infra.sandbox.node import MIRROR
+from trainer_infra.sandbox.pulumi_stack import stack_config
+from trainer_infra.sandbox.versions import CHECKOUT, VersionSet
 
 
 def test_controller_image_is_upstreams_layout_and_reproducible(tmp_path: Path) -> None:
@@ -51,7 +51,7 @@ def test_every_chart_controller_has_an_image_at_the_built_version() -> None:
 
 
 def test_e2e_stack_places_the_controllers_on_the_real_node_under_any_components_override() -> None:
-    base = yaml.safe_load((REPO_ROOT / "stacks" / "Pulumi.local.yaml").read_text())
+    base = yaml.safe_load((CHECKOUT / "stacks" / "Pulumi.local.yaml").read_text())
     override = {"kueue": {"values": {"controllerManager": {"manager": {"resources": {"requests": None}}}}}}
     config = stack_config(base, context="e2e", mirror="oci://m/charts", components=override)["config"]
     assert config["trainer-platform:images"]["registryMirror"] == MIRROR

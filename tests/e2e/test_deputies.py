@@ -2,7 +2,7 @@
 `local` render applied: as a team member (member certificates) through a TrainJob, and as the data cache
 initializer's ServiceAccount (what code running in its pod could do). Each is refused with a message naming
 the field and the rule; nothing is created, no quota is held, another team's admitted job stays admitted; the
-honest variants pass (the honest cache job runs in test_scenarios.py)."""
+honest variants pass (the honest cache job runs in test_data_cache_runtime.py)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ import pytest
 
 from tests.cache_initializer import cache_objects
 from tests.deputy_attacks import ENV_ATTACKS, GPU_ENV, PATCH_ATTACKS, PSS_ATTACKS
-from tests.e2e.kube import ApiError, KubeClient
+from tests.e2e.member_requests import member, nothing_left, patched, refused, small
 from tests.e2e.platform import TJ, Obj, Platform, Team, has_condition, trainjob, unique, wait_admitted, workload_of
-from tests.e2e.sandbox import Sandbox
-from tests.e2e.test_attacks import member, nothing_left, patched, refused, small
+from trainer_infra.sandbox.controlplane import Sandbox
+from trainer_infra.sandbox.kube import ApiError, KubeClient
 
 pytestmark = pytest.mark.e2e
 

@@ -1,6 +1,6 @@
 """A fleet on three local control planes (manager + 2 workers, each its own etcd/apiserver/controllers on
 loopback): the render of tests/fleet/Pulumi.fleet.yaml applied to each, the manager's kubeconfig Secrets
-built from each worker's ServiceAccount token the way `pulumi up` builds them (platform/fleet.py).
+built from each worker's ServiceAccount token the way `pulumi up` builds them (platform/fleet_component.py).
 
 Not the real `pulumi up` (issue #11 builds that); the objects are the render's, byte for byte, except the
 `<secret>` kubeconfigs and the workers' loopback addresses. A change of the stack (a worker joins, drains,
@@ -26,8 +26,13 @@ import pytest
 import urllib3
 import yaml
 
-from tests.e2e.kube import ApiError, KubeClient, wait_for
-from tests.e2e.render import (
+from trainer_infra.core.objects import WorkerKubeconfig
+from trainer_infra.platform.fleet_component import kubeconfig_text
+from trainer_infra.sandbox.controlplane import Sandbox
+from trainer_infra.sandbox.kube import ApiError, KubeClient, wait_for
+from trainer_infra.sandbox.kwok_stages import COMPLETE_LABEL
+from trainer_infra.sandbox.processes import terminate
+from trainer_infra.sandbox.render import (
     apply_objects,
     apply_render,
     check_versions,
@@ -35,9 +40,6 @@ from tests.e2e.render import (
     kueue_settings,
     load_render,
 )
-from tests.e2e.sandbox import COMPLETE_LABEL, Sandbox, _terminate
-from trainer_infra.core.objects import WorkerKubeconfig
-from trainer_infra.platform.fleet import kubeconfig_text
 
 pytestmark = pytest.mark.e2e
 
@@ -480,7 +482,7 @@ def test_worker_lost_evicts_and_redispatches(fleet: Fleet) -> None:
     wait_for(f"the manager's TrainJob nlp/{name} to show its worker's active jobs", mirrored, 60)
     apiserver = next(p for p in fleet.workers[worker].processes if p.name == "kube-apiserver")
     lost_at = time.monotonic()
-    _terminate(apiserver)
+    terminate(apiserver)
     wait_for(
         f"the manager to evict nlp/{name} after workerLostTimeout ({WORKER_LOST_TIMEOUT}s)",
         lambda: _evicted(_manager_workload(fleet, name)),

@@ -8,20 +8,22 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.build import kube_go_mod, kube_version_ldflags, parse_staging_replaces
-from tests.e2e.render import RenderError, RenderOutput, check_versions, controller_users, kueue_settings, load_render
-from tests.e2e.sandbox import (
-    ephemeral_port_range,
-    free_port,
-    kwok_complete_stage,
-    kwok_fail_stage,
-    port_window,
-)
-from tests.e2e.versions import VersionSet, shared_dir
-from tests.e2e.webhooks import apply_json_patch, load_kustomized_webhooks, load_upstream_webhooks, localize
 from tests.helpers import MINIMAL, plan_of
+from trainer_infra.sandbox.build import GO_SRC, kube_go_mod, kube_version_ldflags, parse_staging_replaces
 from trainer_infra.sandbox.charts import ChartError, chart_archive
 from trainer_infra.sandbox.charts import controller_users as chart_controller_users
+from trainer_infra.sandbox.kwok_stages import kwok_complete_stage, kwok_fail_stage
+from trainer_infra.sandbox.processes import ephemeral_port_range, free_port, port_window
+from trainer_infra.sandbox.render import (
+    RenderError,
+    RenderOutput,
+    check_versions,
+    controller_users,
+    kueue_settings,
+    load_render,
+)
+from trainer_infra.sandbox.versions import VersionSet, shared_dir
+from trainer_infra.sandbox.webhooks import apply_json_patch, load_kustomized_webhooks, load_upstream_webhooks, localize
 
 
 def test_json_patch_add_replace_remove() -> None:
@@ -89,7 +91,7 @@ def test_kube_go_mod_pins_every_staging_module() -> None:
 
 
 def test_committed_kube_go_mod_matches_default_versions() -> None:
-    gomod = (Path(__file__).parent / "controlplane" / "kube" / "go.mod").read_text()
+    gomod = (GO_SRC / "kube" / "go.mod").read_text()
     assert f"require k8s.io/kubernetes v{VersionSet().kubernetes}" in gomod
 
 
@@ -101,7 +103,7 @@ def test_version_stamp_flags() -> None:
 
 def test_version_set_key_changes_with_versions(monkeypatch: pytest.MonkeyPatch) -> None:
     base = VersionSet()
-    monkeypatch.setenv("E2E_TRAINER_VERSION", "v2.3.0")
+    monkeypatch.setenv("SANDBOX_TRAINER_VERSION", "v2.3.0")
     other = VersionSet.from_env()
     assert other.trainer == "2.3.0"
     assert other.key != base.key

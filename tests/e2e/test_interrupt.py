@@ -25,16 +25,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e import leftovers
-from tests.e2e.kube import FatalWaitError, wait_for
-from tests.e2e.node import CGROUP_FS, CNI_CACHE, NETNS_DIR, SHIM_SOCKETS
-from tests.e2e.versions import REPO_ROOT
+from trainer_infra.sandbox import leftovers
+from trainer_infra.sandbox.kube import FatalWaitError, wait_for
+from trainer_infra.sandbox.node import CGROUP_FS, CNI_CACHE, NETNS_DIR, SHIM_SOCKETS
+from trainer_infra.sandbox.versions import CHECKOUT
 
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(os.geteuid() != 0, reason="the install session's real node needs root"),
 ]
-#: the plugins of a `pulumi up` with the policy pack (tests/e2e/pulumi_stack.py): what the engine orphaned when killed
+#: the plugins of a `pulumi up` with the policy pack (sandbox/pulumi_stack.py): what the engine orphaned when killed
 PLUGINS = ("pulumi-language-python", "pulumi-resource-kubernetes", "pulumi-analyzer-policy")
 
 
@@ -82,7 +82,7 @@ def test_ctrl_c_during_the_first_pulumi_up_leaves_nothing(tmp_path: Path) -> Non
     with log_path.open("w") as log:
         proc = subprocess.Popen(
             cmd,
-            cwd=REPO_ROOT,
+            cwd=CHECKOUT,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: the terminal's, for the SIGINT below

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.leftovers import processes_of
-from tests.e2e.versions import REPO_ROOT
+from trainer_infra.sandbox.leftovers import processes_of
+from trainer_infra.sandbox.versions import CHECKOUT
 
 #: a pytest session (as run.py starts one) with a session fixture that starts a process in its own session, like
 #: the sandbox's control plane, and needs seconds to stop it, like the real node's drain
@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pytest
 
-from trainer_infra.sandbox.controlplane import _terminate, spawn
+from trainer_infra.sandbox.processes import terminate, spawn
 
 pytestmark = pytest.mark.e2e
 WORK = Path(__file__).parent / "work"
@@ -48,7 +48,7 @@ def started():
     proc = spawn("sleeper", "0", Path("/bin/sleep"), ["600"], WORK / "sleeper.log", WORK)
     yield proc
     time.sleep(2)
-    _terminate(proc)
+    terminate(proc)
     (WORK / "stopped").write_text("the session fixture's teardown ran to its end")
 
 
@@ -92,7 +92,7 @@ import os, sys
 from pathlib import Path
 from types import SimpleNamespace
 
-from tests.e2e import pulumi_stack
+from trainer_infra.sandbox import pulumi_stack
 
 pulumi_stack.CANCEL_GRACE = 3.0
 work = Path(sys.argv[1])
@@ -133,10 +133,10 @@ def start(tmp_path: Path, code: str, *args: str) -> subprocess.Popen[str]:
     """``code`` in a session of its own (signalling its group is a terminal's Ctrl-C), from the checkout."""
     script = tmp_path / "driver.py"
     script.write_text(textwrap.dedent(code))
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(CHECKOUT)}
     return subprocess.Popen(
         [sys.executable, str(script), *args],
-        cwd=REPO_ROOT,
+        cwd=CHECKOUT,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -185,26 +185,48 @@ def sigterm_to_the_runner(proc: subprocess.Popen[str]) -> None:
     proc.send_signal(signal.SIGTERM)
 
 
+#: the two ways run.py runs sessions: named files (``run_sessions``), every session (``pipeline.Pipeline``: the
+#: session in a lane's thread, its builds stood in for by "nothing to build")
+DRIVERS = {
+    "run_sessions": """
+        import os, sys
+        from tests.e2e import run
+
+        sys.exit(run.run_sessions([[*{pytest_args!r}, {test_file!r}]], dict(os.environ)))
+    """,
+    "pipeline": """
+        import os, sys
+        from tests.e2e.pipeline import Pipeline, Plan
+        from trainer_infra.sandbox.versions import VersionSet
+
+
+        class NothingToBuild(Pipeline):
+            def build_controlplane(self):
+                return {{}}
+
+
+        plan = Plan((), ({test_file!r},), (), (), tuple({pytest_args!r}), dict(os.environ))
+        sys.exit(NothingToBuild(plan, VersionSet.from_env()).run())
+    """,
+}
+
+
+@pytest.mark.parametrize("driver", sorted(DRIVERS))
 @pytest.mark.parametrize(
     ("send", "exit_code"),
     [(ctrl_c, 130), (sigterm_to_the_runner, -signal.SIGTERM)],
     ids=["ctrl-c to the process group", "sigterm to run.py alone"],
 )
 def test_an_interrupted_session_stops_what_its_fixtures_started(
-    tmp_path: Path, send: Callable[[subprocess.Popen[str]], None], exit_code: int
+    tmp_path: Path, send: Callable[[subprocess.Popen[str]], None], exit_code: int, driver: str
 ) -> None:
     work = tmp_path / "work"
     work.mkdir()
     (tmp_path / "test_session.py").write_text(SESSION_TEST)
     # run.py's own session loop; the e2e conftest as a plugin (it turns the session's SIGTERM into an interrupt)
     session = ["-p", "tests.e2e.conftest", "-m", "e2e", "-q", "-s", "--rootdir", str(tmp_path)]
-    driver = f"""
-        import os, sys
-        from tests.e2e import run
-
-        sys.exit(run.run_sessions([{[*session, str(tmp_path / "test_session.py")]!r}], dict(os.environ)))
-    """
-    proc = start(tmp_path, driver)
+    code = DRIVERS[driver].format(pytest_args=session, test_file=str(tmp_path / "test_session.py"))
+    proc = start(tmp_path, code)
     try:
         wait_file(work / "running", proc)
         sleeper = int((work / "running").read_text())

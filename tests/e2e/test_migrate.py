@@ -17,10 +17,10 @@ import yaml
 
 from tests.e2e import platform as scenarios
 from tests.e2e.installed import stack_file
-from tests.e2e.kube import ApiError, KubeClient, wait_for
-from tests.e2e.render import RenderOutput
-from tests.e2e.sandbox import Sandbox
-from tests.e2e.versions import REPO_ROOT, shared_dir
+from trainer_infra.sandbox.controlplane import Sandbox
+from trainer_infra.sandbox.kube import ApiError, KubeClient, wait_for
+from trainer_infra.sandbox.render import RenderOutput
+from trainer_infra.sandbox.versions import CHECKOUT, shared_dir
 
 pytestmark = pytest.mark.e2e
 
@@ -103,7 +103,7 @@ def migrate(render: RenderOutput, *args: str, kubeconfig: Path | None = None) ->
     """``trainer-infra migrate`` with the stack the session deployed (`local` with its e2e keys: the image mirror)."""
     env = {**os.environ, **({"KUBECONFIG": str(kubeconfig)} if kubeconfig else {})}
     cmd = [sys.executable, "-m", "trainer_infra", "migrate", "--config-file", str(stack_file(render)), *args]
-    return subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, env=env)
+    return subprocess.run(cmd, cwd=CHECKOUT, capture_output=True, text=True, timeout=300, env=env)
 
 
 def node_image(platform: Platform, runtime: str) -> str:

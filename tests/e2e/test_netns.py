@@ -7,12 +7,12 @@ import sys
 
 import pytest
 
-from tests.e2e import netns
+from trainer_infra.sandbox import netns
 
 
 def test_wrapped_command_sees_only_its_loopback_and_can_use_it() -> None:
     probe = (
-        "from tests.e2e import netns; import socket;"
+        "from trainer_infra.sandbox import netns; import socket;"
         "s = socket.create_server(('127.0.0.1', 0)); c = socket.create_connection(s.getsockname(), timeout=5);"
         "print(netns.devices(), netns.private(), c.getpeername()[0])"
     )

@@ -6,25 +6,18 @@ first slice). Opt-in: ``make e2e-node`` (root; ``E2E_NODE=1``), see tests/e2e/RE
 from __future__ import annotations
 
 import functools
-import os
 import time
 from typing import Any
 
-import pytest
-
-from tests.e2e.controller_images import build_all
-from tests.e2e.kube import KubeClient, wait_for
-from tests.e2e.node import MIRROR
-from tests.e2e.node_session import NodeSession
-from tests.e2e.oci_images import USER_ID
+from tests.e2e.node_session import NODE_MARKS, USER_ID, NodeSession
 from tests.e2e.platform import node_ready
+from tests.e2e.pods import RESTRICTED, finished, namespace, restricted_pod
 from trainer_infra.core.images import mirror_image
+from trainer_infra.sandbox.controller_images import build_all
+from trainer_infra.sandbox.kube import wait_for
+from trainer_infra.sandbox.node import MIRROR
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(os.environ.get("E2E_NODE") != "1", reason="the real node is opt-in: make e2e-node (E2E_NODE=1)"),
-    pytest.mark.skipif(os.geteuid() != 0, reason="the real node needs root (containerd, runc, mounts, cgroups)"),
-]
+pytestmark = NODE_MARKS
 
 NAMESPACE = "node-e2e"
 Obj = dict[str, Any]
@@ -44,56 +37,6 @@ def test_node_registers_beside_the_kwok_nodes(node_session: NodeSession) -> None
     wait_for("kwok to mark its node Ready", lambda: node_ready(client.get("v1", "Node", "kwok-beside-real")), 60)
 
 
-def _restricted_namespace(client: KubeClient) -> None:
-    client.apply(
-        {
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": {"name": NAMESPACE, "labels": {"pod-security.kubernetes.io/enforce": "restricted"}},
-        }
-    )
-    # the kube-controller-manager creates it; the kubelet's token volume needs it
-    wait_for("the default ServiceAccount", lambda: client.get("v1", "ServiceAccount", "default", NAMESPACE), 60)
-
-
-def _pod(name: str, node: str, image: str, script: str) -> Obj:
-    """A pod as the platform's runtimes run it: uid 1000, restricted, a writable emptyDir, read-only root."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": {
-            "nodeName": node,
-            "restartPolicy": "Never",
-            "securityContext": {
-                "runAsNonRoot": True,
-                "runAsUser": USER_ID,
-                "runAsGroup": USER_ID,
-                "seccompProfile": {"type": "RuntimeDefault"},
-            },
-            "containers": [
-                {
-                    "name": "main",
-                    "image": image,
-                    "command": ["/bin/sh", "-c", script],
-                    "securityContext": {
-                        "allowPrivilegeEscalation": False,
-                        "readOnlyRootFilesystem": True,
-                        "capabilities": {"drop": ["ALL"]},
-                    },
-                    "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}],
-                }
-            ],
-            "volumes": [{"name": "scratch", "emptyDir": {}}],
-        },
-    }
-
-
-def _finished(client: KubeClient, name: str) -> Obj | None:
-    pod = client.get("v1", "Pod", name, NAMESPACE)
-    return pod if pod.get("status", {}).get("phase") in ("Succeeded", "Failed") else None
-
-
 SCRIPT = (
     "id; echo \"written by $(id -u)\" > /scratch/proof && cat /scratch/proof && stat -c 'owner %u mode %a' "
     "/scratch/proof; touch /not-allowed 2>/dev/null && echo 'root filesystem writable' || echo 'root filesystem "
@@ -104,12 +47,12 @@ SCRIPT = (
 def test_pod_pulls_from_the_mirror_and_runs_as_uid_1000(node_session: NodeSession) -> None:
     env = node_session
     client = env.sandbox.client
-    _restricted_namespace(client)
+    namespace(client, NAMESPACE, RESTRICTED)
     for attempt, label in ((1, "pod start, cold (image pulled)"), (2, "pod start, warm (image present)")):
         name = f"proof-{attempt}"
         start = time.monotonic()
-        client.create(_pod(name, env.node.name, env.busybox_ref(), SCRIPT))
-        pod = wait_for(f"pod {name} to finish", functools.partial(_finished, client, name), 120)
+        client.create(restricted_pod(name, NAMESPACE, env.node.name, env.busybox_ref(), SCRIPT))
+        pod = wait_for(f"pod {name} to finish", functools.partial(finished, client, name, NAMESPACE), 120)
         env.times[label] = round(time.monotonic() - start, 1)
         status = pod["status"]["containerStatuses"][0]
         assert pod["status"]["phase"] == "Succeeded", pod["status"]
@@ -128,9 +71,9 @@ def test_pod_pulls_from_the_mirror_and_runs_as_uid_1000(node_session: NodeSessio
 def test_image_missing_from_the_mirror_fails_naming_the_image(node_session: NodeSession) -> None:
     env = node_session
     client = env.sandbox.client
-    _restricted_namespace(client)
+    namespace(client, NAMESPACE, RESTRICTED)
     missing = mirror_image("docker.io/library/busybox:0.0.0-not-mirrored", MIRROR)
-    client.create(_pod("not-mirrored", env.node.name, missing, "true"))
+    client.create(restricted_pod("not-mirrored", NAMESPACE, env.node.name, missing, "true"))
 
     def waiting() -> Obj | None:
         statuses = client.get("v1", "Pod", "not-mirrored", NAMESPACE).get("status", {}).get("containerStatuses", [])
@@ -150,12 +93,12 @@ def test_controller_images_run_as_the_charts_run_them(node_session: NodeSession)
     a numeric non-root id), a read-only root, no capabilities. ``--help`` stops it before it needs a cluster."""
     env = node_session
     client = env.sandbox.client
-    _restricted_namespace(client)
+    namespace(client, NAMESPACE, RESTRICTED)
     images, built = build_all(env.sandbox.versions, env.sandbox.bin_dir)
     env.times.update(built)
     for index, (upstream, image) in enumerate(sorted(images.items())):
         ref = env.publish(upstream, image)
-        pod = _pod(f"controller-{index}", env.node.name, ref, "")
+        pod = restricted_pod(f"controller-{index}", NAMESPACE, env.node.name, ref, "")
         spec = pod["spec"]
         spec["securityContext"] = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
         container = spec["containers"][0]
@@ -163,7 +106,7 @@ def test_controller_images_run_as_the_charts_run_them(node_session: NodeSession)
         spec["volumes"] = []
         client.create(pod)
         name = pod["metadata"]["name"]
-        done = wait_for(f"{upstream} to run", functools.partial(_finished, client, name), 120)
+        done = wait_for(f"{upstream} to run", functools.partial(finished, client, name, NAMESPACE), 120)
         assert done["status"]["phase"] == "Succeeded", (upstream, done["status"])
         env.assert_ran_from_mirror(done)
         assert "config" in client.log(name, NAMESPACE), upstream  # its flags: the binary ran

@@ -7,24 +7,17 @@ Opt-in like the node's own tests (``E2E_NODE=1``, root); see tests/e2e/README.md
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 from typing import Any
 
-import pytest
-
-from tests.e2e import cluster_network as net
-from tests.e2e.kube import KubeClient, wait_for
-from tests.e2e.node_session import NodeSession
-from tests.e2e.test_node import _pod as node_pod
+from tests.e2e.node_session import NODE_MARKS, NodeSession
+from tests.e2e.pods import RESTRICTED, labelled_pod, log_when_done, namespace
 from trainer_infra.manifests.runtime import JOBSET_NAME_LABEL
+from trainer_infra.sandbox import cluster_network as net
+from trainer_infra.sandbox.kube import KubeClient, wait_for
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(os.environ.get("E2E_NODE") != "1", reason="the real node is opt-in: make e2e-node (E2E_NODE=1)"),
-    pytest.mark.skipif(os.geteuid() != 0, reason="the real node needs root (containerd, runc, mounts, cgroups)"),
-]
+pytestmark = NODE_MARKS
 
 Obj = dict[str, Any]
 NAMESPACE = "net-e2e"
@@ -33,19 +26,6 @@ PORT = 7000
 #: Service ``<jobset>`` (what torchrun's ``--master-addr`` names)
 JOBSET, RJOB = "train", "node"
 PEER_HOST = f"{JOBSET}-{RJOB}-0-0"
-
-
-def _namespace(client: KubeClient, name: str, labels: dict[str, str] | None = None) -> None:
-    client.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels or {}}})
-    wait_for(f"the default ServiceAccount of {name}", lambda: client.get("v1", "ServiceAccount", "default", name), 60)
-
-
-def _pod(name: str, namespace: str, node: str, image: str, script: str, labels: dict[str, str], **spec: Any) -> Obj:
-    """``test_node``'s pod as the platform's runtimes run it (uid 1000, restricted), in ``namespace``."""
-    pod = node_pod(name, node, image, script)
-    pod["metadata"].update(namespace=namespace, labels=labels)
-    pod["spec"].update(terminationGracePeriodSeconds=0, **spec)
-    return pod
 
 
 #: a TCP echo: every connection gets one line back naming the server
@@ -80,27 +60,16 @@ def _running_ip(client: KubeClient, name: str, namespace: str) -> str:
     return ip
 
 
-def _log_when_done(client: KubeClient, name: str, namespace: str) -> str:
-    def done() -> Obj | None:
-        pod = client.get("v1", "Pod", name, namespace)
-        return pod if pod.get("status", {}).get("phase") in ("Succeeded", "Failed") else None
-
-    pod = wait_for(f"pod {namespace}/{name} to finish", done, 180)
-    log = client.log(name, namespace)
-    assert pod["status"]["phase"] == "Succeeded", (pod["status"], log)
-    return log
-
-
 def _echo_server(client: KubeClient, env: NodeSession, namespace: str, labels: dict[str, str], **spec: Any) -> str:
     name = spec.pop("name", "echo")
-    client.create(_pod(name, namespace, env.node.name, env.busybox_ref(), ECHO, labels, **spec))
+    client.create(labelled_pod(name, namespace, env.node.name, env.busybox_ref(), ECHO, labels, **spec))
     return _running_ip(client, name, namespace)
 
 
 def test_a_pod_resolves_services_and_jobset_hostnames_and_connects_through_them(node_session: NodeSession) -> None:
     env = node_session
     client = env.sandbox.client
-    _namespace(client, NAMESPACE, {"pod-security.kubernetes.io/enforce": "restricted"})
+    namespace(client, NAMESPACE, RESTRICTED)
     labels = {JOBSET_NAME_LABEL: JOBSET, "app": "echo"}
     server_ip = _echo_server(client, env, NAMESPACE, labels, name=PEER_HOST, hostname=PEER_HOST, subdomain=JOBSET)
     client.apply(
@@ -132,8 +101,8 @@ def test_a_pod_resolves_services_and_jobset_hostnames_and_connects_through_them(
         ]
     )
     start = time.monotonic()
-    client.create(_pod("client", NAMESPACE, env.node.name, env.busybox_ref(), script, {}))
-    log = _log_when_done(client, "client", NAMESPACE)
+    client.create(labelled_pod("client", NAMESPACE, env.node.name, env.busybox_ref(), script, {}))
+    log = log_when_done(client, "client", NAMESPACE)
     env.times["DNS + Service client pod"] = round(time.monotonic() - start, 1)
     # the kubelet pointed the pod at the cluster DNS Service with the namespace's search path
     assert f"nameserver {net.DNS_SERVICE_IP}" in log, log

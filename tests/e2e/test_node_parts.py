@@ -15,15 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e import node as node_mod
-from tests.e2e.chart_registry import ChartRegistry
-from tests.e2e.node import RealNode
-from tests.e2e.oci_images import busybox_image, pause_image
-from tests.e2e.pki import CertificateAuthority
-from tests.e2e.sandbox import Sandbox
+from tests.e2e.node_session import busybox_image
 from tests.e2e.test_toolchain_parts import _chart_archive, _get
-from tests.e2e.versions import REPO_ROOT
 from trainer_infra.core.images import mirror_image
+from trainer_infra.sandbox import node as node_mod
+from trainer_infra.sandbox.chart_registry import ChartRegistry
+from trainer_infra.sandbox.controlplane import Sandbox
+from trainer_infra.sandbox.node import RealNode
+from trainer_infra.sandbox.oci_images import pause_image
+from trainer_infra.sandbox.pki import CertificateAuthority
+from trainer_infra.sandbox.versions import CHECKOUT
 
 
 def _layer_members(layer: bytes) -> dict[str, tarfile.TarInfo]:
@@ -115,7 +116,7 @@ def test_every_file_of_the_node_stays_in_its_work_directory(tmp_path: Path) -> N
 
 
 def test_a_missing_package_is_named_with_the_command_that_installs_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    makefile = (REPO_ROOT / "Makefile").read_text()
+    makefile = (CHECKOUT / "Makefile").read_text()
     assert f"NODE_PACKAGES := {' '.join(node_mod.PACKAGES)}\n" in makefile  # what `make e2e-node-deps` installs
     monkeypatch.setattr(node_mod, "PACKAGES", {"containerd": ("/nonexistent/containerd",)})
     with pytest.raises(node_mod.NodeError, match=r"\['containerd'\] are not installed: run `make e2e-node-deps`"):

@@ -1,79 +1,35 @@
-"""Observability, proven: alert rules under `promtool test rules`, every query parsed by the pinned
-Prometheus parser, and every metric/label name checked against the real controllers' /metrics
+"""Observability, proven: every query parsed by the pinned Prometheus parser, and every metric/label name checked
+against the real controllers' /metrics
 (the charts' controller pods, scraped at the addresses the installed ServiceMonitors select, over TLS with a
-ServiceAccount token, as the rendered ServiceMonitors and RBAC configure it) after the scenarios ran.
+ServiceAccount token, as the rendered ServiceMonitors and RBAC configure it) after the scenarios ran. The alert rules
+under `promtool test rules` and the dashboards' queries under `promtool check rules`: test_alert_rules.py.
 """
 
 from __future__ import annotations
 
 import contextlib
-import shutil
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import urllib3
-import yaml
 
-from tests.e2e.build import Builder, module_dir
-from tests.e2e.kube import ApiError, wait_for
 from tests.e2e.promql import analyse, check_names, parse_exposition, recorded_series, render_expressions
-from tests.e2e.render import RenderOutput
-from tests.e2e.sandbox import Sandbox
-from tests.e2e.versions import VersionSet
-from tests.observability.fixtures import FACTS, SETTINGS, rules_file
-from trainer_infra.observability.objects import dashboard_config_maps
 from trainer_infra.observability.sources import EXTERNAL
+from trainer_infra.sandbox.build import Builder
+from trainer_infra.sandbox.controlplane import Sandbox
+from trainer_infra.sandbox.kube import ApiError, wait_for
+from trainer_infra.sandbox.render import RenderOutput
+from trainer_infra.sandbox.versions import VersionSet, module_dir
 
 pytestmark = pytest.mark.e2e
 
-ALERT_TESTS = Path(__file__).resolve().parents[1] / "observability" / "alerts_test.yaml"
 Obj = dict[str, Any]
 
 
 def _tool(name: str) -> Path:
     return Builder(VersionSet.from_env()).binary(name)
-
-
-def _promtool(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(_tool("promtool")), *args], cwd=cwd, capture_output=True, text=True, check=False)
-
-
-def test_alert_rules_fire_when_they_should_and_stay_silent_otherwise(tmp_path: Path) -> None:
-    (tmp_path / "rules.yaml").write_text(rules_file(strip_annotations=True))
-    shutil.copy(ALERT_TESTS, tmp_path / "alerts_test.yaml")
-    proc = _promtool("test", "rules", "alerts_test.yaml", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-
-
-def test_every_alert_has_a_firing_and_a_silent_case() -> None:
-    rules = yaml.safe_load(rules_file())
-    alerts = {r["alert"] for g in rules["groups"] for r in g["rules"] if "alert" in r}
-    cases = yaml.safe_load(ALERT_TESTS.read_text())["tests"]
-    firing = {t["alertname"] for c in cases for t in c.get("alert_rule_test", []) if t.get("exp_alerts")}
-    silent = {t["alertname"] for c in cases for t in c.get("alert_rule_test", []) if not t.get("exp_alerts")}
-    assert alerts - firing == set(), "alerts never shown to fire"
-    assert alerts - silent == set(), "alerts never shown to stay silent"
-
-
-def test_rule_file_with_annotations_passes_promtool_check(tmp_path: Path) -> None:
-    (tmp_path / "rules.yaml").write_text(rules_file())
-    proc = _promtool("check", "rules", "rules.yaml", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-
-
-def test_every_dashboard_query_parses(tmp_path: Path) -> None:
-    """Panel queries (Grafana variables substituted) as recording rules: promtool parses each one."""
-    rules = [
-        {"record": f"panel:{i}", "expr": expr}
-        for i, (_, expr) in enumerate(render_expressions(dashboard_config_maps(FACTS, SETTINGS)))
-    ]
-    assert len(rules) >= 20
-    (tmp_path / "panels.yaml").write_text(yaml.safe_dump({"groups": [{"name": "panels", "rules": rules}]}))
-    proc = _promtool("check", "rules", "panels.yaml", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_external_metric_names_are_defined_by_the_pinned_exporters() -> None:

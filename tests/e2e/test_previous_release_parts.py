@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from tests.e2e.previous_release import MODULE_CHARTS, RELEASES, chart_archive
-from tests.e2e.versions import shared_dir
+from trainer_infra.sandbox.versions import shared_dir
 from trainer_infra.versions import MATRIX
 
 

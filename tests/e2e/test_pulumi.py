@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from tests.e2e.installed import SENTINEL, Deployed
-from tests.e2e.kube import ApiError, wait_for
-from tests.e2e.pulumi_stack import diagnostics
-from tests.e2e.render import bind_claims
 from tests.e2e.test_pulumi_install import cert_secrets, webhook_rejects_invalid_cluster_queue
+from trainer_infra.sandbox.kube import ApiError, wait_for
+from trainer_infra.sandbox.pulumi_stack import diagnostics
+from trainer_infra.sandbox.render import bind_claims
 
 pytestmark = pytest.mark.e2e
 

@@ -33,10 +33,7 @@ import pytest
 import yaml
 
 from tests.e2e import test_fleet as scenarios
-from tests.e2e.kube import ApiError, wait_for
-from tests.e2e.pulumi_stack import PulumiProject, Result, record_timing
-from tests.e2e.render import check_versions, kueue_settings, load_render
-from tests.e2e.sandbox import Sandbox
+from tests.e2e.pulumi_steps import record_timing
 from tests.e2e.test_fleet import (
     KUEUE,
     STACK,
@@ -52,9 +49,13 @@ from tests.e2e.test_fleet import (
     _with_north,
     trainjob,
 )
-from tests.e2e.toolchain import Toolchain
-from tests.e2e.versions import REPO_ROOT
 from trainer_infra.manifests.meta import LEAVING
+from trainer_infra.sandbox.controlplane import Sandbox
+from trainer_infra.sandbox.kube import ApiError, wait_for
+from trainer_infra.sandbox.pulumi_stack import PulumiProject, Result
+from trainer_infra.sandbox.render import check_versions, kueue_settings, load_render
+from trainer_infra.sandbox.toolchain import Toolchain
+from trainer_infra.sandbox.versions import CHECKOUT
 
 pytestmark = pytest.mark.e2e
 
@@ -194,7 +195,7 @@ def installed_by_up(fleet: FleetUp, render: Path) -> list[str]:
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FleetUp]:
     tmp = tmp_path_factory.mktemp("fleet-up")
     toolchain = Toolchain()
-    if os.environ.get("E2E_NO_BUILD") != "1":
+    if os.environ.get("SANDBOX_NO_BUILD") != "1":
         toolchain.build()
     charts = _render(tmp)  # with the charts: how the clusters' own installs are configured
     workers: dict[str, Sandbox] = {}
@@ -249,7 +250,7 @@ def _placeholders(stack: Obj) -> Obj:
 
 def _render_file(stack: Path, out: Path) -> None:
     cmd = [sys.executable, "-m", "trainer_infra", "render", "--config-file", str(stack), "--out", str(out)]
-    proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600, check=False)
+    proc = subprocess.run(cmd, cwd=CHECKOUT, capture_output=True, text=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
 
 

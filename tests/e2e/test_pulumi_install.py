@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.chart_sandbox import REAL_NODE
 from tests.e2e.installed import Deployed
-from tests.e2e.kube import ApiError
-from tests.e2e.node import MIRROR
-from tests.e2e.pulumi_stack import kind_name
+from tests.e2e.pulumi_steps import kind_name
 from trainer_infra.core.images import mirror_image
+from trainer_infra.sandbox.chart_sandbox import REAL_NODE
+from trainer_infra.sandbox.kube import ApiError
+from trainer_infra.sandbox.node import MIRROR
 
 pytestmark = pytest.mark.e2e
 

@@ -28,13 +28,13 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e import leftovers
-from tests.e2e.kube import ApiError, wait_for
-from tests.e2e.pulumi_stack import STACK, Result, diagnostics, installation, read_state_file
-from tests.e2e.render import bind_claims, render_stack
 from tests.e2e.test_pulumi import Deployed
-from tests.e2e.versions import REPO_ROOT
 from trainer_infra.recovery import pending_operations
+from trainer_infra.sandbox import leftovers
+from trainer_infra.sandbox.kube import ApiError, wait_for
+from trainer_infra.sandbox.pulumi_stack import STACK, Result, diagnostics, installation, read_state_file
+from trainer_infra.sandbox.render import bind_claims, render_stack
+from trainer_infra.sandbox.versions import CHECKOUT
 
 pytestmark = pytest.mark.e2e
 
@@ -285,7 +285,7 @@ def _claim(stack: Stack, namespace: str) -> Obj:
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     render = render_stack("local", tmp_path_factory.mktemp("render") / "out")
-    base = yaml.safe_load((REPO_ROOT / "stacks" / "Pulumi.local.yaml").read_text())
+    base = yaml.safe_load((CHECKOUT / "stacks" / "Pulumi.local.yaml").read_text())
     with installation(tmp_path_factory.mktemp("pulumi-recovery"), base) as installed:
         found = Stack(installed, base, render)
         found.set_config()
@@ -382,9 +382,9 @@ def test_api_server_stopped_during_an_up_is_recovered(stack: Stack) -> None:
 
 
 def _stop(proc: Any) -> None:
-    from tests.e2e.sandbox import _terminate
+    from trainer_infra.sandbox.processes import terminate
 
-    _terminate(proc, grace=5)
+    terminate(proc, grace=5)
 
 
 def test_skip_checkpoints_loses_what_the_killed_up_did(stack: Stack) -> None:

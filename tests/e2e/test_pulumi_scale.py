@@ -29,15 +29,16 @@ import pytest
 import yaml
 
 from tests.bench import synthetic
-from tests.e2e.chart_sandbox import ChartSandbox
-from tests.e2e.pulumi_stack import STACK, Installation, Result, chart_archives, installation, record_timing
-from tests.e2e.versions import REPO_ROOT
+from tests.e2e.pulumi_steps import record_timing
 from trainer_infra.diff.compare import Render
 from trainer_infra.diff.git import load
 from trainer_infra.platform.objects import type_token
 from trainer_infra.program import deploy
 from trainer_infra.render.capture import capture
 from trainer_infra.render.output import assemble, write
+from trainer_infra.sandbox.chart_sandbox import ChartSandbox
+from trainer_infra.sandbox.pulumi_stack import STACK, Installation, Result, chart_archives, installation
+from trainer_infra.sandbox.versions import CHECKOUT
 from trainer_infra.stack.build import build_plan
 from trainer_infra.stack.shards import affected, layout, shard_stack, split
 from trainer_infra.stack.validate import validate
@@ -48,7 +49,7 @@ TEAMS = int(os.environ.get("BENCH_TEAMS", "1000"))
 #: about 25 teams (~180 resources, ~0.5 MB of state) per stack: each checkpoint stays small
 SHARDS = int(os.environ.get("BENCH_SHARDS", str(max(1, TEAMS // 25))))
 JOBS = os.environ.get("BENCH_JOBS", "2")
-SHARDS_SCRIPT = REPO_ROOT / ".ci" / "pulumi-shards"
+SHARDS_SCRIPT = CHECKOUT / ".ci" / "pulumi-shards"
 #: generous: a cold 2-core machine; the measured times are far below (docs/large-organisations.md)
 TIMEOUT = 5400.0
 #: ``BENCH_FLOOR=1`` adds a third run: the platform stack by our program, then each team stack's rendered objects
@@ -101,7 +102,7 @@ class Large:
             "PULUMI_CONFIG_FILE": str(project.workdir / f"Pulumi.{STACK}.yaml"),
             "PULUMI_SHARD_JOBS": JOBS,
             "PULUMI_SECRETS_PROVIDER": "passphrase",
-            "TRAINER_INFRA": str(REPO_ROOT / ".venv" / "bin" / "trainer-infra"),
+            "TRAINER_INFRA": str(CHECKOUT / ".venv" / "bin" / "trainer-infra"),
         }
         return project._exec(["bash", str(SHARDS_SCRIPT), *args], check=True, timeout=timeout, env=env)
 

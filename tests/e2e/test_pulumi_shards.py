@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from tests.bench import synthetic
-from tests.e2e.pulumi_stack import STACK, Installation, installation, record_timing
+from tests.e2e.pulumi_steps import record_timing
+from trainer_infra.sandbox.pulumi_stack import STACK, Installation, installation
 from trainer_infra.stack.build import build_plan
 from trainer_infra.stack.shards import layout, moves
 from trainer_infra.stack.validate import validate

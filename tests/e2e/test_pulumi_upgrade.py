@@ -34,7 +34,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -43,10 +43,7 @@ import pytest
 import yaml
 
 from tests.e2e import previous_release
-from tests.e2e.chart_sandbox import ChartSandbox
 from tests.e2e.installed import Deployed
-from tests.e2e.kube import ApiError, KubeClient, wait_for
-from tests.e2e.node import MIRROR
 from tests.e2e.platform import (
     CQ,
     GPU,
@@ -57,30 +54,28 @@ from tests.e2e.platform import (
     admitted,
     has_condition,
     trainjob,
-    wait_admission_enforced,
     wait_admitted,
     workload_of,
 )
-from tests.e2e.pulumi_stack import chart_archives, installation
-from tests.e2e.render import bind_claims, render_stack
 from tests.e2e.test_pulumi_install import cert_secrets
-from tests.e2e.versions import REPO_ROOT, VersionSet
+from tests.e2e.upgrade_probe import JS, MAX_REFUSAL, PROBE_INTERVAL, ControllerWatch, Probe, probe_jobset
 from trainer_infra.core.images import mirror_image
 from trainer_infra.sandbox.apply import wait_nodes_ready
+from trainer_infra.sandbox.chart_sandbox import ChartSandbox
+from trainer_infra.sandbox.kube import KubeClient, wait_for
+from trainer_infra.sandbox.node import MIRROR
+from trainer_infra.sandbox.probes import wait_admission_enforced
+from trainer_infra.sandbox.pulumi_stack import chart_archives, installation
+from trainer_infra.sandbox.render import bind_claims, render_stack
+from trainer_infra.sandbox.versions import CHECKOUT, VersionSet
 from trainer_infra.versions import MATRIX
 
 pytestmark = pytest.mark.e2e
 
 Obj = dict[str, Any]
-JS = ("jobset.x-k8s.io/v1alpha2", "JobSet")
 JOBSET_LABEL = "jobset.sigs.k8s.io/jobset-name"
 #: the CRD groups of the platform's components: each CRD must store only its storage version after the upgrade
 GROUPS = ("jobset.x-k8s.io", "kueue.x-k8s.io", "trainer.kubeflow.org")
-#: how long the probe waits between two rounds (a round: one try of each probe, ≈ 0.05–0.1 s idle)
-PROBE_INTERVAL = 0.1
-#: the longest refusal accepted: none was measured (docs/versions.md); this bound leaves room for a loaded machine
-#: and fails on a regression such as a Deployment that stops the old pod before the new one serves
-MAX_REFUSAL = 10.0
 
 
 @dataclass
@@ -122,14 +117,14 @@ def _components(base: Obj, versions: dict[str, str]) -> Obj:
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upgrade]:
     versions = VersionSet.from_env()
     work = tmp_path_factory.mktemp("pulumi-upgrade")
-    if os.environ.get("E2E_NO_BUILD") != "1":  # the runner prepared it before the session
+    if os.environ.get("SANDBOX_NO_BUILD") != "1":  # the runner prepared it before the session
         previous_release.prepare(versions)
     charts = [
         *chart_archives(),
         *(previous_release.chart_archive(c, v, work / "charts") for c, v in previous_release.START.items()),
     ]
     render = render_stack("local", tmp_path_factory.mktemp("render") / "out")
-    base = yaml.safe_load((REPO_ROOT / "stacks" / "Pulumi.local.yaml").read_text())
+    base = yaml.safe_load((CHECKOUT / "stacks" / "Pulumi.local.yaml").read_text())
     sandbox = ChartSandbox(work / "sandbox", archives=charts, previous=[previous_release.start_versions(versions)])
     with installation(work, base, sandbox=sandbox) as installed:
         found = Upgrade(installed, base, render, platform=Platform(render, list(render.objects)))
@@ -332,55 +327,6 @@ def test_work_in_flight(stack: Upgrade) -> None:
 # -- the upgrade ---------------------------------------------------------------------------------------------------
 
 
-@dataclass
-class Probe:
-    """Submits a valid object as a server-side dry-run again and again; records when (wall clock) each try was
-    refused. ``served`` says the answer came through the webhooks that judge it (their defaults are in it): a
-    webhook skipped would not count as accepted."""
-
-    name: str
-    client: KubeClient
-    obj: Obj
-    served: Callable[[Obj], bool]
-    tries: list[tuple[float, str]] = field(default_factory=list)
-
-    def once(self) -> None:
-        started = time.time()
-        try:
-            answer = self.client.create(self.obj, dry_run=True)
-            self.tries.append((started, "" if self.served(answer) else "accepted without the webhooks' defaults"))
-        except ApiError as exc:
-            self.tries.append((started, exc.message[:300] or str(exc.status)))
-        except Exception as exc:  # the connection itself
-            self.tries.append((started, f"{type(exc).__name__}: {exc}"[:300]))
-
-    def longest_refusal(self) -> tuple[float, int, list[str]]:
-        """(seconds from the first refused try of the longest run of refusals to the next accepted one, refused
-        tries in all, their distinct messages)."""
-        longest, start = 0.0, None
-        for at, error in self.tries:
-            if error and start is None:
-                start = at
-            elif not error and start is not None:
-                longest, start = max(longest, at - start), None
-        if start is not None:
-            longest = max(longest, time.time() - start)
-        errors = [e for _, e in self.tries if e]
-        return round(longest, 2), len(errors), sorted(set(errors))[:5]
-
-
-def _probe_jobset() -> Obj:
-    """A JobSet as any client (Trainer, for a TrainJob) submits it, in a namespace no team policy covers: only
-    JobSet's own webhooks (and Kueue's, which ignores a JobSet without a queue) judge it."""
-    pod = {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox", "command": ["true"]}]}
-    return {
-        "apiVersion": JS[0],
-        "kind": JS[1],
-        "metadata": {"name": "upgrade-probe", "namespace": "default"},
-        "spec": {"replicatedJobs": [{"name": "w", "replicas": 1, "template": {"spec": {"template": {"spec": pod}}}}]},
-    }
-
-
 def _summary(output: str) -> list[str]:
     """The engine's ``Resources:`` summary of a run (``~ 5 updated``, ``1234 unchanged``, ...)."""
     lines = output[output.rfind("Resources:") :].splitlines()[1:]
@@ -401,7 +347,7 @@ def _validate_previous(stack: Upgrade, target: Obj) -> subprocess.CompletedProce
     wanted = stack.project.workdir / "Pulumi.target.yaml"
     wanted.write_text(yaml.safe_dump(target))
     cmd = [sys.executable, "-m", "trainer_infra", "validate", "--config-file", str(wanted), "--previous", str(deployed)]
-    return subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    return subprocess.run(cmd, cwd=CHECKOUT, capture_output=True, text=True, timeout=300)
 
 
 def _probes(stack: Upgrade) -> list[Probe]:
@@ -417,53 +363,13 @@ def _probes(stack: Upgrade) -> list[Probe]:
         Probe(
             "JobSet (dry-run)",
             stack.client,
-            _probe_jobset(),
+            probe_jobset(),
             lambda answer: (
                 (answer["spec"].get("network") or {}).get("enableDNSHostnames") is True
                 and bool(answer["spec"].get("successPolicy"))
             ),
         ),
     ]
-
-
-@dataclass
-class ControllerWatch:
-    """What the component's controller pods did while the probes ran: when each one was Ready or not, and the
-    end of a container's previous log when it restarted (it is gone once the rollout deletes the pod)."""
-
-    stack: Upgrade
-    component: str
-    seen: list[str] = field(default_factory=list)
-    state: dict[str, tuple[bool, int]] = field(default_factory=dict)
-    last: float = 0.0
-
-    def once(self) -> None:
-        if time.time() - self.last < 1.0:
-            return
-        self.last = time.time()
-        try:
-            self._read()
-        except Exception as exc:  # the API server busy: the next round reads again; never stops the probes
-            self.seen.append(f"{time.strftime('%H:%M:%S')} not read: {type(exc).__name__}: {str(exc)[:200]}")
-
-    def _read(self) -> None:
-        for pod in _controller_pods(self.stack, self.component):
-            name = pod["metadata"]["name"]
-            statuses = pod.get("status", {}).get("containerStatuses") or []
-            now = (all(c.get("ready") for c in statuses) and bool(statuses), sum(c["restartCount"] for c in statuses))
-            if self.state.get(name) == now:
-                continue
-            self.seen.append(f"{time.strftime('%H:%M:%S')} {name}: ready={now[0]} restarts={now[1]}")
-            if name in self.state and now[1] > self.state[name][1]:
-                for c in statuses:
-                    try:
-                        tail = self.stack.client.log(
-                            name, pod["metadata"]["namespace"], c["name"], previous=True, tail=40
-                        )
-                    except Exception as exc:
-                        tail = f"(no previous log: {exc})"
-                    self.seen.append(f"{name}/{c['name']} previous log:\n{tail}")
-            self.state[name] = now
 
 
 def _upgrade(stack: Upgrade, component: str, pinned: dict[str, str]) -> str:
@@ -480,7 +386,7 @@ def _upgrade(stack: Upgrade, component: str, pinned: dict[str, str]) -> str:
         assert not probe.tries[-1][1], f"{probe.name} refused before the upgrade: {probe.tries[-1][1]}"
     stop = threading.Event()
 
-    watched = ControllerWatch(stack, component)
+    watched = ControllerWatch(stack.client, functools.partial(_controller_pods, stack, component))
 
     def loop() -> None:
         while not stop.is_set():
@@ -556,7 +462,7 @@ def _set_stored_versions(client: KubeClient, crd: str, versions: list[str]) -> N
 def _storage_versions(stack: Upgrade, *args: str) -> subprocess.CompletedProcess[str]:
     """`trainer-infra storage-versions` as the admin, with the cluster's kubeconfig."""
     cmd = [sys.executable, "-m", "trainer_infra", "storage-versions", "--kubeconfig", str(stack.sandbox.kubeconfig)]
-    return subprocess.run([*cmd, *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    return subprocess.run([*cmd, *args], cwd=CHECKOUT, capture_output=True, text=True, timeout=600)
 
 
 #: the Kueue CRDs whose status lists v1beta1 before the upgrade, as on a cluster first installed with Kueue ≤ 0.15

@@ -47,15 +47,15 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.kube import ApiError, wait_for
-from tests.e2e.node import MIRROR
+from tests.e2e.member_requests import RUNTIME, can, claim_patch, duration_seconds, member_runtime, patched
 from tests.e2e.platform import CQ, GPU, has_condition, unique, wait_admitted, workload_of
-from tests.e2e.platform_sandbox import PODS_READY_TIMEOUT, TRAINER_ID, node_dir
 from tests.e2e.sandbox_session import SANDBOX_MARKS, Member, RunningSandbox
-from tests.e2e.test_attacks import RUNTIME, can, claim_patch, duration_seconds, member_runtime, patched
 from tests.e2e.test_sandbox_network import RUNTIME as CATALOG_RUNTIME
 from tests.e2e.test_sandbox_network import script_trainjob
 from tests.e2e.test_sandbox_up import TJ, finished
+from trainer_infra.sandbox.kube import ApiError, wait_for
+from trainer_infra.sandbox.node import MIRROR
+from trainer_infra.sandbox.platform_sandbox import PODS_READY_TIMEOUT, TRAINER_ID, node_dir
 
 pytestmark = SANDBOX_MARKS
 

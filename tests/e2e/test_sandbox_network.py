@@ -26,14 +26,14 @@ import re
 import time
 from typing import Any
 
-from tests.e2e import cluster_network as net
-from tests.e2e.chart_sandbox import CONTROLLER_NAMESPACES
-from tests.e2e.kube import KubeClient, wait_for
 from tests.e2e.platform import unique
-from tests.e2e.platform_sandbox import GPU, trainer_container
+from tests.e2e.pods import labelled_pod, log_when_done, namespace
 from tests.e2e.sandbox_session import SANDBOX_MARKS, Member, RunningSandbox
-from tests.e2e.test_node_network import _log_when_done, _namespace, _pod
 from tests.e2e.test_sandbox_up import TJ, finished
+from trainer_infra.sandbox import cluster_network as net
+from trainer_infra.sandbox.chart_sandbox import CONTROLLER_NAMESPACES
+from trainer_infra.sandbox.kube import KubeClient, wait_for
+from trainer_infra.sandbox.platform_sandbox import GPU, trainer_container
 
 pytestmark = SANDBOX_MARKS
 
@@ -257,13 +257,13 @@ def test_a_team_pod_reaches_its_peers_and_nothing_of_other_teams_the_controllers
     # connection of the attacker during that resync once passed (the node's address, CI run of 2026-11-26; its
     # periodic resync, every 30 s then, did the same in the cold run of that day: now every 15 min, cluster_network)
     control_ns = unique("net-control")
-    _namespace(admin, control_ns)
+    namespace(admin, control_ns)
     torch = trainer_container(admin.get(TJ, "ClusterTrainingRuntime", RUNTIME))
-    control = _pod("control", control_ns, sb.node, torch["image"], 'exec python3 -c "$PROBE"', {})
+    control = labelled_pod("control", control_ns, sb.node, torch["image"], 'exec python3 -c "$PROBE"', {})
     control_env = {"PROBE": PROBE, "TRIES": "15", "TARGETS": ",".join(f"{k}={v}" for k, v in targets.items())}
     control["spec"]["containers"][0]["env"] = [{"name": k, "value": v} for k, v in control_env.items()]
     admin.create(control)
-    control_log = _log_when_done(admin, "control", control_ns)
+    control_log = log_when_done(admin, "control", control_ns)
     _release(sb, attacker, attack)
 
     job = wait_for(f"{attacker.namespace}/{attack} to finish", lambda: finished(admin, attacker.namespace, attack), 600)

@@ -12,7 +12,7 @@ the pods together, and each assertion reads what the processes printed:
   real SSH (the plugin's key Secret, the node pod's sshd as uid 1000 on port 2222; the launcher's ``ssh -v``
   shows the login), both ranks report from their own hosts and allreduce (mpi4py; MLX's MPI backend).
 
-The images are CPU stand-ins built from Debian packages and PyPI wheels (tests/e2e/runtime_images.py), published
+The images are CPU stand-ins built from Debian packages and PyPI wheels (the sandbox's runtime_images.py), published
 under the catalog's exact references through ``images.registryMirror`` by ``make sandbox-up`` (sandbox.json
 ``runtimeImages``): what each runtime's command needs, not the upstream payload (no DeepSpeed or CUDA). Runtimes
 that cannot run here are listed in ``CANNOT_RUN`` with the reason; a catalog runtime that is neither run nor listed
@@ -32,11 +32,13 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.kube import ApiError, KubeClient, wait_for
-from tests.e2e.node import MIRROR
 from tests.e2e.platform import unique
-from tests.e2e.platform_sandbox import GPU, MPI_RUNTIMES, TRAINER_ID, trainer_container
-from tests.e2e.runtime_images import (
+from tests.e2e.pods import RESTRICTED, labelled_pod, log_when_done, namespace
+from tests.e2e.sandbox_session import SANDBOX_MARKS, Member, RunningSandbox
+from trainer_infra.sandbox.kube import ApiError, KubeClient, wait_for
+from trainer_infra.sandbox.node import MIRROR
+from trainer_infra.sandbox.platform_sandbox import GPU, MPI_RUNTIMES, TRAINER_ID, trainer_container
+from trainer_infra.sandbox.runtime_images import (
     JAX,
     MPI,
     MPI_PORT,
@@ -47,8 +49,7 @@ from tests.e2e.runtime_images import (
     digest_of,
     upstream_image,
 )
-from tests.e2e.sandbox_session import SANDBOX_MARKS, Member, RunningSandbox
-from tests.e2e.versions import REPO_ROOT
+from trainer_infra.sandbox.versions import CHECKOUT
 
 pytestmark = SANDBOX_MARKS
 
@@ -57,7 +58,7 @@ TJ = "trainer.kubeflow.org/v1alpha1"
 NUM_NODES = 2
 
 #: the catalog: every runtime file
-CATALOG = sorted(p.stem for p in (REPO_ROOT / "runtimes").glob("*.yaml") if not p.name.startswith("_"))
+CATALOG = sorted(p.stem for p in (CHECKOUT / "runtimes").glob("*.yaml") if not p.name.startswith("_"))
 
 #: runtimes this session cannot run, and why (each a concrete missing input, not a missing image)
 CANNOT_RUN = {
@@ -181,7 +182,7 @@ DOCS_MPIRUN = "exec mpirun -n 2 python3 train.py"
 
 def _documented_launcher() -> str:
     """The docs' launcher script, its ``mpirun`` line replaced by the case's own (``"$@"``)."""
-    blocks = re.findall(r"```yaml\n(.*?)```", (REPO_ROOT / "docs" / "data-scientists.md").read_text(), re.S)
+    blocks = re.findall(r"```yaml\n(.*?)```", (CHECKOUT / "docs" / "data-scientists.md").read_text(), re.S)
     block = next(b for b in blocks if "OMPI_MCA_orte_default_hostfile" in b)
     script = textwrap.dedent(block.split("- |\n", 1)[1])
     assert script.rstrip().endswith(DOCS_MPIRUN) and f"/{MPI_PORT}" in script, script
@@ -397,8 +398,6 @@ def test_upstream_sshd_starts_under_restricted_only_with_net_bind_service(platfo
     start. With NET_BIND_SERVICE added back (which `restricted` allows, and the platform's pod rule `privileged`
     allows as its only capability) and `allowPrivilegeEscalation: false`, sshd executes (no_new_privs keeps the
     capability from being granted: port 2222 needs none)."""
-    from tests.e2e.test_node_network import _log_when_done, _namespace, _pod
-
     sb = platform_sandbox
     admin = sb.admin
     mpi = admin.get("trainer.kubeflow.org/v1alpha1", "TrainingRuntime", MPI_RUNTIMES[0], sb.member(0).namespace)
@@ -406,16 +405,16 @@ def test_upstream_sshd_starts_under_restricted_only_with_net_bind_service(platfo
     assert sb.doc["runtimeImages"].get(image) == digest_of(MPI), (image, sb.doc["runtimeImages"])
     # a probe namespace of the admin's (the platform's team namespaces admit only queued workloads)
     ns = "mpi-restricted"
-    _namespace(admin, ns, {"pod-security.kubernetes.io/enforce": "restricted"})
+    namespace(admin, ns, RESTRICTED)
     toleration = [{"operator": "Exists"}]
     logs = {}
     for name, add in (("drop-all", []), ("net-bind-service", ["NET_BIND_SERVICE"])):
-        pod = _pod(name, ns, sb.node, image, SSHD_PROBE, {}, tolerations=toleration)
+        pod = labelled_pod(name, ns, sb.node, image, SSHD_PROBE, {}, tolerations=toleration)
         pod["spec"]["securityContext"]["runAsUser"] = MPI_UID
         if add:
             pod["spec"]["containers"][0]["securityContext"]["capabilities"]["add"] = add
         admin.create(pod)  # the real PodSecurity admission admits both: restricted allows NET_BIND_SERVICE
-        logs[name] = _log_when_done(admin, name, ns)
+        logs[name] = log_when_done(admin, name, ns)
         print(f"\n[node runtimes] {name}:\n{logs[name]}", flush=True)
     assert "sshd exit 126" in logs["drop-all"] and "Operation not permitted" in logs["drop-all"], logs
     assert "OpenSSH_" in logs["net-bind-service"] and "sshd exit 126" not in logs["net-bind-service"], logs

@@ -8,7 +8,7 @@ the pods' logs, the process killed from outside, the checkpoint on the host dire
 the container's OOM kill, the Workload and the ClusterQueue's reservation.
 
 What is not real: the GPUs (advertised), the image (a CPU stand-in from Debian's python3-torch 1.13,
-tests/e2e/runtime_images.py) and the storage class (a host directory as the export). The SDK's first job (2 nodes,
+sandbox/runtime_images.py) and the storage class (a host directory as the export). The SDK's first job (2 nodes,
 checkpoint) is test_sandbox_up.py's.
 """
 
@@ -22,11 +22,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.first_job import STEP
-from tests.e2e.kube import wait_for
-from tests.e2e.platform_sandbox import MAX_RESTARTS
 from tests.e2e.sandbox_session import SANDBOX_MARKS, Member, RunningSandbox
 from tests.e2e.test_sandbox_up import assert_quota_released, finished
+from trainer_infra.sandbox.first_job import STEP
+from trainer_infra.sandbox.kube import wait_for
+from trainer_infra.sandbox.platform_sandbox import MAX_RESTARTS
 
 pytestmark = SANDBOX_MARKS
 

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.first_job import NODES, STEP
-from tests.e2e.kube import ApiError, KubeClient, wait_for
-from tests.e2e.platform_sandbox import GPU, TRAINER_ID, acl
 from tests.e2e.sandbox_session import SANDBOX_MARKS, Member, RunningSandbox, run_module
+from trainer_infra.sandbox.first_job import NODES, STEP
+from trainer_infra.sandbox.kube import ApiError, KubeClient, wait_for
+from trainer_infra.sandbox.platform_sandbox import GPU, TRAINER_ID, acl
 
 pytestmark = SANDBOX_MARKS
 
@@ -73,7 +73,7 @@ def test_first_job_trains_with_the_sdk_as_documented(platform_sandbox: RunningSa
     labels = admin.get("v1", "Namespace", ns)["metadata"]["labels"]
     assert labels.get("pod-security.kubernetes.io/enforce") == "restricted", labels
 
-    job, job_s = run_module("tests.e2e.first_job", "--sandbox", str(sb.state / "sandbox.json"))
+    job, job_s = run_module("trainer_infra", "sandbox", "first-job", "--sandbox", str(sb.state / "sandbox.json"))
     sb.times["first job (SDK train → Complete → logs)"] = job_s
     assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
     found = re.search(rf"TrainJob (\S+) in {ns} as {re.escape(member.user)}: Complete", job.stdout)

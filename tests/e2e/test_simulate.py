@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.leftovers import processes_of
-from tests.e2e.versions import REPO_ROOT
+from trainer_infra.sandbox.leftovers import processes_of
+from trainer_infra.sandbox.versions import CHECKOUT
 from trainer_infra.simulate.trace import load_trace
 
 pytestmark = pytest.mark.e2e
-TRACE = REPO_ROOT / "docs" / "simulate" / "example-trace.csv"
+TRACE = CHECKOUT / "docs" / "simulate" / "example-trace.csv"
 COMPRESSION = 60.0
 
 
@@ -35,7 +35,7 @@ def simulate(tmp_path: Path, *extra: str) -> subprocess.Popen[str]:
     # Ctrl-C as at a terminal: a shell's background job (CI, nohup) starts with SIGINT ignored, which Python keeps
     return subprocess.Popen(
         [*cmd, *extra],
-        cwd=REPO_ROOT,
+        cwd=CHECKOUT,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

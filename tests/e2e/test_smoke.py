@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.kube import ApiError, wait_for
-from tests.e2e.sandbox import Sandbox
 from trainer_infra.manifests.runtime import minimal_runtime
+from trainer_infra.sandbox.controlplane import Sandbox
+from trainer_infra.sandbox.kube import ApiError, wait_for
 
 pytestmark = pytest.mark.e2e
 

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from tests.e2e import leftovers
-from tests.e2e.build import BuildError
-from tests.e2e.chart_registry import CHART_TYPE, CONFIG_TYPE, ChartRegistry
-from tests.e2e.pulumi_stack import diagnostics
 from tests.e2e.run import GO_STEPS, with_pulumi
-from tests.e2e.toolchain import (
+from trainer_infra.sandbox import leftovers
+from trainer_infra.sandbox.build import BuildError
+from trainer_infra.sandbox.chart_registry import CHART_TYPE, CONFIG_TYPE, ChartRegistry
+from trainer_infra.sandbox.pulumi_stack import diagnostics
+from trainer_infra.sandbox.toolchain import (
     Toolchain,
     ToolchainVersions,
     cli_go_mod,
@@ -30,7 +30,7 @@ from tests.e2e.toolchain import (
     pin_requirements,
     project_requirements,
 )
-from tests.e2e.versions import REPO_ROOT
+from trainer_infra.sandbox.versions import CHECKOUT
 
 LANGHOST_GOMOD = """module github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3
 
@@ -89,12 +89,12 @@ def test_the_declared_sdk_ranges_include_the_versions_the_e2e_proves() -> None:
     proved pulumi-kubernetes 4.32.0 while the project asked for >= 4.34)."""
     declared = {
         Requirement(d).name: Requirement(d).specifier
-        for d in tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+        for d in tomllib.loads((CHECKOUT / "pyproject.toml").read_text())["project"]["dependencies"]
     }
     for pin in ToolchainVersions().python_sdks:
         name, version = pin.split("==")
         assert declared[name].contains(version), f"pyproject.toml asks {name}{declared[name]}; the e2e proves {pin}"
-    lines = (REPO_ROOT / "policy/requirements.txt").read_text().splitlines()
+    lines = (CHECKOUT / "policy/requirements.txt").read_text().splitlines()
     policy = [Requirement(r) for r in lines if r.strip() and not r.startswith(("#", "-"))]
     assert all(r.specifier.contains(ToolchainVersions().pulumi) for r in policy if r.name == "pulumi")
 
@@ -175,7 +175,7 @@ def test_make_e2e_runs_the_install_path_and_auto_only_once_its_go_binaries_are_b
 ) -> None:
     """`make e2e` includes the real install path (CI insists on it); E2E_PULUMI=auto is for machines where a
     cold toolchain build (≈ 8 min) does not fit."""
-    ci = (REPO_ROOT / ".ci/run").read_text()
+    ci = (CHECKOUT / ".ci/run").read_text()
     assert "E2E_PULUMI=1 E2E_NODE=1 make e2e" in ci and "make e2e-node-deps" in ci, (
         "CI runs the install path and the node"
     )
@@ -257,7 +257,7 @@ def test_the_e2e_reads_state_as_the_workflows_write_it(tmp_path: Path) -> None:
     recovery test the checkpoint, compressed or not (a .attrs sidecar is plain JSON beside a .zst)."""
     import zstandard
 
-    from tests.e2e.pulumi_stack import read_state_file
+    from trainer_infra.sandbox.pulumi_stack import read_state_file
 
     doc = '{"checkpoint": {"latest": {"resources": []}}}'
     for name in ("e2e.json.zst", "e2e.json.zst.bak", "e2e.json.zst.attrs", "e2e.json"):

@@ -20,13 +20,13 @@ from tests.tenancy.cel_admission import refusals
 from trainer_infra.core.errors import ConfigError
 from trainer_infra.core.objects import CHART_TYPE, ManagedObject, WorkerKubeconfig
 from trainer_infra.manifests.meta import LEAVING
-from trainer_infra.platform.fleet import kubeconfig_text
+from trainer_infra.platform.fleet_component import kubeconfig_text
 from trainer_infra.program import deploy_fleet
 from trainer_infra.render.capture import capture
 from trainer_infra.render.enforce import check_rendered
-from trainer_infra.render.fleet import render_fleet
 from trainer_infra.render.output import Rendered
-from trainer_infra.stack.fleet import build_fleet, validate_fleet
+from trainer_infra.render.per_cluster import render_fleet
+from trainer_infra.stack.fleet_plans import build_fleet, validate_fleet
 from trainer_infra.stack.load import raw_from_stack_document
 from trainer_infra.stack.validate import validate
 

@@ -12,8 +12,8 @@ import pytest
 import yaml
 from pulumi.runtime import rpc
 
-from tests.e2e.versions import shared_dir
 from trainer_infra.platform.helm import SECRET_TYPE, leave_controller_secrets
+from trainer_infra.sandbox.versions import shared_dir
 
 
 def _args(type_: str, props: dict[str, Any]) -> pulumi.ResourceTransformArgs:

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.versions import shared_dir
 from trainer_infra.platform.crd_order import ANNOTATION
 from trainer_infra.platform.helm import CRD_ORDER_ARGS
+from trainer_infra.sandbox.versions import shared_dir
 
 #: chart archive → its crds/ files (the chart's and its subcharts')
 CHARTS = {

@@ -7,7 +7,7 @@ import copy
 from typing import Any
 
 from tests.helpers import render
-from tests.pools_helpers import kwok_pool, stack
+from tests.pools_helpers import issues, kwok_pool, stack
 from trainer_infra.policy_rules import RULES, check
 from trainer_infra.policy_rules.model import Subject
 from trainer_infra.render.enforce import check_rendered
@@ -87,3 +87,19 @@ def test_policy_wants_the_taints_of_a_pool_offering_the_accelerator_whatever_the
     found = rule.check([_subject(m) for m in stripped])
     assert found and all("uses amd.com/gpu but tolerates the taints of no pool offering it" in v.message for v in found)
     assert check([_subject(m) for m in stripped]) != []
+
+
+def test_an_amd_only_platform_tells_members_to_request_its_own_gpus() -> None:
+    """A pod refused for asking devices through resourceClaims is told what to ask instead: the resource this
+    platform's pools offer (on an AMD-only platform, `amd.com/gpu`; `nvidia.com/gpu` would never be admitted)."""
+    raw = stack([_amd_pool(taints=[AMD_TAINT])], teams=[{"name": "a", "quota": {"mi300": {"gpus": 16}}}])
+    policies = [m for m in render(raw).manifests if m["kind"] == "ValidatingAdmissionPolicy"]
+    messages = [v["message"] for p in policies for v in p["spec"]["validations"]]
+    claims = [m for m in messages if "resourceClaims" in m]
+    assert claims and all(m.endswith("Request GPUs as resources (amd.com/gpu)") for m in claims)
+    assert not [m for m in messages if "nvidia.com/gpu" in m]
+
+
+def test_an_untainted_amd_pool_is_told_the_taint_it_would_get() -> None:
+    found = [i for i in issues(stack([_amd_pool(taints=[])])) if i.path == "nodePools[0].taints"]
+    assert [i.hint for i in found] == ["drop `taints: []` to get amd.com/gpu=present:NoSchedule"]

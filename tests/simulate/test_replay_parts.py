@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import render, stack_raw
-from trainer_infra.sandbox.controlplane import DURATION_ANNOTATION, kwok_duration_stage
+from trainer_infra.sandbox.kwok_stages import DURATION_ANNOTATION, kwok_duration_stage
 from trainer_infra.sandbox.versions import BINARIES, BuildError, VersionSet, check_binaries
 from trainer_infra.simulate.baselines import FLAT, PARTITIONS, flat_fifo, static_partitions
 from trainer_infra.simulate.facts import StackFacts, stack_facts
@@ -82,12 +82,38 @@ def test_static_partitions_keep_each_quota_and_never_borrow(objects: list[dict[s
 
 
 def test_missing_binaries_say_how_to_build_them(tmp_path: Any) -> None:
-    with pytest.raises(BuildError, match=r"make e2e") as err:
+    with pytest.raises(BuildError, match=r"`trainer-infra sandbox build` builds them") as err:
         check_binaries(VersionSet(), tmp_path)
     assert all(name in str(err.value) for name in BINARIES)
+    assert "needs Go 1.26 or newer" in str(err.value) and "no root" in str(err.value)
+
+
+def test_missing_binaries_without_go_say_where_to_get_it(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no `go` here
+    with pytest.raises(
+        BuildError, match=r"First: `go` is not on PATH: install Go 1.26 or newer \(https://go.dev/dl/\)"
+    ):
+        check_binaries(VersionSet(), tmp_path)
+
+
+def test_a_build_without_go_stops_before_the_first_target(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from trainer_infra.sandbox.build import Builder
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(BuildError, match=r"cannot build etcd .*`go` is not on PATH"):
+        Builder(VersionSet(), root=tmp_path).build(only={"etcd"})
+    assert not (tmp_path / VersionSet().key / "bin" / "etcd").exists()
+
+
+def test_the_sandbox_writes_the_kueue_api_version_of_the_release_it_runs() -> None:
+    from trainer_infra.versions import MATRIX
+
+    for release in MATRIX.components["kueue"].releases:
+        expected = f"kueue.x-k8s.io/{release.api_versions['kueue.x-k8s.io']}"
+        assert VersionSet(kueue=release.version).api_version("kueue.x-k8s.io") == expected
 
 
 def test_the_package_runs_the_binaries_the_build_makes() -> None:
-    from tests.e2e.build import Builder
+    from trainer_infra.sandbox.build import Builder
 
     assert tuple(t.name for t in Builder(VersionSet()).targets() if not (t.tool or t.node)) == BINARIES

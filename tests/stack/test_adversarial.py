@@ -1,5 +1,5 @@
-"""Issue #15: the stack files that broke the contract, one or more per class. Each one failed before
-(traceback, hang, silent drop, or accepted and then refused by the API server at `pulumi up`); now every
+"""The stack files that broke the config contract, one or more per class, so none breaks it again. Each one failed
+before (traceback, hang, silent drop, or accepted and then refused by the API server at `pulumi up`); now every
 refusal is exit 2 naming the config path, and every accepted file renders."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""The config contract as a property (issue #15): whatever stack file a user writes, `render` either
-exits 0 with objects the API server, the pinned controllers' schemas/CEL and the kubeflow SDK accept,
-or exits 2 naming config paths — never a traceback, never another exit code, never unbounded time.
+"""The config contract as a property, because users write stack files nobody listed: whatever stack file a user
+writes, `render` either exits 0 with objects the API server, the pinned controllers' schemas/CEL and the kubeflow
+SDK accept, or exits 2 naming config paths — never a traceback, never another exit code, never unbounded time.
 
 Configs come from two strategies: `valid_stacks()` builds stacks the docs promise work (they must render),
 `mutated_stacks()` breaks one of them at a random place with a hostile value, an unknown key, a

@@ -143,7 +143,7 @@ FAKE_ADMISSION_RULE = '''"""An admission rule that exists only in a test: no pod
 
 from __future__ import annotations
 
-from trainer_infra.tenancy.admission.model import AdmissionRule, AdmissionSettings, AdmittedKind
+from trainer_infra.admission.model import AdmissionRule, AdmissionSettings, AdmittedKind
 
 
 def _not_mallory(kind: AdmittedKind, settings: AdmissionSettings) -> str:

@@ -12,9 +12,9 @@ from tests.conformance import Conformance
 from tests.helpers import MINIMAL, conformance_findings, crd_versions, render, resource
 from trainer_infra.catalog.injections import apply_injections
 from trainer_infra.core.errors import ConfigError
+from trainer_infra.datacache.rbac import CACHE_ROLE
 from trainer_infra.stack.build import build_plan
 from trainer_infra.stack.validate import validate
-from trainer_infra.storage.data_cache import CACHE_ROLE
 from trainer_infra.storage.injection import workspace_disagreement
 
 TEAMS: list[dict[str, Any]] = [{"name": "nlp", "storage": {"size": "2Ti"}}, {"name": "vision", "namespace": "cv"}]
@@ -261,7 +261,7 @@ def test_a_runtime_whose_steps_disagree_on_the_job_directory_is_named_with_both_
 
 
 def test_initializers_read_the_hf_token_where_a_team_has_one() -> None:
-    no_home = {"securityContext": {"enabled": False}}  # its HOME env: tests/catalog/test_pod_security.py
+    no_home = {"securityContext": {"enabled": False}}  # its HOME env: tests/catalog/test_security_context.py
     v = validate({**MINIMAL, "teams": [{"name": "a", "secrets": {"hfToken": "hf_x"}}], "runtimes": no_home})
     jobs = apply_injections(v.serve.facts, TORCHTUNE)["spec"]["template"]["spec"]["replicatedJobs"]
     env = {j["name"]: j["template"]["spec"]["template"]["spec"]["containers"][0].get("env", []) for j in jobs}

@@ -1,5 +1,6 @@
-"""The tenancy admission policies refuse each member attack of issue #12 with a message, and let the catalog,
-the SDK's TrainJobs and the controllers through. CEL evaluated here; the e2e suite proves it in an API server."""
+"""A team member is hostile: the tenancy admission policies refuse each attack they can make through what they
+submit, with a message, and let the catalog, the SDK's TrainJobs and the controllers through. CEL evaluated here;
+the e2e suite proves it in an API server."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ import yaml
 
 from tests.conformance.crds import crds_dir
 from tests.tenancy import cel_admission
+from trainer_infra.admission.model import AdmissionSettings, TeamAdmission
 from trainer_infra.manifests.pod_rules import SAFE_VOLUME_KINDS, UNSAFE_VOLUME_KINDS, pod_spec_problems
 from trainer_infra.storage.injection import VOLUME as CLAIM_VOLUME
-from trainer_infra.tenancy.admission.model import AdmissionSettings, TeamAdmission
 from trainer_infra.tenancy.admission.policy import admission_objects, namespace_annotations, policy_name
 
 KUEUE = "system:serviceaccount:kueue-system:kueue-controller-manager"

@@ -1,6 +1,6 @@
-"""Issue #12 attack 7: configs that would hand a member the cluster are config errors (path, reason, hint),
-never silent and never a traceback; the render carries the tenancy layer (policies, NetworkPolicies, RBAC,
-Kueue's waitForPodsReady) the attacks are refused by."""
+"""An admin's config must not undo tenancy by accident: configs that would hand a member the cluster are config
+errors (path, reason, hint), never silent and never a traceback; the render carries the tenancy layer (policies,
+NetworkPolicies, RBAC, Kueue's waitForPodsReady) the attacks are refused by."""
 
 from __future__ import annotations
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from tests.tenancy.netpol_eval import External, Network, Pod
+from trainer_infra.core.upstream.lws import NAME_LABEL as LWS_POD_LABEL
 from trainer_infra.manifests.runtime import JOBSET_NAME_LABEL
-from trainer_infra.tenancy.network import LWS_POD_LABEL, NetworkSettings, network_policies
+from trainer_infra.tenancy.network import NetworkSettings, network_policies
 
 TEAM_LABEL = "trainer-platform.io/team"
 

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from tests.tenancy import cel_admission
+from trainer_infra.admission.model import AdmissionSettings, TeamAdmission
 from trainer_infra.manifests.pod_rules import RULES, pod_spec_problems
-from trainer_infra.manifests.pod_security import restricted_problems
+from trainer_infra.manifests.pod_security_standards import restricted_problems
 from trainer_infra.migrate import tenancy as migrate
-from trainer_infra.tenancy.admission.model import AdmissionSettings, TeamAdmission
 from trainer_infra.tenancy.admission.policy import admission_objects, namespace_annotations, policy_name
 
 TEAM = TeamAdmission("vision", claims=("workspace",), queues=("q",), service_accounts=("notebook",))

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import MINIMAL, plan_of
-from trainer_infra.catalog.pod_security import is_mpi
+from trainer_infra.catalog.security_context import is_mpi
 from trainer_infra.manifests.runtime import pod_spec, replicated_jobs
 from trainer_infra.stack.validate import validate
 from trainer_infra.tenancy.namespaces import team_namespace

@@ -1,6 +1,6 @@
-"""The port of PodSecurity admission's `restricted` level (trainer_infra/manifests/pod_security.py) against the
-rules of k8s.io/pod-security-admission v0.34 `policy/check_*.go`: one compliant pod, then one change per rule
-that upstream refuses (or, where upstream allows it, accepts). The sandbox e2e runs the real admission."""
+"""The port of PodSecurity admission's `restricted` level (trainer_infra/manifests/pod_security_standards.py)
+against the rules of k8s.io/pod-security-admission v0.34 `policy/check_*.go`: one compliant pod, then one change
+per rule that upstream refuses (or, where upstream allows it, accepts). The sandbox e2e runs the real admission."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from trainer_infra.manifests.pod_security import restricted_problems
+from trainer_infra.manifests.pod_security_standards import restricted_problems
 
 RESTRICTED_CONTAINER = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
 COMPLIANT: dict[str, Any] = {

@@ -7,18 +7,13 @@ from collections.abc import Mapping
 from pydantic import Field, field_validator
 
 from trainer_infra.catalog.fault_tolerance import FaultTolerance
-from trainer_infra.catalog.pod_security import RuntimeSecurityContext
+from trainer_infra.catalog.security_context import RuntimeSecurityContext
 from trainer_infra.core.model import Resources, StrictModel
 from trainer_infra.core.types import DnsLabel, DnsSubdomain, ImageRef, PositiveInt32, SemVer
+from trainer_infra.core.upstream.trainer import SDK_DEVICE_LIMITS, SDK_DEVICE_PREFIXES
 from trainer_infra.manifests.runtime import image_problem
 
 RuntimeName = DnsSubdomain
-# The limits the kubeflow SDK (get_container_devices in kubeflow/trainer/backends/kubernetes/utils.py, as
-# pinned by the test extra in pyproject.toml) reads a trainer's device from; a `node` container with limits
-# but none of these (e.g. only `amd.com/gpu`) makes it raise "Unknown device type", so
-# TrainerClient().list_runtimes() fails for every runtime of the namespace.
-SDK_DEVICE_LIMITS = ("nvidia.com/gpu", "google.com/tpu", "huawei.com/Ascend910", "cpu")
-SDK_DEVICE_PREFIXES = ("nvidia.com/mig-",)
 SDK_DEVICES = ", ".join([*SDK_DEVICE_LIMITS[:1], *(f"{p}*" for p in SDK_DEVICE_PREFIXES), *SDK_DEVICE_LIMITS[1:]])
 
 

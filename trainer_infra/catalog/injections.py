@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainer_infra.catalog.fault_tolerance import FaultTolerance, inject_fault_tolerance
-from trainer_infra.catalog.pod_security import RuntimeSecurityContext, restricted_pods
+from trainer_infra.catalog.security_context import RuntimeSecurityContext, restricted_pods
 from trainer_infra.core.images import mirror_image
 from trainer_infra.core.model import Resources
+from trainer_infra.manifests.pod_walk import containers
 from trainer_infra.manifests.runtime import (
     GENERIC_GPU,
     accelerators_of,
-    containers,
     exists_toleration,
     pod_specs,
     replace_images,

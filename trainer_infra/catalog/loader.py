@@ -24,10 +24,10 @@ from trainer_infra.catalog.webhook import runtime_findings
 from trainer_infra.core.errors import ConfigError, ConfigIssue, did_you_mean, format_path
 from trainer_infra.core.schema import keys_of, model_at
 from trainer_infra.manifests.pod_rules import pod_spec_problems
+from trainer_infra.manifests.pod_walk import containers, not_containers
 from trainer_infra.manifests.runtime import (
     ANCESTOR_LABEL,
     FRAMEWORK_LABEL,
-    containers,
     image_problem,
     image_refs,
     pod_specs,
@@ -110,8 +110,10 @@ def _spec_issues(file: str, rt: m.RuntimeFile, raw: dict[str, Any]) -> list[Conf
         listed = list(containers(pod))
         if not any(key.startswith("containers") for key, _ in listed):
             issues.append(ConfigIssue(f"{file}:{pod_path}.containers", "a pod needs at least one container"))
+        for key in not_containers(pod):
+            issues.append(ConfigIssue(f"{file}:{pod_path}.{key}", "a container is a mapping (name, image, ...)"))
         for key, c in listed:
-            if not isinstance(c, dict) or not isinstance(c.get("name"), str):
+            if not isinstance(c.get("name"), str):
                 issues.append(ConfigIssue(f"{file}:{pod_path}.{key}.name", "a container needs a name"))
                 continue
             if not isinstance(c.get("image"), str):

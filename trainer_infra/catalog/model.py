@@ -10,14 +10,16 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
 from trainer_infra.core.types import DnsLabel, DnsSubdomain
-from trainer_infra.manifests.runtime import ANCESTOR_LABEL
+from trainer_infra.core.upstream import trainer
+from trainer_infra.manifests.runtime import ANCESTOR_LABEL, TRAINER_API_VERSION
 
 DOMAIN = "trainer-platform.io"
-SUPPORT_LABEL = "trainer.kubeflow.org/support"
+SUPPORT_LABEL = trainer.SUPPORT_LABEL
 DEPRECATED = "deprecated"
 # Annotations a runtime file carries for the catalog (stripped or kept as documented in README).
 RUNTIME_VERSION = f"{DOMAIN}/runtime-version"
@@ -161,7 +163,15 @@ class RuntimeSpec(K8sModel):
 class RuntimeFile(K8sModel):
     """One runtime file: a ClusterTrainingRuntime whose images may contain `${TRAINER_VERSION}`."""
 
-    api_version: Literal["trainer.kubeflow.org/v1alpha1"]
+    api_version: str
     kind: Literal["ClusterTrainingRuntime"]
     metadata: RuntimeMeta
     spec: RuntimeSpec
+
+    @field_validator("api_version")
+    @classmethod
+    def _trainer_api(cls, value: str) -> str:
+        if value != TRAINER_API_VERSION:  # reported as the literal it stands for
+            expected = {"expected": repr(TRAINER_API_VERSION)}
+            raise PydanticCustomError("literal_error", "Input should be {expected}", expected)
+        return value

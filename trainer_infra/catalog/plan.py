@@ -18,12 +18,13 @@ from trainer_infra.catalog.entry import Catalog, CatalogEntry
 from trainer_infra.catalog.injections import RuntimeFacts, apply_injections
 from trainer_infra.core.errors import ConfigError, ConfigIssue, did_you_mean
 from trainer_infra.core.objects import ManagedObject, PlanPart
+from trainer_infra.datacache.config import DataCacheConfig
+from trainer_infra.datacache.pinned import IMAGE_ENV, cache_image, pinned_env
 from trainer_infra.manifests import meta
-from trainer_infra.manifests.runtime import ancestor, containers, pod_spec, pod_specs, replicated_jobs
-from trainer_infra.storage.config import DataCacheConfig
-from trainer_infra.storage.data_cache import cache_image, pinned_env
+from trainer_infra.manifests.pod_walk import containers
+from trainer_infra.manifests.runtime import ancestor, pod_spec, pod_specs, replicated_jobs
 from trainer_infra.storage.injection import RUNTIME_WORKSPACE, VOLUME, fixed_workspace, workspace_disagreement
-from trainer_infra.tenancy.teams import TeamConfig
+from trainer_infra.teams.model import TeamConfig
 
 CATALOG_VERSION = f"{m.DOMAIN}/catalog-version"
 RUNTIME = f"{m.DOMAIN}/runtime"
@@ -242,7 +243,7 @@ def _pin_env(runtime: dict[str, Any], values: dict[str, str]) -> None:
     for _, pod in pod_specs(runtime):
         for _, c in containers(pod):
             env = c.get("env") or []
-            if not any(e.get("name") == "CACHE_IMAGE" for e in env):
+            if not any(e.get("name") == IMAGE_ENV for e in env):
                 continue
             rest = [e for e in env if e.get("name") not in values]
             c["env"] = [*rest, *({"name": k, "value": v} for k, v in values.items())]
@@ -276,7 +277,7 @@ def sdk_trainer_limits(runtime: dict[str, Any]) -> dict[str, Any]:
     for job in replicated_jobs(runtime):
         if ancestor(job) is None:
             continue
-        for _, c in containers(pod_spec(job), "containers"):
+        for _, c in containers(pod_spec(job), ("containers",)):
             if c.get("name") == "node":
                 return dict((c.get("resources") or {}).get("limits") or {})
     return {}

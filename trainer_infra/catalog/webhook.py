@@ -13,11 +13,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from trainer_infra.manifests.pod_walk import TEMPLATE_LISTS, containers
 from trainer_infra.manifests.runtime import (
     ANCESTOR_LABEL,
     JOBS_PATH,
     ancestor,
-    containers,
     get_in,
     pod_specs,
     replicated_jobs,
@@ -40,9 +40,10 @@ NO_PATCHED_ENV = ("node", "dataset-initializer", "model-initializer")
 DOMAIN_PATH = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/\S+$")
 
 
-def _containers(job: dict[str, Any], key: str = "containers") -> list[dict[str, Any]]:
-    spec = job.get("template", {}).get("spec", {}).get("template", {}).get("spec", {})
-    return [c for _, c in containers(spec, key)]
+def _containers(job: dict[str, Any], lists: tuple[str, ...] = ("containers",)) -> list[dict[str, Any]]:
+    """A replicatedJob's containers of `lists`; the webhook reads init and main containers, and a pod is
+    created without ephemeral ones (`TEMPLATE_LISTS`)."""
+    return [c for _, c in containers(get_in(job, "template", "spec", "template", "spec") or {}, lists)]
 
 
 def claim_template_findings(runtime: dict[str, Any]) -> list[Finding]:
@@ -109,7 +110,7 @@ def trainjob_findings(trainjob: dict[str, Any], runtime: dict[str, Any]) -> list
         if job is None:
             findings.append(("spec.runtimeRef", f"runtime has no {name} job but spec.initializer.{kind} is set"))
             continue
-        containers = {c.get("name"): c for c in _containers(job) + _containers(job, "initContainers")}
+        containers = {c.get("name"): c for c in _containers(job, TEMPLATE_LISTS)}
         if name not in containers:
             findings.append(("spec.runtimeRef", f"runtime's {name} job has no {name} container"))
         elif INITIALIZER_VOLUME not in [m.get("name") for m in containers[name].get("volumeMounts") or []]:
@@ -137,9 +138,9 @@ def runtime_patch_findings(trainjob: dict[str, Any], runtime: dict[str, Any]) ->
             if runtime_job is None:
                 findings.append((f"{path}.name", f"the runtime has no replicated job {job.get('name')!r}"))
                 continue
-            names = {c.get("name") for c in _containers(runtime_job) + _containers(runtime_job, "initContainers")}
+            names = {c.get("name") for c in _containers(runtime_job, TEMPLATE_LISTS)}
             pod = get_in(job, "template", "spec", "template", "spec") or {}
-            for where, container in containers(pod):
+            for where, container in containers(pod, TEMPLATE_LISTS):
                 at, name = f"{path}.template.spec.template.spec.{where}", container.get("name")
                 if name not in names:
                     findings.append((at, f"the runtime's {job.get('name')} job has no container {name!r}"))

@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections import Counter
 
 from trainer_infra.components.component import StackView
-from trainer_infra.components.kueue import TRAINJOB_FRAMEWORK, kueue_settings
+from trainer_infra.components.kueue import kueue_settings
 from trainer_infra.components.plan import Releases
 from trainer_infra.components.registry import COMPONENTS
 from trainer_infra.core.errors import ConfigIssue, did_you_mean
+from trainer_infra.core.upstream.kueue import TRAINJOB_FRAMEWORK
 
 TAS_GATE = "TopologyAwareScheduling"
 #: settings that only reach the chart (its Helm values): without the chart they would be silently ignored

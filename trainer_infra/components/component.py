@@ -14,11 +14,12 @@ from typing import Any, Protocol
 
 from trainer_infra.core.images import ChartsConfig, ImagesConfig, mirror_image
 from trainer_infra.core.model import StrictModel
+from trainer_infra.datacache.config import DataCacheConfig
 from trainer_infra.nodepools.model import NodePool
 from trainer_infra.observability.facts import MetricsEndpoint
 from trainer_infra.observability.settings import ObservabilitySettings
-from trainer_infra.storage.config import DataCacheConfig, StorageConfig
-from trainer_infra.tenancy.teams import TeamConfig
+from trainer_infra.storage.config import StorageConfig
+from trainer_infra.teams.model import TeamConfig
 
 
 class StackView(Protocol):

@@ -9,6 +9,7 @@ from typing import Any
 from trainer_infra.components.component import ComponentSettings, ResolvedRelease, StackView
 from trainer_infra.components.settings import deep_merge
 from trainer_infra.core.images import split_image
+from trainer_infra.core.upstream import kubernetes
 from trainer_infra.observability.facts import MetricsEndpoint
 from trainer_infra.storage.nfs import NfsBackend
 
@@ -32,7 +33,8 @@ class CsiDriverNfs:
         if mirror:
             nfs_repo, _ = split_image(release.image("nfs"))
             # The chart joins `baseRepo` with each sidecar's path (`/sig-storage/csi-provisioner`).
-            values["image"] = {"baseRepo": f"{mirror.rstrip('/')}/registry.k8s.io", "nfs": {"repository": nfs_repo}}
+            base = f"{mirror.rstrip('/')}/{kubernetes.REGISTRY}"
+            values["image"] = {"baseRepo": base, "nfs": {"repository": nfs_repo}}
         backend = stack.storage.settings if stack.storage is not None else None
         return deep_merge(values, backend.driver.values) if isinstance(backend, NfsBackend) else values
 

@@ -9,6 +9,7 @@ from pydantic import field_validator
 from trainer_infra.components.component import Controller, ResolvedRelease, StackView
 from trainer_infra.components.settings import PROBE_NAME, ControllerConfig, deep_merge, probe_pod
 from trainer_infra.core.images import split_image
+from trainer_infra.core.upstream import jobset, kubernetes
 from trainer_infra.manifests import meta
 from trainer_infra.observability.facts import MetricsEndpoint
 
@@ -47,8 +48,8 @@ class JobSet(Controller):
     def metrics_endpoint(self, release: ResolvedRelease) -> MetricsEndpoint:
         """Chart templates/prometheus/manager_metrics_service.yaml: `<fullname>-metrics-service`, port
         `https` (8443); the manager puts controller-runtime's authn/authz filter in front (main.go)."""
-        selector = {"app.kubernetes.io/name": "jobset", "app.kubernetes.io/instance": self.name}
-        selector["app.kubernetes.io/component"] = "controller"
+        selector = {kubernetes.APP_NAME: "jobset", kubernetes.APP_INSTANCE: self.name}
+        selector[kubernetes.APP_COMPONENT] = "controller"
         service = f"{self.name}-metrics-service"
         # jobset_{failed,completed}_total{namespace} is the JobSet's namespace: the team alerts read it.
         return MetricsEndpoint(
@@ -59,7 +60,7 @@ class JobSet(Controller):
         replicated = {"name": "probe", "replicas": 1, "template": {"spec": {"template": {"spec": probe_pod(mirror)}}}}
         return (
             {
-                "apiVersion": release.api_versions["jobset.x-k8s.io"],
+                "apiVersion": release.api_versions[jobset.GROUP],
                 "kind": "JobSet",
                 "metadata": meta.metadata(PROBE_NAME, release.namespace),
                 "spec": {"replicatedJobs": [replicated]},

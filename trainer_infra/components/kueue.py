@@ -12,13 +12,11 @@ from trainer_infra.components.settings import PROBE_NAME, ControllerConfig, deep
 from trainer_infra.core.images import split_image
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.types import Duration
+from trainer_infra.core.upstream import kubernetes, kueue
 from trainer_infra.manifests import meta
 from trainer_infra.observability.facts import MetricsEndpoint
 
-TRAINJOB_FRAMEWORK = "trainer.kubeflow.org/trainjob"
-#: Kueue's LeaderWorkerSet integration: on with the data cache (its cache clusters are LWSs).
-LWS_FRAMEWORK = "leaderworkerset.x-k8s.io/leaderworkerset"
-DEFAULT_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
+DEFAULT_FRAMEWORKS = (kueue.BATCH_JOB_FRAMEWORK, kueue.JOBSET_FRAMEWORK)
 
 
 class TasConfig(StrictModel):
@@ -77,7 +75,7 @@ class KueueConfig(ControllerConfig):
     """Kueue controller (chart `kueue`)."""
 
     train_job_integration: bool = Field(
-        default=True, description="Let Kueue queue TrainJobs (framework trainer.kubeflow.org/trainjob)."
+        default=True, description=f"Let Kueue queue TrainJobs (framework {kueue.TRAINJOB_FRAMEWORK})."
     )
     frameworks: list[str] = Field(
         default_factory=lambda: list(DEFAULT_FRAMEWORKS),
@@ -96,11 +94,11 @@ def kueue_frameworks(cfg: KueueConfig, lws: bool = False) -> list[str]:
     """The integrations Kueue runs. With `lws` (the data cache is on) Kueue's real LeaderWorkerSet webhook
     handles LWSs instead of a no-op: a cache cluster owned by its (Kueue-managed) TrainJob is neither queued
     nor suspended, and an LWS a team labels with a queue is admitted like any job."""
-    frameworks = [f for f in cfg.frameworks if f != TRAINJOB_FRAMEWORK]
+    frameworks = [f for f in cfg.frameworks if f != kueue.TRAINJOB_FRAMEWORK]
     if cfg.train_job_integration:
-        frameworks.append(TRAINJOB_FRAMEWORK)
+        frameworks.append(kueue.TRAINJOB_FRAMEWORK)
     if lws:
-        frameworks.append(LWS_FRAMEWORK)
+        frameworks.append(kueue.LEADERWORKERSET_FRAMEWORK)  # the data cache's cache clusters are LWSs
     return sorted(set(frameworks))
 
 
@@ -130,13 +128,13 @@ class Kueue(Controller):
         cfg = kueue_settings(stack)
         repo, tag = split_image(release.image("manager"))
         manager_config = {
-            "apiVersion": release.api_versions["config.kueue.x-k8s.io"],
+            "apiVersion": release.api_versions[kueue.CONFIG_GROUP],
             "kind": "Configuration",
             "health": {"healthProbeBindAddress": ":8081"},
             "metrics": {"bindAddress": ":8443"},
             "webhook": {"port": 9443},
-            "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
-            "controller": {"groupKindConcurrency": {"Workload.kueue.x-k8s.io": 10}},
+            "leaderElection": {"leaderElect": True, "resourceName": kueue.LEADER_ELECTION_ID},
+            "controller": {"groupKindConcurrency": {kueue.WORKLOAD_GROUP_KIND: 10}},
             "integrations": {"frameworks": kueue_frameworks(cfg, stack.data_cache.enabled)},
             "waitForPodsReady": cfg.wait_for_pods_ready.as_kueue(),
         }
@@ -168,15 +166,15 @@ class Kueue(Controller):
     def metrics_endpoint(self, release: ResolvedRelease) -> MetricsEndpoint:
         """Chart templates/manager/auth_proxy_service.yaml: `<fullname>-controller-manager-metrics-service`,
         port `https` (8443), behind controller-runtime's authn/authz filter (cmd/kueue/main.go)."""
-        selector = {"app.kubernetes.io/name": "kueue", "app.kubernetes.io/instance": self.name}
-        selector["app.kubernetes.io/component"] = "metrics-service"
+        selector = {kubernetes.APP_NAME: "kueue", kubernetes.APP_INSTANCE: self.name}
+        selector[kubernetes.APP_COMPONENT] = "metrics-service"
         service = f"{self.name}-controller-manager-metrics-service"
         return MetricsEndpoint(self.name, release.namespace, service, "https", tuple(selector.items()), True)
 
     def probes(self, release: ResolvedRelease, mirror: str | None) -> tuple[dict[str, Any], ...]:
         return (
             {
-                "apiVersion": release.api_versions["kueue.x-k8s.io"],
+                "apiVersion": release.api_versions[kueue.GROUP],
                 "kind": "ResourceFlavor",
                 "metadata": meta.metadata(PROBE_NAME),
                 "spec": {},

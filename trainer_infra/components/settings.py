@@ -9,6 +9,7 @@ from pydantic import Field
 from trainer_infra.core.images import mirror_image
 from trainer_infra.core.model import Resources, StrictModel
 from trainer_infra.core.types import DnsLabel, SemVer
+from trainer_infra.core.upstream import kubernetes
 
 
 def default_resources() -> Resources:
@@ -50,9 +51,9 @@ def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 
 
 PROBE_NAME = "trainer-platform-webhook-probe"
-PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 
 
 def probe_pod(mirror: str | None) -> dict[str, Any]:
     """The pod of a webhook probe object: never runs (dry-run only), but must pass validation."""
-    return {"restartPolicy": "Never", "containers": [{"name": "probe", "image": mirror_image(PAUSE_IMAGE, mirror)}]}
+    image = mirror_image(kubernetes.PAUSE_IMAGE, mirror)
+    return {"restartPolicy": "Never", "containers": [{"name": "probe", "image": image}]}

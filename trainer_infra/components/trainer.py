@@ -9,9 +9,10 @@ from packaging.version import Version
 from trainer_infra.components.component import Controller, ResolvedRelease, StackView
 from trainer_infra.components.settings import PROBE_NAME, ControllerConfig, deep_merge, probe_pod
 from trainer_infra.core.images import split_image
+from trainer_infra.core.upstream import kubernetes
+from trainer_infra.datacache.chart import data_cache_values
 from trainer_infra.manifests.runtime import minimal_runtime
 from trainer_infra.observability.facts import MetricsEndpoint
-from trainer_infra.storage.data_cache import data_cache_values
 
 CHART_RUNTIMES = ("torchDistributed", "deepspeedDistributed", "mlxDistributed", "jaxDistributed", "xgboostDistributed")
 TORCHTUNE_MODELS = ("llama3_2_1B", "llama3_2_3B", "qwen2_5_1_5B")
@@ -65,8 +66,8 @@ class Trainer(Controller):
         """Chart templates/manager/service.yaml: `<fullname>-controller-manager` (fullname
         `<release>-kubeflow-trainer`), port `monitoring-port` (8443). Secure serving without the
         authn/authz filter (pkg/config/config.go in 2.2.1 and 2.3.0), so no token is needed."""
-        selector = {"app.kubernetes.io/name": "kubeflow-trainer", "app.kubernetes.io/instance": self.name}
-        selector["app.kubernetes.io/component"] = "manager"
+        selector = {kubernetes.APP_NAME: "kubeflow-trainer", kubernetes.APP_INSTANCE: self.name}
+        selector[kubernetes.APP_COMPONENT] = "manager"
         service = f"{self.name}-kubeflow-trainer-controller-manager"
         return MetricsEndpoint(self.name, release.namespace, service, "monitoring-port", tuple(selector.items()), False)
 

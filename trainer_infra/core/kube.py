@@ -12,9 +12,9 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Mapping
-from decimal import Decimal
 
 from trainer_infra.core.quantity import quantity
+from trainer_infra.core.upstream import kubernetes, nvidia
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
@@ -48,17 +48,17 @@ def qualified_name_problem(name: str) -> str | None:
 
 
 def is_native(name: str) -> bool:
-    return "/" not in name or "kubernetes.io/" in name
+    return "/" not in name or f"{kubernetes.DOMAIN}/" in name
 
 
 def extended_resource_problem(name: str) -> str | None:
     """IsExtendedResourceName: a device plugin resource such as `nvidia.com/gpu`."""
     if is_native(name):
-        return "an extended resource needs a domain outside kubernetes.io, e.g. nvidia.com/gpu"
+        return f"an extended resource needs a domain outside {kubernetes.DOMAIN}, e.g. {nvidia.GPU}"
     if name.startswith("requests."):
         return "an extended resource name must not start with 'requests.'"
     if qualified_name_problem("requests." + name):
-        return "not a valid extended resource name (domain/name, e.g. nvidia.com/gpu)"
+        return f"not a valid extended resource name (domain/name, e.g. {nvidia.GPU})"
     return None
 
 
@@ -82,9 +82,7 @@ def quota_resource_problem(name: str) -> str | None:
     if (problem := qualified_name_problem(name)) is not None:
         return problem
     if "/" not in name and name not in STANDARD_QUOTA and not name.startswith("requests.hugepages-"):
-        return (
-            "not a quota resource (e.g. requests.cpu, limits.memory, pods, requests.nvidia.com/gpu, count/jobs.batch)"
-        )
+        return f"not a quota resource (e.g. requests.cpu, limits.memory, pods, requests.{nvidia.GPU}, count/jobs.batch)"
     return None
 
 
@@ -156,12 +154,6 @@ def secret_key_problem(key: str) -> str | None:
     return None
 
 
-def dns_subdomain_problem(name: str) -> str | None:
-    if len(name) > 253 or not _DNS1123_SUBDOMAIN.match(name):
-        return "must be a DNS subdomain: lowercase a-z, 0-9, '-' and '.', at most 253 characters"
-    return None
-
-
 def host_problem(host: str) -> str | None:
     """A DNS name or an IP address (NFS server, registry host)."""
     try:
@@ -228,7 +220,3 @@ def registry_prefix_problem(prefix: str) -> str | None:
     if match is None:
         return "not a registry host[:port][/path]: no scheme, a lowercase path"
     return _port_problem(match.group("port"))
-
-
-def decimal_in_int32(value: Decimal | int) -> bool:
-    return INT32_MIN <= value <= INT32_MAX

@@ -95,5 +95,4 @@ ExtendedResource = Annotated[str, AfterValidator(_checked(kube.extended_resource
 SecretKey = Annotated[str, AfterValidator(_checked(kube.secret_key_problem))]
 ImageRef = Annotated[str, AfterValidator(_checked(kube.image_reference_problem))]
 Host = Annotated[str, AfterValidator(_checked(kube.host_problem))]
-NoBackstepsPath = Annotated[str, AfterValidator(_checked(kube.path_problem))]
 ContainerResource = Annotated[str, AfterValidator(_checked(kube.container_resource_problem))]

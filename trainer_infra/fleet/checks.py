@@ -11,7 +11,7 @@ from pydantic import SecretStr
 
 from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.fleet.config import FleetConfig
-from trainer_infra.tenancy.teams import TeamConfig
+from trainer_infra.teams.model import TeamConfig
 
 SET_SECRET = "pulumi config set --secret --path 'trainer-platform:fleet.workers[{i}].kubeconfig' < worker.kubeconfig"
 MANAGED_BY_TRAINER = Version("2.3.0")  # kubeflow/trainer#3681 (fixes #3632): the controller honours managedBy

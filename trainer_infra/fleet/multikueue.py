@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from trainer_infra.core.kueue import MULTIKUEUE_CONTROLLER as CONTROLLER_NAME
 from trainer_infra.core.objects import ManagedObject, WorkerKubeconfig
+from trainer_infra.core.upstream import jobset, kubernetes, kueue, trainer
 from trainer_infra.manifests import meta
 from trainer_infra.nodepools.labels import POOL_LABEL
 
@@ -36,12 +36,10 @@ DRAINING = "trainer-platform.io/draining"  # MultiKueueConfig annotation (comma-
 REMOVAL_POLICY = "trainer-platform-fleet-drain-first"
 # Kueue integration → (API group, plural) of the job MultiKueue creates on a worker.
 DISPATCHED = {
-    "trainer.kubeflow.org/trainjob": ("trainer.kubeflow.org", "trainjobs"),
-    "jobset.x-k8s.io/jobset": ("jobset.x-k8s.io", "jobsets"),
-    "batch/job": ("batch", "jobs"),
+    kueue.TRAINJOB_FRAMEWORK: (trainer.GROUP, "trainjobs"),
+    kueue.JOBSET_FRAMEWORK: (jobset.GROUP, "jobsets"),
+    kueue.BATCH_JOB_FRAMEWORK: ("batch", "jobs"),
 }
-RBAC = "rbac.authorization.k8s.io/v1"
-ADMISSION_API = "admissionregistration.k8s.io/v1"
 
 
 def kubeconfig_secret_name(worker: str) -> str:
@@ -62,8 +60,8 @@ def _kinds(frameworks: Sequence[str]) -> list[tuple[str, str]]:
 
 def worker_read_rules(frameworks: Sequence[str]) -> list[dict[str, Any]]:
     rules = [
-        _rule("kueue.x-k8s.io", ["workloads"], ["get", "list", "watch"]),
-        _rule("kueue.x-k8s.io", ["workloads/status"], ["get"]),
+        _rule(kueue.GROUP, ["workloads"], ["get", "list", "watch"]),
+        _rule(kueue.GROUP, ["workloads/status"], ["get"]),
     ]
     for group, plural in _kinds(frameworks):
         rules += [_rule(group, [plural], ["get", "list", "watch"]), _rule(group, [f"{plural}/status"], ["get"])]
@@ -72,8 +70,8 @@ def worker_read_rules(frameworks: Sequence[str]) -> list[dict[str, Any]]:
 
 def worker_write_rules(frameworks: Sequence[str]) -> list[dict[str, Any]]:
     rules = [
-        _rule("kueue.x-k8s.io", ["workloads"], ["create", "delete"]),
-        _rule("kueue.x-k8s.io", ["workloads/status"], ["patch", "update"]),
+        _rule(kueue.GROUP, ["workloads"], ["create", "delete"]),
+        _rule(kueue.GROUP, ["workloads/status"], ["patch", "update"]),
     ]
     return rules + [_rule(group, [plural], ["create", "delete"]) for group, plural in _kinds(frameworks)]
 
@@ -91,7 +89,7 @@ def worker_auth_objects(
         ),
         ManagedObject(
             {
-                "apiVersion": RBAC,
+                "apiVersion": kubernetes.RBAC_API,
                 "kind": "ClusterRole",
                 "metadata": meta.metadata(ROLE),
                 "rules": worker_read_rules(frameworks),
@@ -99,10 +97,10 @@ def worker_auth_objects(
         ),
         ManagedObject(
             {
-                "apiVersion": RBAC,
+                "apiVersion": kubernetes.RBAC_API,
                 "kind": "ClusterRoleBinding",
                 "metadata": meta.metadata(ROLE),
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": ROLE},
+                "roleRef": {"apiGroup": kubernetes.RBAC_GROUP, "kind": "ClusterRole", "name": ROLE},
                 "subjects": subject,
             }
         ),
@@ -110,11 +108,11 @@ def worker_auth_objects(
             {
                 "apiVersion": "v1",
                 "kind": "Secret",
-                "type": "kubernetes.io/service-account-token",
+                "type": kubernetes.SERVICE_ACCOUNT_TOKEN_TYPE,
                 "metadata": meta.metadata(
                     token_secret_name(generation),
                     kueue_namespace,
-                    annotations={"kubernetes.io/service-account.name": SERVICE_ACCOUNT},
+                    annotations={kubernetes.SERVICE_ACCOUNT_NAME_ANNOTATION: SERVICE_ACCOUNT},
                 ),
             },
             after=(f"serviceaccount-{kueue_namespace}-{SERVICE_ACCOUNT}",),
@@ -124,7 +122,7 @@ def worker_auth_objects(
         objects.append(
             ManagedObject(
                 {
-                    "apiVersion": RBAC,
+                    "apiVersion": kubernetes.RBAC_API,
                     "kind": "Role",
                     "metadata": meta.metadata(ROLE, ns),
                     "rules": worker_write_rules(frameworks),
@@ -134,10 +132,10 @@ def worker_auth_objects(
         objects.append(
             ManagedObject(
                 {
-                    "apiVersion": RBAC,
+                    "apiVersion": kubernetes.RBAC_API,
                     "kind": "RoleBinding",
                     "metadata": meta.metadata(ROLE, ns),
-                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": ROLE},
+                    "roleRef": {"apiGroup": kubernetes.RBAC_GROUP, "kind": "Role", "name": ROLE},
                     "subjects": subject,
                 }
             )
@@ -155,7 +153,7 @@ def manager_objects(
         "kind": "AdmissionCheck",
         "metadata": meta.metadata(ADMISSION_CHECK),
         "spec": {
-            "controllerName": CONTROLLER_NAME,
+            "controllerName": kueue.MULTIKUEUE_CONTROLLER,
             "parameters": {"apiGroup": api.split("/")[0], "kind": "MultiKueueConfig", "name": CONFIG_NAME},
         },
     }
@@ -230,13 +228,13 @@ def removal_policy(group: str) -> list[dict[str, Any]]:
     ]
     return [
         {
-            "apiVersion": ADMISSION_API,
+            "apiVersion": kubernetes.ADMISSION_API,
             "kind": "ValidatingAdmissionPolicy",
             "metadata": meta.metadata(REMOVAL_POLICY),
             "spec": {"failurePolicy": "Fail", "matchConstraints": {"resourceRules": rules}, "validations": validations},
         },
         {
-            "apiVersion": ADMISSION_API,
+            "apiVersion": kubernetes.ADMISSION_API,
             "kind": "ValidatingAdmissionPolicyBinding",
             "metadata": meta.metadata(REMOVAL_POLICY),
             "spec": {"policyName": REMOVAL_POLICY, "validationActions": ["Deny"]},

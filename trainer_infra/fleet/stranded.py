@@ -26,10 +26,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from trainer_infra.core.upstream import kueue, trainer
+from trainer_infra.versions import MATRIX
+
 Obj = dict[str, Any]
-MULTIKUEUE = "kueue.x-k8s.io/multikueue"
-KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta2"
-TRAINER_GROUP, TRAINER_VERSION = "trainer.kubeflow.org", "v1alpha1"
+MULTIKUEUE = kueue.MULTIKUEUE_CONTROLLER
+# the versions the default releases serve (the matrix): the command reads the live manager
+KUEUE_GROUP, KUEUE_VERSION = kueue.GROUP, MATRIX.components["kueue"].default_release.api_versions[kueue.GROUP]
+TRAINER_GROUP = trainer.GROUP
+TRAINER_VERSION = MATRIX.components["trainer"].default_release.api_versions[trainer.GROUP]
 #: the status a suspended TrainJob has on a cluster that runs Trainer: no child job active
 CLEARED: Obj = {"status": {"jobsStatus": None}}
 

@@ -26,7 +26,3 @@ GPU_ENV_NAMES = (
     "HIP_VISIBLE_DEVICES",
     "ROCR_VISIBLE_DEVICES",
 )
-
-
-def selects_devices(name: str) -> bool:
-    return name.startswith(GPU_ENV_PREFIXES) or name in GPU_ENV_NAMES

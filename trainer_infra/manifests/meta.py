@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainer_infra.core.upstream import kubernetes
+
 # Shared label vocabulary (policies read it too, so it lives here with no dependencies).
 TEAM_LABEL = "trainer-platform.io/team"
 # On a decommissioned team's namespace and claim: reviewers see it in the diff, and the
@@ -13,7 +15,7 @@ DECOMMISSIONED = "trainer-platform.io/decommissioned"
 # from the stack makes Pulumi forget it and leaves it in the cluster; the policy rule reads the mark too.
 LEAVING = "trainer-platform.io/leaving-fleet"
 
-PART_OF = {"app.kubernetes.io/part-of": "trainer-platform", "app.kubernetes.io/managed-by": "trainer-platform"}
+PART_OF = {kubernetes.APP_PART_OF: "trainer-platform", kubernetes.APP_MANAGED_BY: "trainer-platform"}
 
 
 def metadata(

@@ -1,7 +1,7 @@
 """What a pod spec of a team may carry: one vocabulary, read by the admission policies (the CEL of each rule),
 the catalog loader and the CrossGuard rule (`pod_spec_problems`, the Python of the same rules) and `migrate`
 (which words the node-reaching rules as Pod Security does). Each `PodRule` holds both forms side by side;
-tests/tenancy/test_pod_rules_agree.py proves they refuse the same pods. A new rule is one entry in `RULES`.
+A unit test (test_pod_rules_agree) proves they refuse the same pods. A new rule is one entry in `RULES`.
 
 A team member is hostile input: an inline `nfs`/`csi`/`hostPath` volume reaches storage outside the team's
 claim (every team claim is a subdirectory of one export), host namespaces and privileged containers reach
@@ -11,9 +11,11 @@ the node, a priority class like `system-node-critical` outranks the platform's c
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from trainer_infra.manifests.pod_walk import CONTAINER_LISTS, TEMPLATE_LISTS, by_name, containers
 
 #: Volume kinds a team's pods may use: its claims and what lives inside the pod or the namespace.
 SAFE_VOLUME_KINDS = ("persistentVolumeClaim", "emptyDir", "configMap", "secret", "projected", "downwardAPI")
@@ -52,19 +54,6 @@ CLAIM_BINDING_FIELDS = ("volumeName", "selector", "dataSource", "dataSourceRef")
 DEFAULT_SERVICE_ACCOUNT = "default"
 
 
-CONTAINER_FIELDS = ("initContainers", "containers", "ephemeralContainers")
-
-
-def containers(spec: Mapping[str, Any], fields: tuple[str, ...] = CONTAINER_FIELDS) -> Iterator[tuple[str, int, Any]]:
-    """Every container of a pod spec as (list field, index, container); hostile input, so lists and items of
-    another type are skipped."""
-    for field in fields:
-        items = spec.get(field)
-        for i, c in enumerate(items if isinstance(items, list) else []):
-            if isinstance(c, dict):
-                yield field, i, c
-
-
 def _dict(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, dict) else {}
 
@@ -78,7 +67,7 @@ def _volumes(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 class PodSchema:
     """The pod-spec fields an object's schema has (a CEL `has()` on a field it lacks does not compile)."""
 
-    containers: tuple[str, ...] = CONTAINER_FIELDS
+    containers: tuple[str, ...] = CONTAINER_LISTS
     service_account_fields: tuple[str, ...] = ("serviceAccountName", "serviceAccount")
 
 
@@ -253,8 +242,8 @@ def _privileged_problems(spec: Mapping[str, Any], lists: Lists) -> list[str]:
     problems = []
     if _dict(_dict(spec.get("securityContext")).get("windowsOptions")).get("hostProcess") is True:
         problems.append("securityContext: hostProcess pods run on the node")
-    for field, _, c in containers(spec):
-        where = f"{field}[{c.get('name', '?')}]"
+    for at, c in containers(spec):
+        where = by_name(at, c)
         sc = _dict(c.get("securityContext"))
         if sc.get("privileged") is True:
             problems.append(f"{where}: privileged containers control the node")
@@ -278,7 +267,7 @@ PRIVILEGED = PodRule(
 # -- host ports -------------------------------------------------------------------------------------
 
 #: ephemeral containers may not declare ports
-_PORT_FIELDS = ("initContainers", "containers")
+_PORT_FIELDS = TEMPLATE_LISTS
 
 
 def _host_ports_cel(schema: PodSchema, lists: Lists) -> str:
@@ -290,8 +279,8 @@ def _host_ports_cel(schema: PodSchema, lists: Lists) -> str:
 
 def _host_ports_problems(spec: Mapping[str, Any], lists: Lists) -> list[str]:
     return [
-        f"{field}[{c.get('name', '?')}]: hostPort opens a port on the node"
-        for field, _, c in containers(spec, _PORT_FIELDS)
+        f"{by_name(where, c)}: hostPort opens a port on the node"
+        for where, c in containers(spec, _PORT_FIELDS)
         if any(_dict(p).get("hostPort") for p in c.get("ports") or [])
     ]
 

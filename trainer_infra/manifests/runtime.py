@@ -11,22 +11,23 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from trainer_infra.core.upstream import jobset, kubernetes, nvidia, trainer
 from trainer_infra.manifests import meta
+from trainer_infra.manifests.pod_walk import RUNTIME_POD_SPECS, containers, pod_specs_at
 
-#: The Trainer API runtimes and TrainJobs are written in (every matrix release's `apiVersions`).
-TRAINER_API_VERSION = "trainer.kubeflow.org/v1alpha1"
-#: JobSet labels each of its pods with the JobSet's name, which is the TrainJob's.
-JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
-FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
-# On the Job template of a replicatedJob (not the pod template): where the webhook and the SDK read it.
-ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
+#: The Trainer API runtimes and TrainJobs are written in: the version every matrix release of Trainer serves
+#: (`apiVersions`; a unit test holds them equal), written here because the CrossGuard pack,
+#: which imports this module, cannot read the YAML matrix.
+TRAINER_API_VERSION = f"{trainer.GROUP}/v1alpha1"
+JOBSET_NAME_LABEL = jobset.JOBSET_NAME_LABEL
+FRAMEWORK_LABEL = trainer.FRAMEWORK_LABEL
+ANCESTOR = trainer.ANCESTOR_LABEL
 ANCESTOR_LABEL = ANCESTOR
 STEPS = ("dataset-initializer", "model-initializer", "trainer")
 # Reserved replicatedJob names; an MPI runtime's `node` job carries no ancestor label.
 STEP_JOBS = ("dataset-initializer", "model-initializer", "node", "launcher")
 INITIALIZERS = ("dataset-initializer", "model-initializer")
 JOBS_PATH = "spec.template.spec.replicatedJobs"
-POD_PATH = "template.spec.template.spec"
 
 
 def get_in(value: Any, *keys: str) -> Any:
@@ -57,18 +58,7 @@ def pod_template_metadata(job: dict[str, Any]) -> dict[str, Any]:
 
 def pod_specs(runtime: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     """(path, pod spec) for every replicatedJob whose pod spec is a mapping."""
-    for i, job in enumerate(replicated_jobs(runtime)):
-        pod = get_in(job, "template", "spec", "template", "spec")
-        if isinstance(pod, dict):
-            yield f"{JOBS_PATH}[{i}].{POD_PATH}", pod
-
-
-def containers(pod: Mapping[str, Any], key: str | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(`initContainers[0]`, container) … then (`containers[0]`, container); `key` limits to one list."""
-    for name in (key,) if key else ("initContainers", "containers"):
-        items = pod.get(name)
-        for j, c in enumerate(items if isinstance(items, list) else []):
-            yield f"{name}[{j}]", c
+    yield from pod_specs_at(runtime, RUNTIME_POD_SPECS)
 
 
 def _image_slots(container: Mapping[str, Any]) -> Iterator[tuple[str, Any, str]]:
@@ -139,13 +129,13 @@ def quote_quantities(pod: Mapping[str, Any]) -> None:
 
 #: What the catalog's runtime files write for "a GPU"; a stack whose pools offer one other accelerator
 #: resource (e.g. `amd.com/gpu`) serves them with that resource instead.
-GENERIC_GPU = "nvidia.com/gpu"
+GENERIC_GPU = nvidia.GPU
 
 
 def is_accelerator(resource: str) -> bool:
     """An extended resource a device plugin advertises (`vendor.com/name`), not a Kubernetes-native one."""
     domain, sep, _ = resource.partition("/")
-    return bool(sep) and not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io"))
+    return bool(sep) and not (domain == kubernetes.DOMAIN or domain.endswith(f".{kubernetes.DOMAIN}"))
 
 
 def accelerators_of(pod: Mapping[str, Any]) -> set[str]:

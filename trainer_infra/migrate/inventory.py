@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from kubernetes.client.exceptions import ApiException
 
+from trainer_infra.core.upstream.training_operator import MPIJOB_API
 from trainer_infra.migrate.kinds import KINDS
 from trainer_infra.migrate.source import Document
 
@@ -45,7 +46,7 @@ def read_cluster(api: Lister, namespaces: list[str]) -> tuple[list[Document], li
     docs: list[Document] = []
     skipped: list[Skipped] = []
     seen: set[str] = set()
-    order = sorted(KINDS, key=lambda k: (k.kind, k.api_version != "kubeflow.org/v2beta1"))
+    order = sorted(KINDS, key=lambda k: (k.kind, k.api_version != MPIJOB_API))
     for kind in order:
         group, version = kind.api_version.split("/")
         plural = _plural(kind.kind)

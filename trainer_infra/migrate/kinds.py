@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-GROUP = "kubeflow.org"
+from trainer_infra.core.upstream.training_operator import GROUP
 
 
 class Role(Enum):

@@ -2,7 +2,7 @@
 
 One entry per field pattern. A pattern is a dotted path in which `{replicas}` stands for the kind's replica
 specs field (`pytorchReplicaSpecs`, …), `*` for a replica type (`Master`, `Worker`, …) and `[]` for a list
-item. An entry covers its field and everything below it. `tests/migrate/test_mapping_complete.py` walks the
+item. An entry covers its field and everything below it. A unit test (`test_mapping_complete`) walks the
 upstream v1 CRD schemas and ObjectMeta and fails on any field no entry covers (and on entries naming fields
 that do not exist); the converter reports a field it meets without an entry as an unknown field, so nothing
 is dropped silently. The docs page's table is generated from this table.
@@ -23,6 +23,10 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
+
+from trainer_infra.core.upstream.kubernetes import LAST_APPLIED
+from trainer_infra.core.upstream.kueue import MULTIKUEUE_CONTROLLER, PRIORITY_LABEL, QUEUE_LABEL
+from trainer_infra.manifests.runtime import TRAINER_API_VERSION
 
 
 class Disposition(Enum):
@@ -68,7 +72,7 @@ def _unpatchable(prefix: str, *fields: str) -> tuple[Entry, ...]:
 
 ENTRIES: tuple[Entry, ...] = (
     # --- the object ------------------------------------------------------------------------------
-    Entry("apiVersion", M, "apiVersion", "trainer.kubeflow.org/v1alpha1; the source is recorded in an annotation"),
+    Entry("apiVersion", M, "apiVersion", f"{TRAINER_API_VERSION}; the source is recorded in an annotation"),
     Entry("kind", M, "kind", "TrainJob; the source kind is recorded in an annotation"),
     Entry("metadata.name", M, "metadata.name"),
     Entry("metadata.namespace", M, "metadata.namespace", "must be a team namespace of the stack"),
@@ -76,13 +80,13 @@ ENTRIES: tuple[Entry, ...] = (
         "metadata.labels",
         M,
         "metadata.labels",
-        "kueue.x-k8s.io/queue-name and kueue.x-k8s.io/priority-class are checked against the stack",
+        f"{QUEUE_LABEL} and {PRIORITY_LABEL} are checked against the stack",
     ),
     Entry(
         "metadata.annotations",
         M,
         "metadata.annotations",
-        "except kubectl.kubernetes.io/last-applied-configuration, which kubectl rewrites",
+        f"except {LAST_APPLIED}, which kubectl rewrites",
     ),
     Entry("metadata.generateName", L, why="the TrainJob needs a fixed name (the output is one file per job)"),
     Entry("metadata.ownerReferences", L, why="the TrainJob would not be garbage-collected with the owner"),
@@ -103,18 +107,18 @@ ENTRIES: tuple[Entry, ...] = (
         "spec.runPolicy.managedBy",
         M,
         "spec.managedBy",
-        "kueue.x-k8s.io/multikueue is kept; the v1 operators' own names are superseded by the Trainer controller",
+        f"{MULTIKUEUE_CONTROLLER} is kept; the v1 operators' own names are superseded by the Trainer controller",
     ),
     Entry(
         "spec.runPolicy.schedulingPolicy.queue",
         M,
-        "metadata.labels[kueue.x-k8s.io/queue-name]",
+        f"metadata.labels[{QUEUE_LABEL}]",
         "must name a LocalQueue of the stack in the job's namespace",
     ),
     Entry(
         "spec.runPolicy.schedulingPolicy.priorityClass",
         M,
-        "metadata.labels[kueue.x-k8s.io/priority-class]",
+        f"metadata.labels[{PRIORITY_LABEL}]",
         "must name a WorkloadPriorityClass of the stack",
     ),
     Entry(

@@ -9,11 +9,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainer_infra.core.objects import Plan
+from trainer_infra.core.upstream.kubernetes import POD_SECURITY_PREFIX as PSA
+from trainer_infra.datacache.pinned import CACHE_INITIALIZER
 from trainer_infra.manifests.meta import TEAM_LABEL
 from trainer_infra.stack.validate import Validated
-from trainer_infra.storage.data_cache import CACHE_INITIALIZER
-
-PSA = "pod-security.kubernetes.io"
 
 
 @dataclass(frozen=True)

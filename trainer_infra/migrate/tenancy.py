@@ -23,15 +23,13 @@ from trainer_infra.manifests.pod_rules import (
     HOST_NAMESPACES,
     SAFE_VOLUME_KINDS,
     Lists,
-    containers,
 )
 from trainer_infra.manifests.pod_rules import RULES as POD_RULES
-from trainer_infra.manifests.pod_security import BASELINE_CAPABILITIES
+from trainer_infra.manifests.pod_security_standards import BASELINE_CAPABILITIES
+from trainer_infra.manifests.pod_walk import TEMPLATE_LISTS, containers
 
 #: the vocabulary's rules that the functions below word (as Pod Security and the admission messages do)
 WORDED = frozenset({"volumes", "claims", "host", "privileged", "hostPort", "serviceAccount"})
-#: a TrainJob's pods: runtimePatches carry no ephemeral containers
-_CONTAINERS = ("initContainers", "containers")
 
 
 @dataclass(frozen=True)
@@ -64,8 +62,8 @@ def _list(value: Any) -> list[Any]:
 
 
 def _containers(pod: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    for key, i, c in containers(pod, _CONTAINERS):
-        yield f"{key}[{i}]", c
+    """A migrated job's containers: it becomes a TrainJob, whose runtimePatches carry no ephemeral containers."""
+    return containers(pod, TEMPLATE_LISTS)
 
 
 def _host_namespaces(pod: dict[str, Any], ctx: Context) -> Iterator[Refusal]:

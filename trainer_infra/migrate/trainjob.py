@@ -8,8 +8,10 @@ from typing import Any
 from packaging.version import Version
 
 from trainer_infra.core.errors import did_you_mean
-from trainer_infra.core.kueue import MULTIKUEUE_CONTROLLER as MULTIKUEUE
-from trainer_infra.core.kueue import PRIORITY_LABEL, QUEUE_LABEL
+from trainer_infra.core.upstream import kubernetes, training_operator
+from trainer_infra.core.upstream.kueue import MULTIKUEUE_CONTROLLER as MULTIKUEUE
+from trainer_infra.core.upstream.kueue import PRIORITY_LABEL, QUEUE_LABEL
+from trainer_infra.core.upstream.trainer import GROUP as TRAINER_GROUP
 from trainer_infra.manifests.runtime import TRAINER_API_VERSION, ancestor, get_in, quoted_resources, replicated_jobs
 from trainer_infra.migrate.kinds import Kind, Role
 from trainer_infra.migrate.mapping import Disposition, is_empty
@@ -21,9 +23,9 @@ from trainer_infra.storage.injection import VOLUME as CLAIM_VOLUME
 from trainer_infra.tenancy.admission.write_back import prune
 
 SOURCE_ANNOTATION = "trainer-platform.io/migrated-from"
-LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+LAST_APPLIED = kubernetes.LAST_APPLIED
 PATCH_MANAGER = "trainer-platform.io/migrate"
-V1_MANAGERS = ("kubeflow.org/training-operator", "kubeflow.org/mpi-operator")
+V1_MANAGERS = training_operator.CONTROLLER_NAMES
 # Pod-spec fields runtimePatches carries (Trainer 2.2 PodSpecPatch), with the first version that has them.
 POD_PATCH_FIELDS = {
     "affinity": "2.2.0",
@@ -69,9 +71,7 @@ def build_trainjob(
     procs = num_procs(c, kind)
     if procs is not None:
         trainer["numProcPerNode"] = procs
-    spec: dict[str, Any] = {
-        "runtimeRef": {"name": choice.name, "kind": choice.kind, "apiGroup": "trainer.kubeflow.org"}
-    }
+    spec: dict[str, Any] = {"runtimeRef": {"name": choice.name, "kind": choice.kind, "apiGroup": TRAINER_GROUP}}
     run = get_in(c.obj, "spec", "runPolicy") or {}
     if run.get("activeDeadlineSeconds") is not None:
         spec["activeDeadlineSeconds"] = run["activeDeadlineSeconds"]

@@ -29,6 +29,7 @@ from trainer_infra.core.cloud import AZURE, CloudOptions, CloudResource, sdk_val
 from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.objects import ManagedObject
+from trainer_infra.core.upstream import azure, nvidia
 from trainer_infra.nodepools.cloud import CloudNodeGroup, RefConfig, provider, ref, size_issues
 from trainer_infra.nodepools.labels import HOSTNAME, ZONE, Taint
 from trainer_infra.nodepools.machines import Machine, known_machine, machine_table
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from pulumi_azure_native.containerservice import AgentPool as SdkAgentPool
     from pulumi_azure_native.containerservice import GPUProfileArgsDict
 
-AKS_SPOT_TAINT = Taint(key="kubernetes.azure.com/scalesetpriority", value="spot", effect="NoSchedule")
+AKS_SPOT_TAINT = Taint(key=azure.SCALESET_PRIORITY_LABEL, value="spot", effect="NoSchedule")
 AZURE_TYPE = "azure-native:containerservice:AgentPool"
 #: AKS agent pool names: lowercase letters and digits, starting with a letter, at most 12 for Linux pools
 #: (https://learn.microsoft.com/azure/aks/create-node-pools#limitations).
@@ -183,7 +184,7 @@ class AksBackend(CloudNodeGroup):
                     f"{pool.at}.taints",
                     f"AKS taints every Spot node {spot}",
                     None,
-                    f"declare it in taints (with the GPU taint): [{spot}, nvidia.com/gpu=present:NoSchedule]",
+                    f"declare it in taints (with the GPU taint): [{spot}, {nvidia.GPU}=present:NoSchedule]",
                 )
             )
         return issues

@@ -16,12 +16,14 @@ Who labels an EC2 node (checked in the sources, not assumed):
 
 from __future__ import annotations
 
-ZONE_ID = "topology.k8s.aws/zone-id"
-NETWORK_LAYER_PREFIX = "topology.k8s.aws/network-node-layer-"
+from trainer_infra.core.upstream import aws as upstream_aws
+
+ZONE_ID = upstream_aws.ZONE_ID_LABEL
+NETWORK_LAYER_PREFIX = upstream_aws.NETWORK_NODE_LAYER_PREFIX
 NETWORK_LAYERS = tuple(f"{NETWORK_LAYER_PREFIX}{i}" for i in range(1, 5))
 #: The extended resource the EFA device plugin advertises and Karpenter sizes launches by (karpenter-provider-aws
 #: v1.15.2 pkg/apis/v1/labels.go `ResourceEFA`).
-EFA_RESOURCE = "vpc.amazonaws.com/efa"
+EFA_RESOURCE = upstream_aws.EFA_RESOURCE
 
 #: Instance types `ec2:DescribeInstanceTopology` answers for, and how many network layers it returns
 #: (EC2 user guide, "Prerequisites for Amazon EC2 topology", instance types: 3 network nodes, or 4 for

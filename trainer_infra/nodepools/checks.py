@@ -8,7 +8,14 @@ from collections import Counter
 from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.quantity import quantity
-from trainer_infra.nodepools.labels import CAPACITY_TYPE_LABEL, HOSTNAME, NODE_OWN_LABELS, POOL_LABEL, level_name
+from trainer_infra.nodepools.labels import (
+    CAPACITY_TYPE_LABEL,
+    HOSTNAME,
+    NODE_OWN_LABELS,
+    POOL_LABEL,
+    accelerator_taint,
+    level_name,
+)
 from trainer_infra.nodepools.model import ResolvedPool
 from trainer_infra.nodepools.registry import BACKENDS
 
@@ -92,12 +99,13 @@ def check_pools(pools: tuple[ResolvedPool, ...], cloud: StrictModel | None = Non
             )
         seen.setdefault(pool.name, pool.index)
         if pool.node.accelerator and not pool.config.configured_taints(pool.node):
+            taint = accelerator_taint(pool.node.accelerator.resource)
             issues.append(
                 ConfigIssue(
                     f"{pool.at}.taints",
                     "a GPU pool needs a taint, or CPU-only pods will fill its nodes",
                     "[]",
-                    "drop `taints: []` to get nvidia.com/gpu=present:NoSchedule",
+                    f"drop `taints: []` to get {taint.key}={taint.value}:{taint.effect}",
                 )
             )
         if len(pool.taints) > MAX_FLAVOR_FIELDS or len(pool.flavor_labels) > MAX_FLAVOR_FIELDS:

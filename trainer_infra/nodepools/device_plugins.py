@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from trainer_infra.core.upstream import nvidia
 from trainer_infra.nodepools.eks import NVIDIA_PLUGIN_MISSING, EksPool
 from trainer_infra.nodepools.karpenter import KarpenterPool
 from trainer_infra.nodepools.model import NodePool, NodeShape
 from trainer_infra.nodepools.registry import BACKENDS
 
-NVIDIA_RESOURCE = "nvidia.com/gpu"
+NVIDIA_RESOURCE = nvidia.GPU
 #: AMI alias families (EC2NodeClass amiSelectorTerms) whose images lack the NVIDIA device plugin.
 KARPENTER_FAMILIES_WITHOUT_PLUGIN = ("al2023", "al2")
 

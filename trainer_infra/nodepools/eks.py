@@ -39,6 +39,7 @@ from trainer_infra.core.cloud import AWS, CloudOptions, CloudResource, ResourceO
 from trainer_infra.core.errors import ConfigIssue, did_you_mean
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.objects import ManagedObject
+from trainer_infra.core.upstream import nvidia
 from trainer_infra.nodepools import aws
 from trainer_infra.nodepools.cloud import CloudNodeGroup, RefConfig, provider, ref, size_issues
 from trainer_infra.nodepools.labels import HOSTNAME, ZONE
@@ -64,8 +65,8 @@ if TYPE_CHECKING:
     )
 
 #: Labels EKS itself puts on managed node group nodes (EKS user guide, managed-node-groups).
-NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
-CAPACITY_TYPE_LABEL = "eks.amazonaws.com/capacityType"
+NODEGROUP_LABEL = aws.NODEGROUP_LABEL
+CAPACITY_TYPE_LABEL = aws.NODEGROUP_CAPACITY_TYPE_LABEL
 #: The accelerated AMI types of the EKS API (Nodegroup.amiType) this backend launches GPU and Trainium nodes with.
 AmiType = Literal[
     "AL2023_x86_64_NVIDIA",
@@ -76,7 +77,7 @@ AmiType = Literal[
 ]
 #: AMI types without the NVIDIA device plugin, and the resource each AMI family serves.
 NVIDIA_PLUGIN_MISSING = frozenset({"AL2023_x86_64_NVIDIA", "AL2023_ARM_64_NVIDIA"})
-AMI_RESOURCE = {"NVIDIA": "nvidia.com/gpu", "NEURON": "aws.amazon.com/neuron"}
+AMI_RESOURCE = {"NVIDIA": nvidia.GPU, "NEURON": "aws.amazon.com/neuron"}
 #: NodeGroup arguments the provider replaces the node group on (terraform-provider-aws node_group.go ForceNew).
 REPLACED_ON = frozenset(
     {"ami_type", "capacity_type", "cluster_name", "disk_size", "instance_types", "node_group_name", "node_role_arn"}

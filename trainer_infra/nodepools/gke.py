@@ -24,6 +24,7 @@ from trainer_infra.core.cloud import GCP, CloudOptions, CloudResource, sdk_value
 from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.objects import ManagedObject
+from trainer_infra.core.upstream import gke
 from trainer_infra.nodepools.cloud import CloudNodeGroup, RefConfig, provider, ref, size_issues
 from trainer_infra.nodepools.labels import HOSTNAME, ZONE
 from trainer_infra.nodepools.machines import Machine, known_machine, machine_table
@@ -45,13 +46,11 @@ if TYPE_CHECKING:
         NodePoolQueuedProvisioningArgsDict,
     )
 
-GKE_TOPOLOGY_BLOCK = "cloud.google.com/gce-topology-block"
-GKE_TOPOLOGY_SUBBLOCK = "cloud.google.com/gce-topology-subblock"
-GKE_TOPOLOGY_HOST = "cloud.google.com/gce-topology-host"
+GKE_TOPOLOGY_BLOCK = gke.TOPOLOGY_BLOCK_LABEL
+GKE_TOPOLOGY_SUBBLOCK = gke.TOPOLOGY_SUBBLOCK_LABEL
+GKE_TOPOLOGY_HOST = gke.TOPOLOGY_HOST_LABEL
 GKE_TOPOLOGY = (GKE_TOPOLOGY_BLOCK, GKE_TOPOLOGY_SUBBLOCK, GKE_TOPOLOGY_HOST, HOSTNAME)
-#: The ProvisioningRequest class of GKE's queued provisioning (Dynamic Workload Scheduler flex-start),
-#: https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest
-QUEUED_PROVISIONING_CLASS = "queued-provisioning.gke.io"
+QUEUED_PROVISIONING_CLASS = gke.QUEUED_PROVISIONING_CLASS
 #: The key a SPECIFIC_RESERVATION affinity names its reservation by (GKE node pool reservationAffinity).
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
 GCP_TYPE = "gcp:container/nodePool:NodePool"

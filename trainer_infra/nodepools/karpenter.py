@@ -24,18 +24,18 @@ from trainer_infra.core.model import StrictModel
 from trainer_infra.core.objects import ManagedObject
 from trainer_infra.core.quantity import format_amount
 from trainer_infra.core.types import DnsSubdomain
+from trainer_infra.core.upstream import karpenter, kubernetes
 from trainer_infra.manifests import meta
 from trainer_infra.nodepools import aws
 from trainer_infra.nodepools.backend import BackendDefaults
 from trainer_infra.nodepools.labels import HOSTNAME, ZONE
 from trainer_infra.nodepools.model import NodePool, ResolvedPool
 
-INSTANCE_TYPE = "node.kubernetes.io/instance-type"
-CAPACITY_TYPE = "karpenter.sh/capacity-type"
-# Labels Karpenter v1.15.2 puts on reserved and placement-group nodes (pkg/apis/v1/labels.go).
-RESERVATION_ID = "karpenter.k8s.aws/capacity-reservation-id"
-RESERVATION_TYPE = "karpenter.k8s.aws/capacity-reservation-type"
-PLACEMENT_GROUP_ID = "karpenter.k8s.aws/placement-group-id"
+INSTANCE_TYPE = kubernetes.INSTANCE_TYPE_LABEL
+CAPACITY_TYPE = karpenter.CAPACITY_TYPE_LABEL
+RESERVATION_ID = karpenter.RESERVATION_ID_LABEL
+RESERVATION_TYPE = karpenter.RESERVATION_TYPE_LABEL
+PLACEMENT_GROUP_ID = karpenter.PLACEMENT_GROUP_ID_LABEL
 CAPACITY_BLOCK = "capacity-block"  # the value of RESERVATION_TYPE for Capacity Blocks for ML
 PLACEMENT_GROUP_ID_PATTERN = r"^pg-[0-9a-z]+$"
 
@@ -102,7 +102,7 @@ class KarpenterPool(StrictModel):
     consolidate_after: str = Field(default="10m", pattern=r"^(\d+(s|m|h))+$|^Never$")
     efa: bool = Field(
         default=False,
-        description="Nodes with EFA interfaces (pods request vpc.amazonaws.com/efa): every instance type must have "
+        description=f"Nodes with EFA interfaces (pods request {aws.EFA_RESOURCE}): every instance type must have "
         "them; the EFA device plugin is installed.",
     )
     capacity_block: bool = Field(
@@ -110,8 +110,7 @@ class KarpenterPool(StrictModel):
     )
 
 
-# NodePool template label domains Karpenter's CRD rejects (karpenter.sh_nodepools.yaml CEL rules).
-RESTRICTED_DOMAINS = ("kubernetes.io", "k8s.io", "karpenter.sh", "karpenter.k8s.aws")
+RESTRICTED_DOMAINS = karpenter.RESTRICTED_LABEL_DOMAINS
 
 
 def _node_class(name: str, nc: EC2NodeClassConfig) -> ManagedObject:
@@ -127,7 +126,12 @@ def _node_class(name: str, nc: EC2NodeClassConfig) -> ManagedObject:
         key = "id" if aws_id(nc.placement_group) else "name"
         spec["placementGroupSelector"] = {key: nc.placement_group}
     return ManagedObject(
-        {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": meta.metadata(name), "spec": spec}
+        {
+            "apiVersion": karpenter.EC2_NODECLASS_API,
+            "kind": "EC2NodeClass",
+            "metadata": meta.metadata(name),
+            "spec": spec,
+        }
     )
 
 
@@ -149,14 +153,14 @@ def karpenter_objects(pool: ResolvedPool) -> list[ManagedObject]:
     objects.append(
         ManagedObject(
             {
-                "apiVersion": "karpenter.sh/v1",
+                "apiVersion": karpenter.NODEPOOL_API,
                 "kind": "NodePool",
                 "metadata": meta.metadata(pool.name),
                 "spec": {
                     "template": {
                         "metadata": {"labels": pool.node_labels},
                         "spec": {
-                            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": class_name},
+                            "nodeClassRef": {"group": karpenter.AWS_GROUP, "kind": "EC2NodeClass", "name": class_name},
                             "requirements": requirements,
                             "taints": [t.as_k8s() for t in pool.taints],
                         },
@@ -224,7 +228,7 @@ def _efa_checks(pool: ResolvedPool) -> list[ConfigIssue]:
         return []
     return [
         ConfigIssue(
-            f"{pool.at}.karpenter.instanceTypes[{kp.instance_types.index(t)}]",
+            f"{pool.at}.{KarpenterBackend.name}.instanceTypes[{kp.instance_types.index(t)}]",
             "this instance type has no EFA interfaces",
             f"efa: true, instance type {t}",
             "instance types with EFA: " + ", ".join(sorted(aws.EFA_INTERFACES)),
@@ -303,7 +307,7 @@ class KarpenterBackend(BackendDefaults):
                     f"{at}.topology",
                     "only nodes launched into a placement group carry its label",
                     PLACEMENT_GROUP_ID,
-                    "set karpenter.nodeClass.placementGroup, or drop the level",
+                    f"set {KarpenterBackend.name}.nodeClass.placementGroup, or drop the level",
                 )
             )
         reserved = pool.config.capacity_type == "reserved"

@@ -24,22 +24,23 @@ from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.images import mirror_image
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.objects import ManagedObject
+from trainer_infra.core.upstream import kubernetes, kwok
 from trainer_infra.manifests import meta
 from trainer_infra.nodepools.backend import BackendDefaults
 from trainer_infra.nodepools.labels import HOSTNAME, Taint, level_name
 from trainer_infra.nodepools.model import NodePool, ResolvedPool
 
 KWOK_VERSION = "v0.8.0"
-KWOK_IMAGE = f"registry.k8s.io/kwok/kwok:{KWOK_VERSION}"
+KWOK_IMAGE = f"{kwok.IMAGE}:{KWOK_VERSION}"
 KWOK_NAMESPACE = "kwok-system"
 KWOK_NAME = "kwok-controller"
-KWOK_ANNOTATION = {"kwok.x-k8s.io/node": "fake"}
+KWOK_ANNOTATION = {kwok.NODE_ANNOTATION: "fake"}
 #: The controller manages the nodes carrying KWOK_ANNOTATION (the convention of kwok's docs and kwokctl), no others.
 KWOK_MANAGED_NODES = (
     "--manage-all-nodes=false",
     "--manage-nodes-with-annotation-selector=" + ",".join(f"{k}={v}" for k, v in KWOK_ANNOTATION.items()),
 )
-KWOK_TAINT = Taint(key="kwok.x-k8s.io/node", value="fake", effect="NoSchedule")
+KWOK_TAINT = Taint(key=kwok.NODE_ANNOTATION, value="fake", effect="NoSchedule")
 KWOK_PORT = 10247
 # Fake nodes per stack: every one is a Pulumi resource (~2 ms each under mocks, a Node object in the cluster).
 # Checked from the layout before a single node is generated.
@@ -105,8 +106,8 @@ def kwok_nodes(pool: ResolvedPool) -> list[ManagedObject]:
     resources = _resources(pool)
     base_labels = {
         **pool.node_labels,
-        "kubernetes.io/arch": "amd64",
-        "kubernetes.io/os": "linux",
+        kubernetes.ARCH_LABEL: "amd64",
+        kubernetes.OS_LABEL: "linux",
         "type": "kwok",
     }
     objects = []
@@ -131,7 +132,7 @@ def kwok_nodes(pool: ResolvedPool) -> list[ManagedObject]:
 
 
 def kwok_controller(mirror: str | None) -> list[ManagedObject]:
-    labels = {"app.kubernetes.io/name": KWOK_NAME}
+    labels = {kubernetes.APP_NAME: KWOK_NAME}
     rules: list[dict[str, Any]] = [
         {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
         {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch", "update"]},
@@ -139,7 +140,7 @@ def kwok_controller(mirror: str | None) -> list[ManagedObject]:
         {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch", "update"]},
         {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch", "update"]},
         {
-            "apiGroups": ["coordination.k8s.io"],
+            "apiGroups": [kubernetes.COORDINATION_GROUP],
             "resources": ["leases"],
             "verbs": ["create", "get", "list", "patch", "update", "watch"],
         },
@@ -148,7 +149,7 @@ def kwok_controller(mirror: str | None) -> list[ManagedObject]:
         *KWOK_MANAGED_NODES,
         "--manage-nodes-with-label-selector=",
         "--manage-single-node=",
-        "--disregard-status-with-annotation-selector=kwok.x-k8s.io/status=custom",
+        f"--disregard-status-with-annotation-selector={kwok.STATUS_ANNOTATION}=custom",
         "--disregard-status-with-label-selector=",
         "--node-ip=$(POD_IP)",
         f"--node-port={KWOK_PORT}",
@@ -187,7 +188,7 @@ def kwok_controller(mirror: str | None) -> list[ManagedObject]:
         ),
         ManagedObject(
             {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "apiVersion": kubernetes.RBAC_API,
                 "kind": "ClusterRole",
                 "metadata": meta.metadata(KWOK_NAME, labels=labels),
                 "rules": rules,
@@ -195,10 +196,10 @@ def kwok_controller(mirror: str | None) -> list[ManagedObject]:
         ),
         ManagedObject(
             {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "apiVersion": kubernetes.RBAC_API,
                 "kind": "ClusterRoleBinding",
                 "metadata": meta.metadata(KWOK_NAME, labels=labels),
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": KWOK_NAME},
+                "roleRef": {"apiGroup": kubernetes.RBAC_GROUP, "kind": "ClusterRole", "name": KWOK_NAME},
                 "subjects": [subject],
             }
         ),

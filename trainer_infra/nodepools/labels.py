@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
-
-from pydantic import Field
+from typing import Literal
 
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.types import LabelKey, LabelValue
+from trainer_infra.core.upstream import amd, kubernetes, nvidia
 
-HOSTNAME = "kubernetes.io/hostname"
-ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = kubernetes.HOSTNAME_LABEL
+ZONE = kubernetes.ZONE_LABEL
 # Every node of a pool carries this label; the pool's ResourceFlavor selects on it, so two pools can
 # never select each other's nodes.
 POOL_LABEL = "trainer-platform.io/node-pool"
@@ -21,9 +20,9 @@ RACK_LABEL = "trainer-platform.io/rack"
 DEFAULT_TOPOLOGY = (BLOCK_LABEL, RACK_LABEL, HOSTNAME)
 # The label a vendor's node labeller puts the accelerator product in, by the resource's domain: NVIDIA GPU
 # Feature Discovery's, and AMD GPU node labeller's (k8s-device-plugin, `-product-name`).
-PRODUCT_LABELS = {"nvidia.com": "nvidia.com/gpu.product", "amd.com": "amd.com/gpu.product-name"}
+PRODUCT_LABELS = {nvidia.DOMAIN: nvidia.PRODUCT_LABEL, amd.DOMAIN: amd.PRODUCT_LABEL}
 # Labels a node carries about itself (the kubelet, or kwok for fake nodes): never a pool label.
-NODE_OWN_LABELS = (HOSTNAME, "kubernetes.io/arch", "kubernetes.io/os")
+NODE_OWN_LABELS = (HOSTNAME, kubernetes.ARCH_LABEL, kubernetes.OS_LABEL)
 
 
 def level_name(key: str) -> str:
@@ -53,6 +52,3 @@ def accelerator_taint(resource: str) -> Taint:
     """The default taint of a pool with an accelerator: keyed by its extended resource (`nvidia.com/gpu`,
     `amd.com/gpu`, …), as the vendors' device plugins and GPU operators document."""
     return Taint(key=resource, value="present", effect="NoSchedule")
-
-
-TaintList = Annotated[list[Taint], Field(max_length=8)]

@@ -30,6 +30,7 @@ from trainer_infra.core.errors import did_you_mean
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.quantity import format_amount
 from trainer_infra.core.types import ExtendedResource, LabelValue
+from trainer_infra.core.upstream import nvidia
 from trainer_infra.nodepools.allocatable import GI, Reservation, allocatable
 from trainer_infra.nodepools.model import Accelerator, NodeShape
 
@@ -38,7 +39,7 @@ TABLES = Path(__file__).with_name("machine_types")
 
 class MachineGpu(StrictModel):
     count: int = Field(ge=1, le=64)
-    resource: ExtendedResource = "nvidia.com/gpu"
+    resource: ExtendedResource = nvidia.GPU
     product: LabelValue | None = None
     type: str | None = Field(default=None, description="The cloud's accelerator type name, where its API takes one.")
 

@@ -15,19 +15,20 @@ from pydantic import Field, model_validator
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.quantity import quantity
 from trainer_infra.core.types import DnsLabel, ExtendedResource, LabelKey, LabelValue, PositiveQuantity
+from trainer_infra.core.upstream import amd, aws, kubernetes, nvidia
 from trainer_infra.nodepools.labels import PRODUCT_LABELS, Taint, accelerator_taint
 
 
 class Accelerator(StrictModel):
     """The extended resource a node advertises (device plugin), and its product label."""
 
-    resource: ExtendedResource = Field(default="nvidia.com/gpu", description="Extended resource name (domain/name).")
+    resource: ExtendedResource = Field(default=nvidia.GPU, description="Extended resource name (domain/name).")
     count: int = Field(ge=1, le=64, description="Devices per node.")
     product: LabelValue | None = Field(default=None, description='e.g. "NVIDIA-H100-80GB-HBM3".')
     product_label: LabelKey | None = Field(
         default=None,
-        description="Label that carries the product. Default by the resource's vendor: nvidia.com/gpu.product "
-        "(NVIDIA GPU Feature Discovery), amd.com/gpu.product-name (AMD GPU node labeller).",
+        description=f"Label that carries the product. Default by the resource's vendor: {nvidia.PRODUCT_LABEL} "
+        f"(NVIDIA GPU Feature Discovery), {amd.PRODUCT_LABEL} (AMD GPU node labeller).",
     )
 
     @model_validator(mode="after")
@@ -85,9 +86,9 @@ class NodePool(StrictModel):
     topology: list[LabelKey] | None = Field(
         default=None,
         description=(
-            "Topology level label keys, coarse → fine, ending with kubernetes.io/hostname. Default: "
-            "trainer-platform.io/block, trainer-platform.io/rack, kubernetes.io/hostname (karpenter: "
-            "topology.k8s.aws/network-node-layer-1..3, kubernetes.io/hostname)."
+            f"Topology level label keys, coarse → fine, ending with {kubernetes.HOSTNAME_LABEL}. Default: "
+            f"trainer-platform.io/block, trainer-platform.io/rack, {kubernetes.HOSTNAME_LABEL} (karpenter: "
+            f"{aws.NETWORK_NODE_LAYER_PREFIX}1..3, {kubernetes.HOSTNAME_LABEL})."
         ),
     )
 

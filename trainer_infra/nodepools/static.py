@@ -23,17 +23,17 @@ from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.objects import ManagedObject
 from trainer_infra.core.types import DnsSubdomain, LabelKey, LabelValue
+from trainer_infra.core.upstream import kubernetes
 from trainer_infra.nodepools.backend import BackendDefaults
 from trainer_infra.nodepools.labels import HOSTNAME
 from trainer_infra.nodepools.model import NodePool, ResolvedPool
-
-FIELD_MANAGER_NOTE = "trainer-platform applies only the labels and taints of its node pool"
 
 
 class StaticNode(StrictModel):
     name: DnsSubdomain
     topology: dict[LabelKey, LabelValue] = Field(
-        default_factory=dict, description="Value of every topology level of the pool except kubernetes.io/hostname."
+        default_factory=dict,
+        description=f"Value of every topology level of the pool except {kubernetes.HOSTNAME_LABEL}.",
     )
 
 

@@ -13,7 +13,6 @@ from trainer_infra.observability.facts import PlatformFacts
 from trainer_infra.observability.promql import TEAM_INFO, regex
 
 SCHEMA_VERSION = 39
-GRAFANA_VERSION = "11.0"
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 UIDS = {
     "overview": "trainer-platform-overview",
@@ -306,8 +305,3 @@ def dashboards(facts: PlatformFacts) -> dict[str, dict[str, Any]]:
 def dashboard_text(dashboard: dict[str, Any]) -> str:
     """Deterministic JSON text for a ConfigMap."""
     return json.dumps(dashboard, indent=2, sort_keys=True) + "\n"
-
-
-def panel_queries(dashboard: dict[str, Any]) -> list[tuple[str, str]]:
-    """(panel title, expr) of every panel target, plus variable queries (label_values are Grafana-only)."""
-    return [(p["title"], t["expr"]) for p in dashboard["panels"] for t in p.get("targets", [])]

@@ -11,17 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainer_infra.core.upstream import kubernetes, prometheus_operator
 from trainer_infra.manifests import meta
 from trainer_infra.observability.dashboards import dashboard_text, dashboards
 from trainer_infra.observability.facts import MetricsEndpoint, PlatformFacts
 from trainer_infra.observability.rules import rule_groups
 from trainer_infra.observability.settings import ObservabilitySettings
 
-MONITORING = "monitoring.coreos.com/v1"
+MONITORING = prometheus_operator.MONITORING_API
 METRICS_READER = "trainer-platform-metrics-reader"
 RULES_NAME = "trainer-platform"
-#: Where a Prometheus Operator Prometheus mounts its own ServiceAccount token (what the charts use too).
-SA_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 COMPONENT_LABEL = "trainer-platform.io/observability"
 
 
@@ -42,7 +41,7 @@ def service_monitor(endpoint: MetricsEndpoint, settings: ObservabilitySettings) 
         "tlsConfig": {"insecureSkipVerify": True},
     }
     if endpoint.authenticated:
-        ep["bearerTokenFile"] = SA_TOKEN
+        ep["bearerTokenFile"] = kubernetes.SERVICE_ACCOUNT_TOKEN_PATH  # a Prometheus mounts its own token there
     if endpoint.honor_labels:
         ep["honorLabels"] = True
     return {
@@ -66,16 +65,16 @@ def scrape_rbac(settings: ObservabilitySettings) -> list[dict[str, Any]]:
     sa = settings.prometheus.service_account
     return [
         {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "apiVersion": kubernetes.RBAC_API,
             "kind": "ClusterRole",
             "metadata": meta.metadata(METRICS_READER),
             "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}],
         },
         {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "apiVersion": kubernetes.RBAC_API,
             "kind": "ClusterRoleBinding",
             "metadata": meta.metadata(METRICS_READER),
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": METRICS_READER},
+            "roleRef": {"apiGroup": kubernetes.RBAC_GROUP, "kind": "ClusterRole", "name": METRICS_READER},
             "subjects": [{"kind": "ServiceAccount", "name": sa.name, "namespace": sa.namespace}],
         },
     ]

@@ -4,11 +4,11 @@ Operator's CRDs before any of them is applied."""
 from __future__ import annotations
 
 from trainer_infra.core.objects import ManagedObject, PlanPart, ReadinessGate
+from trainer_infra.core.upstream.prometheus_operator import GROUP as MONITORING_GROUP
 from trainer_infra.observability.facts import PlatformFacts
-from trainer_infra.observability.objects import MONITORING, observability_objects
+from trainer_infra.observability.objects import observability_objects
 from trainer_infra.observability.settings import ObservabilitySettings
 
-MONITORING_GROUP = MONITORING.split("/")[0]
 #: The monitoring.coreos.com kinds we create (prometheus-operator v0.85.0 serves them at v1).
 MONITORING_CRDS = (f"servicemonitors.{MONITORING_GROUP}", f"prometheusrules.{MONITORING_GROUP}")
 CRD_HINT = (

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from trainer_infra.core.upstream import kube_state_metrics
+
 #: Labels Prometheus adds to every series of a ServiceMonitor target (Prometheus Operator defaults).
 TARGET_LABELS = frozenset({"job", "namespace", "instance", "service", "endpoint", "pod", "container"})
 
@@ -23,7 +25,7 @@ class Exporter:
 
 
 PROMETHEUS = Exporter("Prometheus (scrape health of each target)")
-KSM = Exporter("kube-state-metrics", "k8s.io/kube-state-metrics/v2", "2.15.0", "internal/store")
+KSM = Exporter("kube-state-metrics", kube_state_metrics.MODULE, "2.15.0", "internal/store")
 CADVISOR = Exporter("kubelet cAdvisor", "github.com/google/cadvisor", "0.53.0", "metrics")
 DCGM = Exporter("NVIDIA dcgm-exporter (not on the Go module proxy: unchecked)")
 

@@ -18,10 +18,11 @@ import pulumi_kubernetes as k8s
 from pulumi.runtime import rpc
 
 from trainer_infra.core.objects import HelmRelease
+from trainer_infra.core.upstream import kubernetes
 from trainer_infra.manifests.meta import LEAVING
 from trainer_infra.platform import crd_order
 
-CRD_TYPE = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
+CRD_TYPE = f"kubernetes:{kubernetes.APIEXTENSIONS_API}:CustomResourceDefinition"
 SECRET_TYPE = "kubernetes:core/v1:Secret"
 
 #: the chart's workloads after its CRDs (crd_order.py): Helm runs `python3 -c <crd_order.py>` on the rendered

@@ -8,8 +8,7 @@ import pulumi
 from pulumi_kubernetes import _utilities as k8s_utilities
 
 from trainer_infra.core.objects import SecretValue
-
-TOKEN_SECRET_TYPE = "kubernetes.io/service-account-token"
+from trainer_infra.core.upstream import kubernetes
 
 
 def type_token(api_version: str, kind: str) -> str:
@@ -57,7 +56,7 @@ class KubernetesObject(pulumi.CustomResource):
         props = wrap_secrets(manifest)
         if manifest["kind"] == "Secret":
             extra.additional_secret_outputs = ["data", "stringData"]
-            if manifest.get("type") == TOKEN_SECRET_TYPE:
+            if manifest.get("type") == kubernetes.SERVICE_ACCOUNT_TOKEN_TYPE:
                 props["data"] = None  # filled by the token controller; the provider waits for it (read as .data)
         super().__init__(
             type_token(manifest["apiVersion"], manifest["kind"] + ("Patch" if patch else "")),

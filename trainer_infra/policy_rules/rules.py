@@ -6,8 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from trainer_infra.core.upstream.kubernetes import NAMESPACE_NAME_LABEL
+from trainer_infra.core.upstream.kueue import PRIORITY_LABEL
 from trainer_infra.manifests.meta import DECOMMISSIONED, LEAVING, TEAM_LABEL
 from trainer_infra.manifests.pod_rules import pod_spec_problems
+from trainer_infra.manifests.pod_walk import MAIN_LISTS, containers
 from trainer_infra.manifests.runtime import (
     FRAMEWORK_LABEL,
     accelerators_of,
@@ -165,7 +168,7 @@ def _data_protected(subjects: Sequence[Subject]) -> Iterable[Finding]:
             what = "team Namespace"
         else:
             continue
-        # dropped on purpose: a decommissioned team's, or retained by a worker leaving the fleet (stack/fleet.py)
+        # dropped on purpose: a decommissioned team's, or retained by a worker leaving the fleet (stack/fleet_plans.py)
         marks = (get_in(s.props, "metadata", "annotations", mark) for mark in (DECOMMISSIONED, LEAVING))
         if not s.protect and "true" not in marks:
             yield s, "", f"{what} is not protected (resource option protect)"
@@ -212,10 +215,10 @@ def _controllers_request(subjects: Sequence[Subject]) -> Iterable[Finding]:
                 yield s, "values." + ".".join(keys), f"controller has no {' / '.join(missing)} request"
         elif s.kind in WORKLOAD_KINDS:
             pod = get_in(s.props, "spec", "template", "spec") or {}
-            for i, c in enumerate(pod.get("containers") or []):
+            for at, c in containers(pod, MAIN_LISTS):  # init containers run before the controller serves
                 missing = _missing_requests(c.get("resources"))
                 if missing:
-                    where = f"spec.template.spec.containers[{i}].resources.requests"
+                    where = f"spec.template.spec.{at}.resources.requests"
                     yield s, where, f"container {c.get('name')!r} has no {' / '.join(missing)} request"
 
 
@@ -269,7 +272,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "clusterqueue-namespace-selector",
         "Every ClusterQueue has a namespaceSelector.",
-        "select the team namespace, e.g. matchLabels {kubernetes.io/metadata.name: <team namespace>}",
+        f"select the team namespace, e.g. matchLabels {{{NAMESPACE_NAME_LABEL}: <team namespace>}}",
         "resource",
         _clusterqueue_selector,
     ),
@@ -298,7 +301,7 @@ RULES: tuple[Rule, ...] = (
         "runtimes-stay-off-the-node",
         "Runtimes use no host namespaces, privileged containers, added capabilities, host or network volumes, "
         "or priority classes the stack does not create.",
-        "remove the field; mount the team claim for data; use Kueue's kueue.x-k8s.io/priority-class for priority",
+        f"remove the field; mount the team claim for data; use Kueue's {PRIORITY_LABEL} for priority",
         "resource",
         _runtimes_stay_off_the_node,
     ),

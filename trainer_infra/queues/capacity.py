@@ -9,7 +9,7 @@ from decimal import Decimal
 from trainer_infra.core.quantity import format_amount
 from trainer_infra.queues.config import QueuesConfig
 from trainer_infra.queues.resolve import ResolvedQueues
-from trainer_infra.tenancy.teams import TeamConfig
+from trainer_infra.teams.model import TeamConfig
 
 
 @dataclass(frozen=True)

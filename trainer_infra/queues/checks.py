@@ -9,12 +9,13 @@ from decimal import Decimal
 
 from trainer_infra.core.errors import ConfigIssue, did_you_mean
 from trainer_infra.core.quantity import format_amount
+from trainer_infra.core.upstream.kueue import PRIORITY_LABEL
 from trainer_infra.nodepools.labels import level_name
 from trainer_infra.queues.capacity import pool_totals
 from trainer_infra.queues.config import UNLABELLED_PRIORITY, QueuesConfig
 from trainer_infra.queues.placement import resolve_level
 from trainer_infra.queues.resolve import ResolvedQueues
-from trainer_infra.tenancy.teams import TeamConfig
+from trainer_infra.teams.model import TeamConfig
 
 
 def check_queues(teams: Sequence[TeamConfig], q: QueuesConfig, resolved: ResolvedQueues) -> list[ConfigIssue]:
@@ -134,7 +135,7 @@ def _priorities(q: QueuesConfig) -> list[ConfigIssue]:
             ConfigIssue(
                 "queues.defaultPriorityClass",
                 f"the default class must have value {UNLABELLED_PRIORITY}: Kueue gives a job without the "
-                "kueue.x-k8s.io/priority-class label priority 0, whatever class is called the default",
+                f"{PRIORITY_LABEL} label priority 0, whatever class is called the default",
                 f"{q.default_priority_class}: {values[q.default_priority_class]}",
                 f"give {q.default_priority_class} value 0 and order the other classes around it (negative values are "
                 "allowed), or set defaultPriorityClass: null",

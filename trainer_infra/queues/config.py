@@ -1,4 +1,4 @@
-"""Config of the queueing setup: stack-wide `queues:` (the per-team quota is in tenancy/quota.py)."""
+"""Config of the queueing setup: stack-wide `queues:` (the per-team quota is in teams/quota.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pydantic import Field, model_validator
 
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.types import DnsLabel, DnsSubdomain, Int32
+from trainer_infra.core.upstream.kueue import PRIORITY_LABEL
 
 
 class TopologyPolicy(StrictModel):
@@ -74,7 +75,7 @@ class QueuesConfig(StrictModel):
     queueing_strategy: Literal["BestEffortFIFO", "StrictFIFO"] = "BestEffortFIFO"
     priority_classes: list[PriorityClassConfig] = Field(
         default_factory=_default_priorities,
-        description="WorkloadPriorityClasses (label kueue.x-k8s.io/priority-class).",
+        description=f"WorkloadPriorityClasses (label {PRIORITY_LABEL}).",
     )
     default_priority_class: DnsSubdomain | None = Field(
         default="normal",

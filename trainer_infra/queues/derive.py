@@ -27,16 +27,15 @@ from typing import Any
 
 from trainer_infra.core.objects import ManagedObject
 from trainer_infra.core.quantity import format_amount
+from trainer_infra.core.upstream.kubernetes import NAMESPACE_NAME_LABEL
+from trainer_infra.core.upstream.kueue import PROVISIONING_CONTROLLER
 from trainer_infra.manifests import meta
 from trainer_infra.nodepools.labels import POOL_LABEL
 from trainer_infra.nodepools.model import ResolvedPool
 from trainer_infra.queues.config import QueuesConfig
 from trainer_infra.queues.resolve import QueueLimits, ResolvedQueues
-from trainer_infra.tenancy.teams import TeamConfig
+from trainer_infra.teams.model import TeamConfig
 
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-#: Kueue's ProvisioningRequest admission check controller (Kueue pkg/controller/admissionchecks/provisioning).
-PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 FLAVOR_IMMUTABLE = ("spec.topologyName", "spec.nodeLabels", "spec.tolerations")
 TOPOLOGY_IMMUTABLE = ("spec.levels",)
 

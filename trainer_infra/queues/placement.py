@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainer_infra.core.kueue import TOPOLOGY_ANNOTATIONS
+from trainer_infra.core.upstream.kueue import TOPOLOGY_ANNOTATIONS
 from trainer_infra.manifests.runtime import (
     is_training,
     pod_spec,

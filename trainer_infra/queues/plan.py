@@ -8,7 +8,7 @@ from trainer_infra.core.objects import PlanPart
 from trainer_infra.queues.config import QueuesConfig
 from trainer_infra.queues.derive import queue_objects
 from trainer_infra.queues.resolve import ResolvedQueues
-from trainer_infra.tenancy.teams import TeamConfig
+from trainer_infra.teams.model import TeamConfig
 
 
 def queues_plan(api: str, q: QueuesConfig, teams: Sequence[TeamConfig], resolved: ResolvedQueues) -> PlanPart:

@@ -17,8 +17,8 @@ from typing import Any
 from trainer_infra.core.quantity import quantity
 from trainer_infra.nodepools.labels import level_name
 from trainer_infra.nodepools.model import ResolvedPool
-from trainer_infra.tenancy.quota import PoolQuota, ResourceLimits
-from trainer_infra.tenancy.teams import TeamConfig
+from trainer_infra.teams.model import TeamConfig
+from trainer_infra.teams.quota import PoolQuota, ResourceLimits
 
 
 @dataclass(frozen=True)

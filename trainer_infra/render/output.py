@@ -14,6 +14,7 @@ import pulumi
 import yaml
 
 from trainer_infra.core.objects import CHART_TYPE
+from trainer_infra.core.upstream import kubernetes
 from trainer_infra.manifests.meta import LEAVING
 from trainer_infra.platform import crd_order
 from trainer_infra.platform.helm import CRD_ORDER_INPUTS, CRD_TYPE
@@ -86,7 +87,8 @@ def manifest_sort_key(m: dict[str, Any]) -> tuple[int, str, str, str, str]:
 
 
 _STAND_IN = (
-    "---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: crds.stand.in\n"
+    f"---\napiVersion: {kubernetes.APIEXTENSIONS_API}\nkind: CustomResourceDefinition\n"
+    "metadata:\n  name: crds.stand.in\n"
     "---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: controller\n"
 )
 

@@ -1,5 +1,5 @@
 """Apply a render's objects to a running control plane, and start its Kueue with the render's scheduling
-settings (shared by `simulate` and the e2e tests' tests/e2e/render.py)."""
+settings (shared by `simulate` and the sandbox's render.py)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ The control plane (`trainer-infra simulate`, the e2e fleet) runs the controllers
 Deployments; so that they still run with exactly the permissions a cluster gives them, it installs what the
 charts render for RBAC (ServiceAccounts, ClusterRoles, ClusterRoleBindings, Roles, RoleBindings) and gives each
 controller a client certificate for its Deployment's ServiceAccount, nothing more. A permission the charts lack
-then fails here as it would on a cluster. The charts are rendered by ``chart-render`` (tests/e2e/controlplane/
+then fails here as it would on a cluster. The charts are rendered by ``chart-render`` (go/
 chartrender): `helm template` with the Helm library the Kubernetes provider renders `helm.v4.Chart` with.
 """
 

@@ -1,6 +1,6 @@
 """A container-free Kubernetes + Trainer/JobSet/Kueue sandbox made of plain processes on loopback.
 
-Used by `trainer-infra simulate` and the e2e tests (``python -m tests.e2e.sandbox up|down|status``).
+Used by `trainer-infra simulate`, the platform sandbox and ``trainer-infra sandbox controlplane up|down|status``.
 
 Order (each step waits, with a timeout naming what did not happen):
 etcd → kube-apiserver → kube-controller-manager, kube-scheduler, kwok →
@@ -15,15 +15,7 @@ from __future__ import annotations
 
 import atexit
 import json
-import os
-import random
 import shutil
-import signal
-import socket
-import subprocess
-import sys
-import threading
-import time
 import urllib.request
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -34,14 +26,26 @@ from typing import Any
 
 import yaml
 
-from trainer_infra.manifests.runtime import minimal_runtime
 from trainer_infra.nodepools.kwok import KWOK_ANNOTATION, KWOK_MANAGED_NODES
 from trainer_infra.sandbox.apply import apply_objects
 from trainer_infra.sandbox.charts import ChartIdentities, chart_identities
 from trainer_infra.sandbox.interrupts import uninterruptible
-from trainer_infra.sandbox.kube import ApiError, FatalWaitError, KubeClient, wait_for
+from trainer_infra.sandbox.kube import ApiError, KubeClient, wait_for
+from trainer_infra.sandbox.kwok_stages import kwok_stages
 from trainer_infra.sandbox.pki import CertificateAuthority, CertPair, service_account_keypair
+from trainer_infra.sandbox.probes import has_condition, http_ok, https_ok, webhook_probes
+from trainer_infra.sandbox.processes import (
+    TIMEOUT,
+    Process,
+    SandboxError,
+    exit_on_sigterm,
+    free_port,
+    spawn,
+    terminate,
+    wait_process,
+)
 from trainer_infra.sandbox.versions import (
+    KUEUE_CONFIG_GROUP,
     VersionSet,
     binary_dir,
     check_binaries,
@@ -59,144 +63,10 @@ POD_CIDR = "10.244.0.0/16"
 KUEUE_METRICS_CERT_DIR = Path("/etc/kueue/metrics/certs")
 #: Kueue frameworks the platform uses; the others stay off so their webhooks are no-ops.
 KUEUE_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset", "trainer.kubeflow.org/trainjob")
-TIMEOUT = float(os.environ.get("E2E_TIMEOUT", "90"))
 #: the API server's user towards kubelets (kubeadm's name)
 KUBELET_CLIENT_USER = "kube-apiserver-kubelet-client"
 #: the aggregation layer's client (kubeadm's name): the only identity whose X-Remote-* headers extension servers trust
 FRONT_PROXY_CLIENT = "front-proxy-client"
-
-
-class SandboxError(RuntimeError):
-    """A sandbox step failed; the message names the process, its version and its log tail."""
-
-
-def ephemeral_port_range(proc_file: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")) -> tuple[int, int]:
-    """The kernel's range for port-0 binds and outgoing connections (Linux default if unreadable)."""
-    try:
-        low, high = (int(x) for x in proc_file.read_text().split())
-    except (OSError, ValueError):
-        return 32768, 60999
-    return low, high
-
-
-def port_window(ephemeral: tuple[int, int]) -> range:
-    """The widest stretch of unprivileged ports the kernel never hands out on its own."""
-    low, high = ephemeral
-    below, above = range(max(1024, min(low, 10000)), low), range(high + 1, 65536)
-    return max(below, above, key=len)
-
-
-_handed_out: set[int] = set()
-_port_lock = threading.Lock()
-
-
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1 that stays free until the process we configure with it binds it.
-
-    A port-0 probe returns an ephemeral port, and before the controller binds it the kernel may give the same
-    port to an outgoing connection (kube-apiserver → etcd) or to another port-0 listener: the controller then
-    dies with "address already in use" and takes the whole session down (seen on a cold CI run). Ports
-    outside the ephemeral range are only taken by explicit binds; each is handed out once per test process,
-    and a random pick keeps two sessions on one machine apart.
-    """
-    window = port_window(ephemeral_port_range())
-    pick = random.SystemRandom()
-    with _port_lock:
-        for _ in range(200):
-            port = pick.choice(window)
-            if port in _handed_out:
-                continue
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-                try:
-                    s.bind(("127.0.0.1", port))
-                except OSError:
-                    continue
-            _handed_out.add(port)
-            return port
-    raise SandboxError(f"no free TCP port on 127.0.0.1 in {window.start}-{window.stop - 1} after 200 tries")
-
-
-def log_tail(path: Path, lines: int = 30) -> str:
-    """Last lines of a log file (for error messages)."""
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
-
-@dataclass
-class Process:
-    """One running binary of the sandbox."""
-
-    name: str
-    version: str
-    binary: Path
-    log: Path
-    popen: subprocess.Popen[bytes] | None = None
-    pid: int = 0
-
-    def alive(self) -> bool:
-        """True while the process runs (works for detached processes too)."""
-        if self.popen is not None:
-            return self.popen.poll() is None
-        return pid_matches(self.pid, self.binary)
-
-    def describe_failure(self, what: str) -> str:
-        """Message naming the binary, its version and the tail of its log."""
-        code = self.popen.poll() if self.popen is not None else None
-        state = f"exited with code {code}" if code is not None else "is running"
-        return (
-            f"{what}: {self.name} (v{self.version}, {self.binary}) {state}; "
-            f"last lines of {self.log}:\n{log_tail(self.log)}"
-        )
-
-
-def spawn(
-    name: str, version: str, binary: Path, args: list[str], log: Path, cwd: Path, env: dict[str, str] | None = None
-) -> Process:
-    """Start ``binary`` in its own session (Ctrl-C in a terminal does not reach it before we stop it in order),
-    appending its output to ``log``."""
-    full_env = {**os.environ, **(env or {})}
-    full_env.pop("GOFLAGS", None)
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("ab") as fh:
-        popen = subprocess.Popen(
-            [str(binary), *args],
-            stdout=fh,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=full_env,
-            cwd=cwd,
-            start_new_session=True,
-        )
-    return Process(name, version, binary, log, popen, popen.pid)
-
-
-def wait_process(
-    proc: Process, what: str, check: Any, timeout: float = TIMEOUT, error: type[SandboxError] = SandboxError
-) -> Any:
-    """Wait for ``check``; fail fast with the log tail if the process died meanwhile."""
-
-    def guarded() -> Any:
-        if not proc.alive():
-            raise _ProcessDiedError(proc.describe_failure(f"{what} never happened"))
-        return check()
-
-    try:
-        return wait_for(f"{what} ({proc.name} v{proc.version})", guarded, timeout)
-    except _ProcessDiedError as died:
-        raise error(str(died)) from None
-    except TimeoutError as exc:
-        raise error(f"{exc}\n{proc.describe_failure('still waiting')}") from None
-
-
-def pid_matches(pid: int, binary: Path) -> bool:
-    """Whether ``pid`` is still our binary (guards against PID reuse before a kill)."""
-    try:
-        exe = os.readlink(f"/proc/{pid}/exe")
-    except OSError:
-        return False
-    return exe.removesuffix(" (deleted)") == str(binary)
 
 
 @dataclass
@@ -292,7 +162,7 @@ class Sandbox:
         if not self._atexit_registered:
             atexit.register(self.stop)
             self._atexit_registered = True
-            _exit_on_sigterm()
+            exit_on_sigterm()
         try:
             self._start()
         except BaseException:
@@ -303,7 +173,7 @@ class Sandbox:
     def stop(self) -> None:
         """Stop every process started (reverse order), then remove files we created outside workdir."""
         for proc in reversed(self.processes):
-            _terminate(proc)
+            terminate(proc)
         self.processes.clear()
         if self._created_kueue_metrics_certs:
             shutil.rmtree(KUEUE_METRICS_CERT_DIR.parent.parent, ignore_errors=True)
@@ -562,8 +432,8 @@ class Sandbox:
             "the default ServiceAccount (created by kube-controller-manager)",
             lambda: self.client.get("v1", "ServiceAccount", "default", "default"),
         )
-        self._wait(sched, "kube-scheduler /healthz", lambda: _https_ok(f"https://127.0.0.1:{p.scheduler}/healthz"))
-        self._wait(kwok, "kwok /healthz", lambda: _http_ok(f"http://127.0.0.1:{p.kwok}/healthz"))
+        self._wait(sched, "kube-scheduler /healthz", lambda: https_ok(f"https://127.0.0.1:{p.scheduler}/healthz"))
+        self._wait(kwok, "kwok /healthz", lambda: http_ok(f"http://127.0.0.1:{p.kwok}/healthz"))
 
     # -- CRDs -----------------------------------------------------------------
     def crd_files(self) -> list[Path]:
@@ -606,7 +476,7 @@ class Sandbox:
             pending = [
                 n
                 for n in names
-                if not _condition(
+                if not has_condition(
                     self.client.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", n), "Established"
                 )
             ]
@@ -688,7 +558,7 @@ class Sandbox:
         kueue_cfg.write_text(
             yaml.safe_dump(
                 {
-                    "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+                    "apiVersion": self.versions.api_version(KUEUE_CONFIG_GROUP),
                     "kind": "Configuration",
                     "namespace": "kueue-system",
                     "leaderElection": {"leaderElect": False},
@@ -747,7 +617,7 @@ class Sandbox:
             self._wait(
                 proc,
                 "controller /readyz (webhook server started)",
-                lambda port=port: _http_ok(f"http://127.0.0.1:{port}/readyz"),
+                lambda port=port: http_ok(f"http://127.0.0.1:{port}/readyz"),
             )
 
     def _start_trainer(self, trainer_cfg: Path, trainer_tmp: Path) -> Process:
@@ -886,16 +756,7 @@ class Sandbox:
             self.client.apply(cfg)
         # Probe each controller through the API server with a dry-run create: a connection
         # failure says "failed calling webhook"; any other answer means the path works.
-        probes = {
-            "jobset": _probe_jobset(),
-            "kueue": {
-                "apiVersion": "kueue.x-k8s.io/v1beta2",
-                "kind": "ResourceFlavor",
-                "metadata": {"name": "e2e-webhook-probe"},
-            },
-            "trainer": _probe_runtime(),
-            "lws": _probe_lws(),
-        }
+        probes = webhook_probes(self.versions)
         for component in ("trainer", "lws"):
             if not self.runs(component):
                 del probes[component]
@@ -955,234 +816,3 @@ class Sandbox:
             "status": {"capacity": cap, "allocatable": cap},
         }
         return self.client.apply(node)
-
-
-def _exit_on_sigterm() -> None:
-    """Turn SIGTERM (CI timeout, ``kill``) into SystemExit so atexit stops our processes.
-
-    The children run in their own sessions (so Ctrl-C in a terminal does not hit them before
-    we stop them in order); without this a SIGTERM would leave them running.
-    """
-    import threading
-
-    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) in (
-        signal.SIG_DFL,
-        None,
-    ):
-        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-
-
-class _ProcessDiedError(FatalWaitError):
-    pass
-
-
-def _condition(obj: Obj, cond_type: str) -> bool:
-    return any(
-        c.get("type") == cond_type and c.get("status") == "True" for c in obj.get("status", {}).get("conditions", [])
-    )
-
-
-def _http_ok(url: str) -> bool:
-    with urllib.request.urlopen(url, timeout=2) as r:
-        return bool(r.status == 200)
-
-
-def _https_ok(url: str) -> bool:
-    import ssl
-
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    with urllib.request.urlopen(url, timeout=2, context=ctx) as r:
-        return bool(r.status == 200)
-
-
-def _terminate(proc: Process, grace: float = 10.0) -> None:
-    """SIGTERM the process group, then SIGKILL after ``grace`` seconds."""
-    if not proc.alive():
-        if proc.popen is not None:
-            proc.popen.wait(timeout=1)
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        if proc.popen is not None:
-            if proc.popen.poll() is not None:
-                return
-        elif not pid_matches(proc.pid, proc.binary):
-            return
-        time.sleep(0.1)
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        return
-    if proc.popen is not None:
-        proc.popen.wait(timeout=5)
-
-
-#: kwok's own stages (read from the kwok module of the pinned version at run time), minus pod-complete.
-KWOK_UPSTREAM_STAGES = (
-    "kustomize/stage/node/fast/node-initialize.yaml",
-    "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
-    "kustomize/stage/pod/fast/pod-ready.yaml",
-    "kustomize/stage/pod/fast/pod-delete.yaml",
-)
-COMPLETE_LABEL = "e2e.trainer-platform/complete"
-#: A Running pod with this annotation (a Go duration, e.g. ``"12.5s"``) succeeds that long after kwok saw it
-#: Running: how `simulate` makes a trace job's pods run for the row's (compressed) duration.
-DURATION_ANNOTATION = "simulate.trainer-platform.io/duration"
-#: Label a running pod with an exit code (``"1"``, ``"42"``) and kwok makes it fail with that code.
-FAIL_LABEL = "e2e.trainer-platform/fail"
-
-
-def kwok_stages(kwok_version: str) -> list[Obj]:
-    """kwok stages: upstream's fast node and pod stages, except that pods stay Running.
-
-    kwok's default ``pod-complete`` finishes every Job-owned pod at once, which would free
-    Kueue quota immediately; the scenarios need pods that hold their quota. Pods labelled
-    ``e2e.trainer-platform/complete=true`` still complete (initializers, for instance).
-    Since kwok 0.8 a config with any Stage replaces all defaults, so node stages are listed too.
-    """
-    root = module_dir("sigs.k8s.io/kwok", kwok_version)
-    stages = [yaml.safe_load((root / rel).read_text()) for rel in KWOK_UPSTREAM_STAGES]
-    return [
-        *stages,
-        kwok_complete_stage(),
-        kwok_complete_stage(initializers=True),
-        kwok_fail_stage(),
-        kwok_duration_stage(),
-    ]
-
-
-def kwok_duration_stage() -> Obj:
-    """Our stage: a Running pod annotated with a duration succeeds after it (kwok's stage delay, read from the
-    annotation and measured from when kwok saw the pod Running)."""
-    stage = _terminate_stage(
-        "pod-complete-after-duration",
-        {"key": f'.metadata.annotations["{DURATION_ANNOTATION}"]', "operator": "Exists"},
-        exit_code="0",
-        reason="Completed",
-        phase="Succeeded",
-    )
-    stage["spec"]["delay"] = {
-        "durationMilliseconds": 0,
-        "durationFrom": {"expressionFrom": f'.metadata.annotations["{DURATION_ANNOTATION}"]'},
-    }
-    return stage
-
-
-def kwok_fail_stage() -> Obj:
-    """Our stage: a Running pod labelled ``e2e.trainer-platform/fail=<exit code>`` fails, every container
-    terminated with that code (what the Job controller's podFailurePolicy reads)."""
-    return _terminate_stage(
-        "pod-fail-on-request",
-        {"key": f'.metadata.labels["{FAIL_LABEL}"]', "operator": "Exists"},
-        exit_code=f'{{{{ index $.metadata.labels "{FAIL_LABEL}" }}}}',  # `$`: the pod (`.` is the container here)
-        reason="Error",
-        phase="Failed",
-    )
-
-
-def kwok_complete_stage(*, initializers: bool = False) -> Obj:
-    """Our stage: a Running pod carrying the complete label succeeds.
-
-    With ``initializers``: pods of a JobSet's ``dataset-initializer``/``model-initializer`` jobs
-    succeed too (they download and exit in real life; trainers run until stopped).
-    """
-    if initializers:
-        name, selector = (
-            "pod-complete-initializers",
-            {
-                "key": '.metadata.labels["jobset.sigs.k8s.io/replicatedjob-name"]',
-                "operator": "In",
-                "values": ["dataset-initializer", "model-initializer"],
-            },
-        )
-    else:
-        name, selector = (
-            "pod-complete-on-request",
-            {"key": f'.metadata.labels["{COMPLETE_LABEL}"]', "operator": "In", "values": ["true"]},
-        )
-    return _terminate_stage(name, selector, exit_code="0", reason="Completed", phase="Succeeded")
-
-
-def _terminate_stage(name: str, selector: Obj, *, exit_code: str, reason: str, phase: str) -> Obj:
-    """A kwok Stage that ends a selected Running pod: every container terminated, the pod in ``phase``."""
-    return {
-        "apiVersion": "kwok.x-k8s.io/v1alpha1",
-        "kind": "Stage",
-        "metadata": {"name": name},
-        "spec": {
-            "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
-            "selector": {
-                "matchExpressions": [
-                    {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
-                    {"key": ".status.phase", "operator": "In", "values": ["Running"]},
-                    selector,
-                ]
-            },
-            "next": {
-                "statusTemplate": "\n".join(
-                    [
-                        "{{ $now := Now }}",
-                        "containerStatuses:",
-                        "{{ range .spec.containers }}",
-                        "- name: {{ .name | Quote }}",
-                        "  image: {{ .image | Quote }}",
-                        "  ready: false",
-                        "  restartCount: 0",
-                        "  started: false",
-                        "  state:",
-                        "    terminated:",
-                        f"      exitCode: {exit_code}",
-                        f"      reason: {reason}",
-                        "      startedAt: {{ $now | Quote }}",
-                        "      finishedAt: {{ $now | Quote }}",
-                        "{{ end }}",
-                        f"phase: {phase}",
-                    ]
-                )
-            },
-        },
-    }
-
-
-def _probe_jobset() -> Obj:
-    return {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {"name": "e2e-webhook-probe", "namespace": "default"},
-        "spec": {
-            "replicatedJobs": [
-                {
-                    "name": "w",
-                    "replicas": 1,
-                    "template": {
-                        "spec": {
-                            "template": {
-                                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}
-                            }
-                        }
-                    },
-                }
-            ]
-        },
-    }
-
-
-def _probe_lws() -> Obj:
-    pod = {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}
-    return {
-        "apiVersion": "leaderworkerset.x-k8s.io/v1",
-        "kind": "LeaderWorkerSet",
-        "metadata": {"name": "e2e-webhook-probe", "namespace": "default"},
-        "spec": {"leaderWorkerTemplate": {"size": 1, "workerTemplate": pod}},
-    }
-
-
-def _probe_runtime() -> Obj:
-    """Schema-valid, so the API server gets as far as the validating webhook."""
-    return minimal_runtime("e2e-webhook-probe", {"image": "busybox"})

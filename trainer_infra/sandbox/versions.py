@@ -19,7 +19,7 @@ from trainer_infra.versions import MATRIX
 
 #: The checkout the package runs from (editable install); `../shared` beside it is the default shared folder.
 CHECKOUT = Path(__file__).resolve().parents[2]
-#: The binaries the control plane runs (tests also build tools: promtool, promql-names).
+#: The binaries the control plane runs (the checks also build tools: promtool, promql-names).
 BINARIES = (
     "etcd",
     "kube-apiserver",
@@ -35,6 +35,12 @@ BINARIES = (
 #: The Helm library ``chart-render`` renders the charts with: the one pulumi-kubernetes (the version the e2e
 #: proves) renders `helm.v4.Chart` with (its provider/go.mod), so the RBAC installed is what `pulumi up` installs.
 HELM_VERSION = "3.20.2"
+
+
+#: API groups whose version the sandbox reads from the matrix (``VersionSet.api_version``)
+KUEUE_GROUP = "kueue.x-k8s.io"
+KUEUE_CONFIG_GROUP = f"config.{KUEUE_GROUP}"
+JOBSET_GROUP = "jobset.x-k8s.io"
 
 
 class BuildError(RuntimeError):
@@ -72,21 +78,31 @@ class VersionSet:
         """``1.34`` from ``1.34.4``: what the stack config calls ``kubernetes.version``."""
         return ".".join(self.kubernetes.split(".")[:2])
 
+    def api_version(self, group: str) -> str:
+        """``group/version`` as the matrix release this set runs writes it (Kueue's, JobSet's, Trainer's)."""
+        for name, component in MATRIX.components.items():
+            release = component.release(str(getattr(self, name, ""))) or component.default_release
+            if group in release.api_versions:
+                return release.api_version(group)
+        raise KeyError(f"the compatibility matrix (versions/matrix.yaml) names no API version for {group}")
+
     @classmethod
     def from_env(cls) -> VersionSet:
-        """Default set, overridable per component with ``E2E_<COMPONENT>_VERSION``."""
+        """Default set, overridable per component with ``SANDBOX_<COMPONENT>_VERSION``."""
         base = cls()
         overrides: dict[str, str] = {}
         for name in asdict(base):
-            value = os.environ.get(f"E2E_{name.upper()}_VERSION")
+            value = os.environ.get(f"SANDBOX_{name.upper()}_VERSION")
             if value:
                 overrides[name] = value.removeprefix("v")
         return replace(base, **overrides)
 
 
 def cache_root() -> Path:
-    """Build outputs live outside the repo so clones and CI runs share them."""
-    override = os.environ.get("TRAINER_PLATFORM_E2E_CACHE")
+    """Build outputs live outside the repo so clones and CI runs share them (``SANDBOX_CACHE`` moves them).
+
+    The folder keeps its first name, ``e2e``, so a machine's existing builds still count."""
+    override = os.environ.get("SANDBOX_CACHE")
     if override:
         return Path(override)
     xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
@@ -94,19 +110,51 @@ def cache_root() -> Path:
 
 
 def binary_dir(versions: VersionSet) -> Path:
-    """Where `make e2e` puts the binaries of a version set."""
+    """Where `trainer-infra sandbox build` puts the binaries of a version set."""
     return cache_root() / versions.key / "bin"
 
 
+#: The oldest Go that builds every pinned module with ``GOTOOLCHAIN=local`` (CoreDNS 1.15's go.mod says 1.26).
+GO_MINIMUM = (1, 26)
+#: The one command that builds what is missing (idempotent: seconds when everything is built).
+BUILD_COMMAND = "trainer-infra sandbox build"
+
+
+def go_version() -> tuple[int, int] | None:
+    """The ``go`` on PATH as (major, minor), or None when there is none (or it does not answer)."""
+    try:
+        out = subprocess.run(["go", "env", "GOVERSION"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    parts = out.strip().removeprefix("go").split(".")
+    try:
+        return int(parts[0]), int(parts[1])
+    except (ValueError, IndexError):
+        return None
+
+
+def go_problem() -> str | None:
+    """What is wrong with the machine's Go for building the binaries, or None when it will do."""
+    wanted = ".".join(map(str, GO_MINIMUM))
+    found = go_version()
+    if found is None:
+        return f"`go` is not on PATH: install Go {wanted} or newer (https://go.dev/dl/)"
+    if found < GO_MINIMUM:
+        return f"Go {found[0]}.{found[1]} is on PATH; the pinned modules need Go {wanted} or newer (https://go.dev/dl/)"
+    return None
+
+
 def check_binaries(versions: VersionSet, bin_dir: Path | None = None) -> Path:
-    """The binary folder, or BuildError naming what is missing and how to build it."""
+    """The binary folder, or BuildError naming what is missing, what building it needs and the command."""
     folder = bin_dir or binary_dir(versions)
     missing = [name for name in BINARIES if not (folder / name).exists()]
     if missing:
+        go = go_problem()
         raise BuildError(
             f"the control plane's binaries {missing} are missing in {folder} (version set {versions.key}); "
-            "build them once from a checkout of trainer-platform with `make e2e` or `python -m tests.e2e.build` "
-            "(Go from the module proxy; ≈ 17 min cold on 2 cores, seconds when cached)"
+            f"`{BUILD_COMMAND}` builds them once from the Go module proxy: it needs Go "
+            f"{'.'.join(map(str, GO_MINIMUM))} or newer and network access to proxy.golang.org, no root; "
+            "≈ 17 min and a few GB on 2 cores cold, seconds when cached" + (f". First: {go}" if go else "")
         )
     return folder
 

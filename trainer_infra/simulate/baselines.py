@@ -17,6 +17,13 @@ def _queues(objects: list[Obj]) -> list[Obj]:
     return [o for o in objects if o.get("kind") == "ClusterQueue"]
 
 
+def _kueue_api(queues: list[Obj]) -> str:
+    """The Kueue API version the render writes (its pinned release's, from the matrix): the baselines' too."""
+    if not queues:
+        raise ValueError("the render has no ClusterQueue to build a baseline from")
+    return str(queues[0]["apiVersion"])
+
+
 def flat_fifo(objects: list[Obj]) -> list[Obj]:
     """Every ClusterQueue and Cohort replaced by one ClusterQueue holding the sum of their nominal quotas,
     first come first served, no preemption; every team's LocalQueue points to it."""
@@ -31,7 +38,7 @@ def flat_fifo(objects: list[Obj]) -> list[Obj]:
                     slot = totals.setdefault(flavor["name"], {})
                     slot[res["name"]] = slot.get(res["name"], Decimal(0)) + quantity(str(res["nominalQuota"]))
     flat = {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "apiVersion": _kueue_api(queues),
         "kind": "ClusterQueue",
         "metadata": {"name": FLAT},
         "spec": {
@@ -94,5 +101,6 @@ def static_partitions(objects: list[Obj]) -> list[Obj]:
                         res["borrowingLimit"] = 0
                         res["lendingLimit"] = 0
         out.append(obj)
-    cohort = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": PARTITIONS}, "spec": {}}
+    api = _kueue_api(_queues(objects))
+    cohort = {"apiVersion": api, "kind": "Cohort", "metadata": {"name": PARTITIONS}, "spec": {}}
     return [*out, cohort]

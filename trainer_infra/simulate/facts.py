@@ -14,8 +14,8 @@ from decimal import Decimal
 from typing import Any
 
 from trainer_infra.core.errors import ConfigIssue, did_you_mean
-from trainer_infra.core.kueue import TOPOLOGY_ANNOTATIONS
 from trainer_infra.core.quantity import quantity
+from trainer_infra.core.upstream.kueue import TOPOLOGY_ANNOTATIONS
 from trainer_infra.nodepools.labels import POOL_LABEL
 from trainer_infra.simulate.trace import TraceError, TraceRow
 

@@ -17,18 +17,17 @@ from typing import Any
 
 import urllib3
 
-from trainer_infra.core.kueue import PRIORITY_LABEL, QUEUE_LABEL
+from trainer_infra.core.upstream.kueue import PRIORITY_LABEL, QUEUE_LABEL
 from trainer_infra.manifests.runtime import JOBSET_NAME_LABEL, TRAINER_API_VERSION
-from trainer_infra.sandbox.controlplane import DURATION_ANNOTATION
 from trainer_infra.sandbox.kube import ApiError, KubeClient
+from trainer_infra.sandbox.kwok_stages import DURATION_ANNOTATION
+from trainer_infra.sandbox.versions import KUEUE_GROUP, VersionSet
 from trainer_infra.simulate.facts import StackFacts
 from trainer_infra.simulate.metrics import Admission, JobOutcome
 from trainer_infra.simulate.trace import TraceRow
 
 Obj = dict[str, Any]
 TRAINJOB = (TRAINER_API_VERSION, "TrainJob")
-WORKLOAD = ("kueue.x-k8s.io/v1beta2", "Workload")
-CLUSTER_QUEUE = ("kueue.x-k8s.io/v1beta2", "ClusterQueue")
 MANAGER = "trainer-platform.io/simulate"
 SUBMIT_BATCH = 20
 
@@ -96,7 +95,11 @@ class Replay:
         bound: float,
         sample_every: float = 2.0,
         progress: Callable[[str], None] = lambda _: None,
+        versions: VersionSet | None = None,
     ) -> None:
+        kueue_api = (versions or VersionSet()).api_version(KUEUE_GROUP)
+        self.workload = (kueue_api, "Workload")
+        self.cluster_queue = (kueue_api, "ClusterQueue")
         self.client = client
         self.facts = facts
         self.rows = list(rows)
@@ -194,7 +197,7 @@ class Replay:
 
     def _sample(self) -> None:
         """Accelerators each ClusterQueue has reserved, read from its status (the conservation check's input)."""
-        for cq in self.client.list_all(*CLUSTER_QUEUE)["items"]:
+        for cq in self.client.list_all(*self.cluster_queue)["items"]:
             held = 0
             for flavor in cq.get("status", {}).get("flavorsReservation", []):
                 for res in flavor.get("resources", []):
@@ -207,7 +210,7 @@ class Replay:
         """Submit every row at its time and wait until all finished, the bound is reached or Ctrl-C."""
         self.start = time.monotonic()
         watchers = [
-            threading.Thread(target=self._watch, args=(WORKLOAD, self._on_workload), daemon=True),
+            threading.Thread(target=self._watch, args=(self.workload, self._on_workload), daemon=True),
             threading.Thread(target=self._watch, args=(("v1", "Pod"), self._on_pod), daemon=True),
         ]
         for w in watchers:

@@ -104,7 +104,7 @@ def simulate(
     versions = VersionSet.from_env()
     mismatches = chart_mismatches(releases, versions)
     if mismatches:
-        hint = "pin the stack's components to the control plane's versions, or set E2E_<COMPONENT>_VERSION"
+        hint = "pin the stack's components to the control plane's versions, or set SANDBOX_<COMPONENT>_VERSION"
         raise TraceError([ConfigIssue("components", "; ".join(mismatches), None, hint)], "the stack")
     check_binaries(versions)
     settings, kueue_changes = compressed_settings(kueue_settings(list(releases)), compression)
@@ -126,7 +126,9 @@ def simulate(
         progress(f"replaying {len(replay_rows)} jobs at {compression:g}× ({len(never)} never admissible) ...")
         mark, cpu_mark = time.monotonic(), time.process_time()
         at_start = {proc.name: cpu_seconds(proc.pid) for proc in sandbox.processes}
-        replay = Replay(sandbox.client, facts, replay_rows, compression, bound=bound, progress=progress)
+        replay = Replay(
+            sandbox.client, facts, replay_rows, compression, bound=bound, progress=progress, versions=versions
+        )
         jobs = replay.run()
         phases["replay"] = time.monotonic() - mark
         # the replay's share only: the control plane's start (CRDs, OpenAPI) costs the API server a lot

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from trainer_infra.admission.model import AdmissionSettings, TeamAdmission
 from trainer_infra.catalog.plan import catalog_plan
 from trainer_infra.components.identity import controller_username
 from trainer_infra.components.kueue import kueue_settings
@@ -15,6 +16,10 @@ from trainer_infra.components.plan import components_plan
 from trainer_infra.components.registry import COMPONENTS
 from trainer_infra.core.errors import ConfigError, ConfigIssue
 from trainer_infra.core.objects import ClusterAccess, ManagedObject, Plan, PlanPart, SecretValue
+from trainer_infra.core.upstream import kueue
+from trainer_infra.datacache.deputies import cache_deputy
+from trainer_infra.datacache.pinned import CACHE_INITIALIZER
+from trainer_infra.datacache.rbac import data_cache_objects
 from trainer_infra.nodepools.labels import POOL_LABEL
 from trainer_infra.nodepools.plan import node_pool_plan
 from trainer_infra.observability.facts import ObservedTeam, PlatformFacts
@@ -22,10 +27,7 @@ from trainer_infra.observability.plan import observability_plan
 from trainer_infra.queues.derive import cluster_queue_name
 from trainer_infra.queues.plan import queues_plan
 from trainer_infra.stack.validate import Validated
-from trainer_infra.storage.data_cache import CACHE_INITIALIZER
 from trainer_infra.storage.plan import storage_plan
-from trainer_infra.tenancy.admission.model import AdmissionSettings, TeamAdmission
-from trainer_infra.tenancy.deputies import cache_deputy
 from trainer_infra.tenancy.network import NetworkSettings
 from trainer_infra.tenancy.plan import tenancy_plan
 
@@ -60,6 +62,7 @@ def plan_tenancy(v: Validated) -> PlanPart:
         priority_classes=tuple(cfg.tenancy.priority_classes),
         data_cache_service_account=CACHE_INITIALIZER if cfg.data_cache.enabled else None,
         data_cache=cache,
+        accelerators=v.serve.facts.accelerators,
     )
     net = cfg.tenancy.network_policies
     network = (
@@ -81,18 +84,22 @@ def plan_tenancy(v: Validated) -> PlanPart:
         cluster_queues={t.name: cluster_queue_name(t) for t in cfg.teams},
         admission=admission,
         network=network,
-        cache=cache,
     )
 
 
 def plan_storage(v: Validated) -> PlanPart:
     cfg = v.config
-    return storage_plan(cfg.storage, cfg.data_cache, cfg.teams, cfg.images.registry_mirror, cfg.allow_data_loss)
+    return storage_plan(cfg.storage, cfg.teams, cfg.images.registry_mirror, cfg.allow_data_loss)
+
+
+def plan_data_cache(v: Validated) -> PlanPart:
+    cfg = v.config
+    return PlanPart(objects=tuple(data_cache_objects(cfg.data_cache, [t.resolved_namespace for t in cfg.teams])))
 
 
 def plan_pools_and_queues(v: Validated) -> PlanPart:
     cfg = v.config
-    kueue_api = v.releases.by_name["kueue"].api_versions["kueue.x-k8s.io"]
+    kueue_api = v.releases.by_name["kueue"].api_versions[kueue.GROUP]
     pools = node_pool_plan(v.pools, cfg.images.registry_mirror, cfg.cloud, cfg.allow_data_loss)
     queues = queues_plan(kueue_api, cfg.queues, cfg.teams, v.queues).objects
     return PlanPart(objects=(*pools.objects, *queues), resources=pools.resources)
@@ -123,6 +130,7 @@ PLANNERS: list[Callable[[Validated], PlanPart]] = [
     plan_components,
     plan_tenancy,
     plan_storage,
+    plan_data_cache,
     plan_pools_and_queues,
     plan_catalog,
     plan_observability,

@@ -10,14 +10,15 @@ from trainer_infra.components.registry import ComponentsConfig
 from trainer_infra.core.images import ChartsConfig, ImagesConfig
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.types import KubeMinor
+from trainer_infra.datacache.config import DataCacheConfig
 from trainer_infra.fleet.config import FleetConfig
 from trainer_infra.nodepools.checks import MAX_FLAVORS
 from trainer_infra.nodepools.registry import CloudConfig, NodePoolConfig
 from trainer_infra.observability.settings import ObservabilitySettings
 from trainer_infra.queues.config import QueuesConfig
-from trainer_infra.storage.config import DataCacheConfig, StorageConfig
+from trainer_infra.storage.config import StorageConfig
+from trainer_infra.teams.model import TeamConfig
 from trainer_infra.tenancy.config import TenancyConfig
-from trainer_infra.tenancy.teams import TeamConfig
 
 
 class KubernetesConfig(StrictModel):

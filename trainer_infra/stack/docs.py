@@ -20,10 +20,10 @@ from trainer_infra.nodepools.checks import MAX_FLAVORS
 from trainer_infra.nodepools.kwok import MAX_KWOK_NODES
 from trainer_infra.stack import file as stack_file
 from trainer_infra.stack.config import MAX_TEAMS, StackConfig
-from trainer_infra.tenancy.config import MAX_SUBJECTS
+from trainer_infra.teams.config import MAX_SUBJECTS
 
 # What a user-chosen map key stands for, for every map whose values have fields (by dotted path, list
-# items as `[]`). tests/test_docs.py keeps this in step with the models.
+# items as `[]`). `make test` (test_docs) keeps this in step with the models.
 MAP_KEYS: dict[str, str] = {
     "teams[].quota": "pool",
     "runtimes.overrides": "runtime",
@@ -35,7 +35,7 @@ HEADER = f"""\
 # Configuration reference
 
 <!-- Generated from the config models by `make docs` (`trainer-infra config-docs`); do not edit by hand.
-     tests/test_docs.py fails when this file is stale. -->
+     `make test` fails when this file is stale. -->
 
 Every key sits under the `trainer-platform:` namespace of `stacks/Pulumi.<stack>.yaml`; unknown keys are
 errors. `<pool>` and `<runtime>` stand for a key you choose (a `nodePools[].name`, a runtime name);

@@ -30,7 +30,6 @@ MAX_DEPTH = 64  # nested mappings/sequences
 _Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
 _BOOL = "tag:yaml.org,2002:bool"
-_MERGE = "tag:yaml.org,2002:merge"
 _FORBIDDEN_TAGS = {f"tag:yaml.org,2002:{t}": t for t in ("binary", "set", "omap", "pairs", "timestamp")}
 _BOOL_12 = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
 

@@ -24,12 +24,11 @@ from trainer_infra.diff.compare import Render
 from trainer_infra.manifests.meta import TEAM_LABEL
 from trainer_infra.platform.component import TYPE as COMPONENT
 from trainer_infra.platform.objects import type_token
-from trainer_infra.tenancy.teams import TeamConfig
+from trainer_infra.teams.model import TeamConfig
 
 #: `<platform stack>.teams-<NN>`: Pulumi stack names allow dots, so the platform's name stays a plain prefix.
 SEPARATOR = ".teams-"
 _SHARD_STACK = re.compile(r"^(?P<platform>.+)\.teams-(?P<index>[0-9]+)$")
-MAX_SHARDS = 100
 
 
 def shard_of(team: str, count: int) -> int:

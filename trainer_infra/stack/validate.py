@@ -22,7 +22,7 @@ from trainer_infra.catalog.plan import (
     select,
     unused_settings,
 )
-from trainer_infra.catalog.pod_security import PLATFORM_MOUNTS, restricted_pods, restricted_refusal
+from trainer_infra.catalog.security_context import PLATFORM_MOUNTS, restricted_pods, restricted_refusal
 from trainer_infra.components.checks import check_components
 from trainer_infra.components.kueue import kueue_settings
 from trainer_infra.components.plan import Releases, resolve_releases
@@ -31,6 +31,8 @@ from trainer_infra.core.errors import ConfigError, ConfigIssue, format_path
 from trainer_infra.core.model import Resources
 from trainer_infra.core.schema import issue_from
 from trainer_infra.core.walk import instances
+from trainer_infra.datacache.checks import check_data_cache, check_data_cache_protections, check_job_service_accounts
+from trainer_infra.datacache.pinned import CACHE_CLUSTER_PODS
 from trainer_infra.nodepools.checks import check_pools, check_scaling_under_tas
 from trainer_infra.nodepools.model import ResolvedPool
 from trainer_infra.nodepools.registry import BACKENDS as POOL_BACKENDS
@@ -43,13 +45,9 @@ from trainer_infra.stack.config import StackConfig
 from trainer_infra.stack.load import NAMESPACE
 from trainer_infra.stack.secrets import plaintext_warnings
 from trainer_infra.storage.checks import (
-    check_data_cache,
-    check_data_cache_protections,
-    check_job_service_accounts,
     check_mount_path,
     check_storage,
 )
-from trainer_infra.storage.data_cache import CACHE_CLUSTER_PODS
 from trainer_infra.tenancy.checks import SYSTEM_NAMESPACES, check_restricted, check_teams
 
 
@@ -266,7 +264,7 @@ def validate_model(
     """Every check after the shape: the fleet validates each cluster's derived config through here."""
     earlier = list(earlier or [])
     if cfg.fleet is not None:
-        hint = "`trainer-infra validate`/`render` and the Pulumi program handle fleets (stack/fleet.py)"
+        hint = "`trainer-infra validate`/`render` and the Pulumi program handle fleets (stack/fleet_plans.py)"
         raise ConfigError(
             [*earlier, ConfigIssue("fleet", "a fleet stack is validated per cluster", None, hint)], source
         )

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.model import StrictModel
+from trainer_infra.core.upstream import azure
 from trainer_infra.storage.backend import GI, StorageDefaults
 
 
@@ -23,7 +24,7 @@ class AzureFileBackend(StrictModel):
 class AzureFileStorage(StorageDefaults):
     name = "azurefile"
     settings_model = AzureFileBackend
-    driver = "file.csi.azure.com"
+    driver = azure.FILE_CSI_DRIVER
 
     def parameters(self, s: AzureFileBackend) -> dict[str, str | None]:
         return {"skuName": s.sku_name, "protocol": s.protocol}

@@ -5,65 +5,14 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping, Sequence
 
-from trainer_infra.core import kube
 from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.quantity import quantity
 from trainer_infra.storage.backend import GI
-from trainer_infra.storage.config import DataCacheConfig, StorageConfig
-from trainer_infra.storage.data_cache import CACHE_INITIALIZER
-from trainer_infra.tenancy.teams import TeamConfig
+from trainer_infra.storage.config import StorageConfig
+from trainer_infra.teams.model import TeamConfig
 
 # Settings of the StorageClass the platform creates (none with an existing class).
 CLASS_FIELDS = ("class_name", "reclaim_policy", "volume_binding_mode", "allow_volume_expansion", "mount_options")
-
-
-def check_data_cache(data_cache: DataCacheConfig) -> list[ConfigIssue]:
-    """The cache image must be a valid reference. (`installLws: false` works: data_cache.py turns the chart's
-    `dataCache.enabled` off with it, the only switch of the LWS subchart that Helm reads.)"""
-    issues = []
-    image = data_cache.cache_image
-    ref = f"{image.registry}/{image.repository}:{image.tag or 'v0.0.0'}"
-    if (problem := kube.image_reference_problem(ref)) is not None:
-        issues.append(ConfigIssue("dataCache.cacheImage", problem, ref))
-    return issues
-
-
-def check_data_cache_protections(
-    data_cache: DataCacheConfig,
-    teams: Sequence[TeamConfig],
-    priority_classes: Sequence[str],
-) -> list[ConfigIssue]:
-    """The data cache's initializer runs with more rights than a member (it creates LeaderWorkerSets, Services
-    and ServiceAccounts): a stack that switches off what bounds it is refused (issue #27). (Its cache clusters
-    are charged through Kueue's LeaderWorkerSet integration, on whenever the data cache is, with or without
-    `trainJobIntegration`.)"""
-    if not data_cache.enabled:
-        return []
-    issues = []
-    for i, name in enumerate(priority_classes):
-        if name.startswith("system-"):
-            issues.append(
-                ConfigIssue(
-                    f"tenancy.priorityClasses[{i}]",
-                    "a system priority class lets team pods (the data cache's included) preempt the platform's "
-                    "controllers and other teams' admitted jobs",
-                    name,
-                    "list your own PriorityClasses only",
-                )
-            )
-    for i, team in enumerate(teams):
-        for j, ref in enumerate(team.members.service_accounts):
-            if ref.rpartition("/")[2] == CACHE_INITIALIZER:
-                issues.append(
-                    ConfigIssue(
-                        f"teams[{i}].members.serviceAccounts[{j}]",
-                        "the data cache initializer's account may not be a member: code running as it would "
-                        "submit jobs with a member's rights on top of its own",
-                        ref,
-                        "give members their own ServiceAccount",
-                    )
-                )
-    return issues
 
 
 def check_storage(storage: StorageConfig | None, teams: Sequence[TeamConfig]) -> list[ConfigIssue]:
@@ -125,16 +74,3 @@ def check_mount_path(storage: StorageConfig | None, taken: Mapping[str, str]) ->
             message = f"meets {other}, where the platform mounts {what}"
             return [ConfigIssue("storage.mountPath", message, storage.mount_path, hint)]
     return []
-
-
-def check_job_service_accounts(teams: Sequence[TeamConfig]) -> list[ConfigIssue]:
-    """The data cache's initializer ServiceAccount may create ServiceAccounts and LeaderWorkerSets: a job that
-    runs as it gets those rights (a privilege hop), so it cannot be on a team's job allow-list."""
-    issues = []
-    for i, team in enumerate(teams):
-        for j, name in enumerate(team.job_service_accounts):
-            if name == CACHE_INITIALIZER:
-                hint = "jobs get this account only through the torch-distributed-with-cache runtime"
-                message = "the data cache initializer's account creates ServiceAccounts and LeaderWorkerSets"
-                issues.append(ConfigIssue(f"teams[{i}].jobServiceAccounts[{j}]", message, name, hint))
-    return issues

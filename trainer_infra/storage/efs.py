@@ -7,6 +7,7 @@ from typing import Annotated
 from pydantic import Field, StringConstraints
 
 from trainer_infra.core.model import StrictModel
+from trainer_infra.core.upstream import aws
 from trainer_infra.storage.backend import AbsolutePath, StorageDefaults
 
 
@@ -26,7 +27,7 @@ class EfsBackend(StrictModel):
 class EfsStorage(StorageDefaults):
     name = "efs"
     settings_model = EfsBackend
-    driver = "efs.csi.aws.com"
+    driver = aws.EFS_CSI_DRIVER
 
     def parameters(self, s: EfsBackend) -> dict[str, str | None]:
         ap = {"provisioningMode": "efs-ap", "fileSystemId": s.file_system_id, "directoryPerms": s.directory_perms}

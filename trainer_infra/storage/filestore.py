@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from trainer_infra.core.model import StrictModel
+from trainer_infra.core.upstream import gke
 from trainer_infra.storage.backend import GI, StorageDefaults
 
 
@@ -21,7 +22,7 @@ class FilestoreBackend(StrictModel):
 class FilestoreStorage(StorageDefaults):
     name = "filestore"
     settings_model = FilestoreBackend
-    driver = "filestore.csi.storage.gke.io"
+    driver = gke.FILESTORE_CSI_DRIVER
 
     def parameters(self, s: FilestoreBackend) -> dict[str, str | None]:
         return {"tier": s.tier, "network": s.network, "connect-mode": s.connect_mode}

@@ -34,6 +34,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from trainer_infra.manifests.pod_walk import MAIN_LISTS, containers
 from trainer_infra.manifests.runtime import (
     JOBSET_NAME_LABEL,
     get_in,
@@ -98,7 +99,7 @@ def fixed_workspace(runtime: Mapping[str, Any]) -> list[str]:
     return [
         f"{job.get('name')}/{c.get('name')}"
         for job in replicated_jobs(runtime)
-        for c in (get_in(job, "template", "spec", "template", "spec") or {}).get("containers") or []
+        for _, c in containers(get_in(job, "template", "spec", "template", "spec") or {})
         if FIXED_WORKSPACE_IMAGES.search(str(c.get("image", "")))
         and any(m.get("name") == VOLUME for m in c.get("volumeMounts") or [])
     ]
@@ -127,7 +128,7 @@ def shared_workspace(storage: StorageConfig | None, runtime: dict[str, Any]) -> 
             volumes.append(dict(volume))
         else:
             volumes[at] = dict(volume)
-        for container in spec.get("containers", []):
+        for _, container in containers(spec, MAIN_LISTS):
             _relocated(container, storage.mount_path)
             container["volumeMounts"] = _mounts(container, storage.mount_path)
             _with_env(container, job_name_env())
@@ -147,8 +148,7 @@ def _env_source(container: Mapping[str, Any], name: str) -> str:
 def workspace_views(runtime: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     """(job/container, how it sees the claim) for every container that mounts the claim volume."""
     for job in replicated_jobs(runtime):
-        pod = (((job.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
-        for c in pod.get("containers") or []:
+        for _, c in containers(get_in(job, "template", "spec", "template", "spec") or {}):
             for m in c.get("volumeMounts") or []:
                 if m.get("name") != VOLUME:
                     continue

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.model import StrictModel
+from trainer_infra.core.upstream import aws, gke
 from trainer_infra.storage.backend import GI, StorageDefaults
 
 
@@ -51,7 +52,7 @@ class LustreStorage(StorageDefaults):
     driver = None  # provisioner() picks it by provider
 
     def provisioner(self, s: LustreBackend) -> str | None:
-        return "fsx.csi.aws.com" if s.provider == "fsx" else "lustre.csi.storage.gke.io"
+        return aws.FSX_CSI_DRIVER if s.provider == "fsx" else gke.LUSTRE_CSI_DRIVER
 
     def parameters(self, s: LustreBackend) -> dict[str, str]:
         out: dict[str, str] = {}

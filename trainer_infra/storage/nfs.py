@@ -13,12 +13,13 @@ from trainer_infra.core.images import mirror_image
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.objects import ManagedObject
 from trainer_infra.core.types import DnsLabel, Host, ImageRef, SemVer
+from trainer_infra.core.upstream import csi_driver_nfs, kubernetes
 from trainer_infra.manifests import meta
 from trainer_infra.storage.backend import AbsolutePath, StorageDefaults
 
 DRIVER_RELEASE = "csi-driver-nfs"
 SERVER_NAME = "nfs-server"
-SERVER_LABELS = {"app.kubernetes.io/name": SERVER_NAME, "app.kubernetes.io/component": "storage"}
+SERVER_LABELS = {kubernetes.APP_NAME: SERVER_NAME, kubernetes.APP_COMPONENT: "storage"}
 NFS_SERVER_IMAGE = "itsthenetwork/nfs-server-alpine:12"  # the image of csi-driver-nfs' own example server
 
 
@@ -26,7 +27,9 @@ class NfsDriverConfig(StrictModel):
     """The upstream NFS CSI driver (chart `csi-driver-nfs` of kubernetes-csi), installed by us unless the
     cluster already runs it."""
 
-    install: bool = Field(default=True, description="Install the csi-driver-nfs chart (provisioner nfs.csi.k8s.io).")
+    install: bool = Field(
+        default=True, description=f"Install the csi-driver-nfs chart (provisioner {csi_driver_nfs.DRIVER})."
+    )
     version: SemVer | None = Field(
         default=None, description="csi-driver-nfs chart version (default: the compatibility matrix's)."
     )
@@ -72,7 +75,7 @@ def in_cluster_server(backend: NfsBackend, image_mirror: str | None) -> list[Man
     """Namespace (privileged: an NFS server needs it), Service and a one-replica Deployment."""
     server = backend.in_cluster_server
     ns = server.namespace
-    privileged = {f"pod-security.kubernetes.io/{m}": "privileged" for m in ("enforce", "audit", "warn")}
+    privileged = {f"{kubernetes.POD_SECURITY_PREFIX}/{m}": "privileged" for m in ("enforce", "audit", "warn")}
     ports = [
         {"name": "nfs", "port": 2049, "protocol": "TCP"},
         {"name": "rpcbind", "port": 111, "protocol": "UDP"},
@@ -103,7 +106,7 @@ def in_cluster_server(backend: NfsBackend, image_mirror: str | None) -> list[Man
             "template": {
                 "metadata": {"labels": SERVER_LABELS},
                 "spec": {
-                    "nodeSelector": {"kubernetes.io/os": "linux"},
+                    "nodeSelector": {kubernetes.OS_LABEL: "linux"},
                     "containers": [container],
                     "volumes": [
                         {"name": "exports", "hostPath": {"path": server.host_path, "type": "DirectoryOrCreate"}}
@@ -122,7 +125,7 @@ def in_cluster_server(backend: NfsBackend, image_mirror: str | None) -> list[Man
 class NfsStorage(StorageDefaults):
     name = "nfs"
     settings_model = NfsBackend
-    driver = "nfs.csi.k8s.io"
+    driver = csi_driver_nfs.DRIVER
 
     def parameters(self, s: NfsBackend) -> dict[str, str | None]:
         server = server_address(s) if s.in_cluster_server.enabled else str(s.server)

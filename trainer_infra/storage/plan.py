@@ -1,5 +1,5 @@
 """`storage` → the StorageClass (plus what the backend runs, e.g. a sandbox NFS server) and one claim
-per team; `dataCache` → the cache initializer's RBAC in every team namespace."""
+per team."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from trainer_infra.core.objects import ManagedObject, PlanPart
+from trainer_infra.core.upstream import kubernetes
 from trainer_infra.manifests import meta
-from trainer_infra.storage.config import DataCacheConfig, StorageConfig
-from trainer_infra.storage.data_cache import cache_initializer_rbac, cache_initializer_role
-from trainer_infra.tenancy.protection import TEAM_LABEL, decommission_annotations, team_data_protected
-from trainer_infra.tenancy.teams import TeamConfig
+from trainer_infra.storage.config import StorageConfig
+from trainer_infra.teams.model import TeamConfig
+from trainer_infra.teams.protection import TEAM_LABEL, decommission_annotations, team_data_protected
 
 
 def storage_class(storage: StorageConfig, allow_data_loss: bool) -> ManagedObject | None:
@@ -23,7 +23,7 @@ def storage_class(storage: StorageConfig, allow_data_loss: bool) -> ManagedObjec
         return None
     mount_options = storage.mount_options if storage.mount_options is not None else backend.mount_options(settings)
     manifest: dict[str, Any] = {
-        "apiVersion": "storage.k8s.io/v1",
+        "apiVersion": kubernetes.STORAGE_API,
         "kind": "StorageClass",
         "metadata": meta.metadata(storage.class_name),
         "provisioner": provisioner,
@@ -59,20 +59,14 @@ def team_claim(
 
 def storage_plan(
     storage: StorageConfig | None,
-    data_cache: DataCacheConfig,
     teams: Sequence[TeamConfig],
     mirror: str | None,
     allow_data_loss: bool,
 ) -> PlanPart:
-    objects: list[ManagedObject] = []
-    if data_cache.enabled:
-        objects.append(cache_initializer_role())
-        for team in teams:
-            objects += cache_initializer_rbac(team.resolved_namespace)
     if storage is None:
-        return PlanPart(objects=tuple(objects))
+        return PlanPart()
     runs = storage.backend.objects(storage.settings, mirror)
-    objects += runs
+    objects: list[ManagedObject] = list(runs)
     after = storage.backend.after(storage.settings, runs)
     sc = storage_class(storage, allow_data_loss)
     if sc is not None:

@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 
 from trainer_infra.core import kube
 from trainer_infra.core.errors import ConfigIssue
+from trainer_infra.teams.model import TeamConfig
 from trainer_infra.tenancy.secrets import HF_TOKEN_SECRET
-from trainer_infra.tenancy.teams import TeamConfig
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 

@@ -21,8 +21,8 @@ import yaml
 
 from trainer_infra.core.objects import ManagedObject, Plan
 from trainer_infra.core.quantity import quantity
-from trainer_infra.tenancy.protection import TEAM_LABEL
-from trainer_infra.tenancy.teams import TeamConfig
+from trainer_infra.teams.model import TeamConfig
+from trainer_infra.teams.protection import TEAM_LABEL
 
 # Fields whose change makes Pulumi replace the object (pulumi-kubernetes force-new fields) or that
 # the API server refuses to update (StorageClass reclaimPolicy/volumeBindingMode, PVC volumeMode).

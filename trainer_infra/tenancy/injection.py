@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from trainer_infra.manifests.pod_walk import MAIN_LISTS, containers
 from trainer_infra.manifests.runtime import INITIALIZERS, pod_spec, replicated_jobs
 from trainer_infra.tenancy.secrets import HF_TOKEN_KEY, HF_TOKEN_SECRET
 
@@ -21,7 +22,7 @@ def hf_token_env(some_team_has_token: bool, runtime: dict[str, Any]) -> dict[str
         "valueFrom": {"secretKeyRef": {"name": HF_TOKEN_SECRET, "key": HF_TOKEN_KEY, "optional": True}},
     }
     for job in replicated_jobs(out):
-        for container in pod_spec(job).get("containers", []):
+        for _, container in containers(pod_spec(job), MAIN_LISTS):
             if container.get("name") in INITIALIZERS and all(
                 e.get("name") != HF_TOKEN_KEY for e in container.get("env", [])
             ):

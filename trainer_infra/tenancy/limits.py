@@ -7,8 +7,8 @@ from typing import Any
 
 from trainer_infra.core.objects import ManagedObject
 from trainer_infra.manifests import meta
-from trainer_infra.tenancy.protection import TEAM_LABEL
-from trainer_infra.tenancy.teams import TeamConfig
+from trainer_infra.teams.model import TeamConfig
+from trainer_infra.teams.protection import TEAM_LABEL
 
 LIMITS_NAME = "trainer-platform-team"
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from trainer_infra.core.objects import ManagedObject
+from trainer_infra.core.upstream.kubernetes import POD_SECURITY_PREFIX as PSA
 from trainer_infra.manifests import meta
-from trainer_infra.tenancy.protection import TEAM_LABEL, decommission_annotations, team_data_protected
-from trainer_infra.tenancy.teams import TeamConfig
-
-PSA = "pod-security.kubernetes.io"
+from trainer_infra.teams.model import TeamConfig
+from trainer_infra.teams.protection import TEAM_LABEL, decommission_annotations, team_data_protected
 
 
 def namespace_labels(team: TeamConfig, kubernetes: str) -> dict[str, str]:

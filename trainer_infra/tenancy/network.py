@@ -17,11 +17,11 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Any
 
+from trainer_infra.core.upstream import kubernetes, lws
 from trainer_infra.manifests import meta
 from trainer_infra.manifests.runtime import JOBSET_NAME_LABEL
 
-API = "networking.k8s.io/v1"
-LWS_POD_LABEL = "leaderworkerset.sigs.k8s.io/name"
+API = kubernetes.NETWORKING_API
 #: Not reachable by default: RFC 1918, link-local (169.254.169.254 is the cloud metadata service), CGNAT.
 PRIVATE_RANGES = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10")
 
@@ -63,7 +63,7 @@ def _cidr_in(cidr: str, outer: str) -> bool:
 def network_policies(namespace: str, team: str, settings: NetworkSettings) -> list[dict[str, Any]]:
     """The team namespace's NetworkPolicies (deterministic order)."""
     training = {"podSelector": _exists(JOBSET_NAME_LABEL)}
-    cache = {"podSelector": _exists(LWS_POD_LABEL)}
+    cache = {"podSelector": _exists(lws.NAME_LABEL)}
     peers = [training, cache] if settings.data_cache else [training]
     out = [
         _policy(
@@ -88,7 +88,7 @@ def network_policies(namespace: str, team: str, settings: NetworkSettings) -> li
                 namespace,
                 team,
                 {
-                    "podSelector": _exists(LWS_POD_LABEL),
+                    "podSelector": _exists(lws.NAME_LABEL),
                     "policyTypes": ["Ingress", "Egress"],
                     "ingress": [{"from": [training, cache]}],
                     "egress": [{"to": [cache]}],
@@ -96,7 +96,7 @@ def network_policies(namespace: str, team: str, settings: NetworkSettings) -> li
             )
         )
     dns_peer = {
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": settings.dns_namespace}},
+        "namespaceSelector": {"matchLabels": {kubernetes.NAMESPACE_NAME_LABEL: settings.dns_namespace}},
         "podSelector": {"matchLabels": dict(settings.dns_pod_labels)},
     }
     out.append(

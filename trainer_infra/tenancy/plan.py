@@ -5,17 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from trainer_infra.admission.model import AdmissionSettings
 from trainer_infra.core.objects import ManagedObject, PlanPart
-from trainer_infra.tenancy.admission.model import AdmissionSettings
+from trainer_infra.teams.model import TeamConfig
 from trainer_infra.tenancy.admission.policy import admission_objects, namespace_annotations
-from trainer_infra.tenancy.deputies import CacheDeputy
-from trainer_infra.tenancy.deputy_admission import deputy_policies
 from trainer_infra.tenancy.limits import limit_objects
 from trainer_infra.tenancy.namespaces import team_namespace
 from trainer_infra.tenancy.network import NetworkSettings, network_policies
 from trainer_infra.tenancy.rbac import shared_roles, team_bindings
 from trainer_infra.tenancy.secrets import secret_objects
-from trainer_infra.tenancy.teams import TeamConfig
 
 
 def tenancy_plan(
@@ -27,10 +25,8 @@ def tenancy_plan(
     cluster_queues: Mapping[str, str],
     admission: AdmissionSettings,
     network: NetworkSettings | None,
-    cache: CacheDeputy | None = None,
 ) -> PlanPart:
-    """`cluster_queues`: team name → its ClusterQueue; `network` None: no NetworkPolicies; `cache`: the data
-    cache's deputy (None: no data cache)."""
+    """`cluster_queues`: team name → its ClusterQueue; `network` None: no NetworkPolicies."""
     if not teams:
         return PlanPart()
     objects: list[ManagedObject] = shared_roles(trainer_namespace)
@@ -47,6 +43,5 @@ def tenancy_plan(
             objects += [ManagedObject(p) for p in network_policies(team.resolved_namespace, team.name, network)]
     # the policies read the allow-lists from the namespaces: never applied before them (a first `up` that adds the
     # annotations would otherwise refuse the teams' jobs for a moment)
-    policies = [*admission_objects(admission), *deputy_policies(admission, cache)]
-    objects += [ManagedObject(o, after=tuple(namespaces)) for o in policies]
+    objects += [ManagedObject(o, after=tuple(namespaces)) for o in admission_objects(admission)]
     return PlanPart(objects=tuple(objects))

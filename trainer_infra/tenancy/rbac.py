@@ -3,7 +3,7 @@ their own namespace, read-only access to ClusterTrainingRuntimes, and read acces
 public ConfigMap (the SDK reads it in the Trainer namespace, kubeflow/sdk#529). Nothing cluster-wide
 writes: the only ClusterRoleBindings grant get/list/watch.
 
-Writes are only what the SDK does (tests/sdk_recorder.py records every public TrainerClient call): create and
+Writes are only what the SDK does (the unit tests' SDK recorder records every public TrainerClient call): create and
 delete TrainJobs. No update/patch: a member who may patch `spec.suspend` starts pods Kueue did not admit.
 Reads include the team's own ClusterQueue (quota and usage) and Kueue's visibility API for the namespace's
 LocalQueues (a job's position in the queue).
@@ -17,11 +17,11 @@ from __future__ import annotations
 from typing import Any
 
 from trainer_infra.core.objects import ManagedObject
+from trainer_infra.core.upstream import jobset, kubernetes, kueue, trainer
 from trainer_infra.manifests import meta
-from trainer_infra.tenancy.protection import TEAM_LABEL
-from trainer_infra.tenancy.teams import TeamConfig
+from trainer_infra.teams.model import TeamConfig
+from trainer_infra.teams.protection import TEAM_LABEL
 
-RBAC_API = "rbac.authorization.k8s.io"
 READ = ["get", "list", "watch"]
 MEMBER_ROLE = "trainer-platform-team-member"
 RUNTIME_EDITOR_ROLE = "trainer-platform-runtime-editor"
@@ -42,7 +42,7 @@ def _cluster_role(name: str, rules: list[dict[str, Any]], team: str | None = Non
     labels = {TEAM_LABEL: team} if team else None
     return ManagedObject(
         {
-            "apiVersion": f"{RBAC_API}/v1",
+            "apiVersion": kubernetes.RBAC_API,
             "kind": "ClusterRole",
             "metadata": meta.metadata(name, None, labels),
             "rules": rules,
@@ -53,18 +53,18 @@ def _cluster_role(name: str, rules: list[dict[str, Any]], team: str | None = Non
 def shared_roles(trainer_namespace: str) -> list[ManagedObject]:
     """The roles every team binds (created once, whatever the number of teams)."""
     member = [
-        _rule("trainer.kubeflow.org", ["trainjobs"], [*READ, "create", "delete"]),
-        _rule("trainer.kubeflow.org", ["trainjobs/status", "trainingruntimes"], READ),
+        _rule(trainer.GROUP, ["trainjobs"], [*READ, "create", "delete"]),
+        _rule(trainer.GROUP, ["trainjobs/status", "trainingruntimes"], READ),
         _rule("", ["pods", "pods/log", "events", "persistentvolumeclaims"], READ),
-        _rule("events.k8s.io", ["events"], READ),
-        _rule("jobset.x-k8s.io", ["jobsets"], READ),
-        _rule("kueue.x-k8s.io", ["workloads", "localqueues"], READ),
-        _rule("visibility.kueue.x-k8s.io", ["localqueues/pendingworkloads"], ["get", "list"]),
+        _rule(kubernetes.EVENTS_GROUP, ["events"], READ),
+        _rule(jobset.GROUP, ["jobsets"], READ),
+        _rule(kueue.GROUP, ["workloads", "localqueues"], READ),
+        _rule(kueue.VISIBILITY_GROUP, ["localqueues/pendingworkloads"], ["get", "list"]),
     ]
-    editor = [_rule("trainer.kubeflow.org", ["trainingruntimes"], ["create", "update", "patch", "delete"])]
-    reader = [_rule("trainer.kubeflow.org", ["clustertrainingruntimes"], READ)]
+    editor = [_rule(trainer.GROUP, ["trainingruntimes"], ["create", "update", "patch", "delete"])]
+    reader = [_rule(trainer.GROUP, ["clustertrainingruntimes"], READ)]
     public = {
-        "apiVersion": f"{RBAC_API}/v1",
+        "apiVersion": kubernetes.RBAC_API,
         "kind": "Role",
         "metadata": meta.metadata(SDK_PUBLIC_ROLE, trainer_namespace),
         "rules": [_rule("", ["configmaps"], ["get"], [PUBLIC_CONFIGMAP])],
@@ -79,8 +79,8 @@ def shared_roles(trainer_namespace: str) -> list[ManagedObject]:
 
 def subjects(team: TeamConfig) -> list[dict[str, str]]:
     m = team.members
-    out = [{"kind": "User", "apiGroup": RBAC_API, "name": u} for u in sorted(set(m.users))]
-    out += [{"kind": "Group", "apiGroup": RBAC_API, "name": g} for g in sorted(set(m.groups))]
+    out = [{"kind": "User", "apiGroup": kubernetes.RBAC_GROUP, "name": u} for u in sorted(set(m.users))]
+    out += [{"kind": "Group", "apiGroup": kubernetes.RBAC_GROUP, "name": g} for g in sorted(set(m.groups))]
     for ref in sorted(set(m.service_accounts)):
         ns, _, name = ref.rpartition("/")
         out.append({"kind": "ServiceAccount", "name": name, "namespace": ns or team.resolved_namespace})
@@ -90,10 +90,10 @@ def subjects(team: TeamConfig) -> list[dict[str, str]]:
 def _binding(kind: str, name: str, namespace: str | None, role_kind: str, role: str, team: TeamConfig) -> ManagedObject:
     return ManagedObject(
         {
-            "apiVersion": f"{RBAC_API}/v1",
+            "apiVersion": kubernetes.RBAC_API,
             "kind": kind,
             "metadata": meta.metadata(name, namespace, {TEAM_LABEL: team.name}),
-            "roleRef": {"apiGroup": RBAC_API, "kind": role_kind, "name": role},
+            "roleRef": {"apiGroup": kubernetes.RBAC_GROUP, "kind": role_kind, "name": role},
             "subjects": subjects(team),
         }
     )
@@ -108,7 +108,7 @@ def team_bindings(team: TeamConfig, trainer_namespace: str, cluster_queue: str |
     out = []
     if cluster_queue is not None:
         role = f"{QUEUE_READER_ROLE}-{team.name}"
-        out.append(_cluster_role(role, [_rule("kueue.x-k8s.io", ["clusterqueues"], READ, [cluster_queue])], team.name))
+        out.append(_cluster_role(role, [_rule(kueue.GROUP, ["clusterqueues"], READ, [cluster_queue])], team.name))
         out.append(_binding("ClusterRoleBinding", role, None, "ClusterRole", role, team))
     out += [
         _binding("RoleBinding", MEMBER_ROLE, ns, "ClusterRole", MEMBER_ROLE, team),

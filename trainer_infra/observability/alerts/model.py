@@ -47,7 +47,7 @@ class Alert(Generic[S]):
     """One alert (or one per team, pool, controller): `observability.alerts.<name>` is `settings_model`, and
     `rules` turns those settings and the facts into Prometheus alerting rules of group
     `trainer-platform.<group>` (called only when enabled). Each alert name needs a `### <AlertName>` runbook
-    section in docs/observability.md (tests/observability/test_objects.py)."""
+    section in docs/observability.md (the observability unit tests check it)."""
 
     name: str
     group: str

@@ -14,5 +14,6 @@ cannot edit namespaces, there is no parameter object that could be missing, and 
 whatever the number of teams. (A CEL map literal of every team passed the API server's 100,000-character
 expression limit at about 590 teams: `make bench-pulumi` failed at 1,000.)
 
-A new rule is one `AdmissionRule` (`model.py`) in a module of this package plus one line in `registry.py`.
+A new rule is one `AdmissionRule` (`admission/model.py`) in a module of this package (or of the area whose feature
+it bounds: `datacache/admission.py`) plus one line in `registry.py`.
 """

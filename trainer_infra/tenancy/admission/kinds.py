@@ -1,11 +1,14 @@
-"""The kinds a team member's objects reach pods through, in policy order, and where each keeps its pod specs."""
+"""The kinds judged in team namespaces, in policy order: those a team member's objects reach pods through (and
+where each keeps its pod specs), then Services and what only the data cache creates."""
 
 from __future__ import annotations
 
+from trainer_infra.admission.cel import guarded
+from trainer_infra.admission.model import AdmittedKind
 from trainer_infra.core.registry import Registry
+from trainer_infra.core.upstream import jobset, trainer
+from trainer_infra.datacache import admission as datacache
 from trainer_infra.manifests.pod_rules import PodSchema
-from trainer_infra.tenancy.admission.cel import guarded
-from trainer_infra.tenancy.admission.model import AdmittedKind
 
 _JOB_SPEC = guarded("j.template", "j.template.spec", "j.template.spec.template", "j.template.spec.template.spec")
 _FROM_JOBS = f".filter(j, {_JOB_SPEC}).map(j, j.template.spec.template.spec)"
@@ -13,7 +16,7 @@ _FROM_JOBS = f".filter(j, {_JOB_SPEC}).map(j, j.template.spec.template.spec)"
 POD = AdmittedKind("Pod", "", "v1", "pods", ("CREATE",), specs="[[object.spec]]")
 JOBSET = AdmittedKind(
     "JobSet",
-    "jobset.x-k8s.io",
+    jobset.GROUP,
     "*",
     "jobsets",
     ("CREATE", "UPDATE"),
@@ -22,7 +25,7 @@ JOBSET = AdmittedKind(
 )
 TRAINING_RUNTIME = AdmittedKind(
     "TrainingRuntime",
-    "trainer.kubeflow.org",
+    trainer.GROUP,
     "*",
     "trainingruntimes",
     ("CREATE", "UPDATE"),
@@ -38,7 +41,7 @@ TRAINING_RUNTIME = AdmittedKind(
 #: runtimePatches carry a narrower pod spec: no ephemeralContainers, no deprecated serviceAccount
 TRAINJOB = AdmittedKind(
     "TrainJob",
-    "trainer.kubeflow.org",
+    trainer.GROUP,
     "*",
     "trainjobs",
     ("CREATE", "UPDATE"),
@@ -55,5 +58,10 @@ TRAINJOB = AdmittedKind(
     pod=PodSchema(containers=("initContainers", "containers"), service_account_fields=("serviceAccountName",)),
 )
 
-KINDS: Registry[AdmittedKind] = Registry(POD, JOBSET, TRAINING_RUNTIME, TRAINJOB)
+#: no pods of its own (the data cache's head Service is one)
+SERVICE = AdmittedKind("Service", "", "v1", "services", ("CREATE", "UPDATE"), specs=None)
+
+KINDS: Registry[AdmittedKind] = Registry(
+    POD, JOBSET, TRAINING_RUNTIME, TRAINJOB, datacache.LEADER_WORKER_SET, SERVICE, datacache.SERVICE_ACCOUNT
+)
 ALL = KINDS.names()

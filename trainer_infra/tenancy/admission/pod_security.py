@@ -1,17 +1,18 @@
-"""Pod Security at submit (issue #27): a TrainJob whose runtime patches (or a member's TrainingRuntime whose
+"""Pod Security at submit: a TrainJob whose runtime patches (or a member's TrainingRuntime whose
 pods) the namespace's Pod Security level will refuse is refused at create, with Pod Security's own check name,
 so it never holds quota until waitForPodsReady evicts it. The checks and sets are those of
-`manifests/pod_security.py` (k8s.io/pod-security-admission v0.34); only what a spec can *set* wrongly is
+`manifests/pod_security_standards.py` (k8s.io/pod-security-admission v0.34); only what a spec can *set* wrongly is
 judged here (what it leaves unset comes from the runtime, which the catalog checks). Capabilities: every added
 one is refused already (rule `privileged`), the baseline set included."""
 
 from __future__ import annotations
 
-from trainer_infra.manifests.pod_security import SAFE_SYSCTLS, SELINUX_TYPES
-from trainer_infra.tenancy.admission.cel import lit
-from trainer_infra.tenancy.admission.model import AdmissionRule, AdmissionSettings, AdmittedKind, Expression
+from trainer_infra.admission.cel import lit
+from trainer_infra.admission.model import AdmissionRule, AdmissionSettings, AdmittedKind, Expression
+from trainer_infra.core.upstream.kubernetes import POD_SECURITY_ENFORCE as ENFORCE
+from trainer_infra.manifests.pod_security_standards import SAFE_SYSCTLS, SELINUX_TYPES
+from trainer_infra.manifests.pod_walk import TEMPLATE_LISTS
 
-ENFORCE = "pod-security.kubernetes.io/enforce"
 _LABELS = "namespaceObject.metadata.labels"
 LEVEL = f"(has({_LABELS}) && '{ENFORCE}' in {_LABELS} ? {_LABELS}['{ENFORCE}'] : 'privileged')"
 KINDS = ("TrainingRuntime", "TrainJob")
@@ -24,9 +25,7 @@ _SUFFIX = (
 def _contexts(kind: AdmittedKind, check: str, pod: bool = True) -> str:
     """CEL: `check(sc)` holds for the pod's and every container's securityContext (where set)."""
     parts = [f"(!has(s.securityContext) || ({check.replace('sc.', 's.securityContext.')}))"] if pod else []
-    for f in kind.pod.containers:
-        if f == "ephemeralContainers":
-            continue
+    for f in (f for f in kind.pod.containers if f in TEMPLATE_LISTS):  # a pod is never created with ephemeral ones
         parts.append(
             f"(!has(s.{f}) || s.{f}.all(c, !has(c.securityContext) || ({check.replace('sc.', 'c.securityContext.')})))"
         )

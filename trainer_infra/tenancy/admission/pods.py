@@ -3,13 +3,12 @@ one vocabulary of what a team's pods may carry (a new pod rule is added there, n
 
 from __future__ import annotations
 
+from trainer_infra.admission.cel import lit
+from trainer_infra.admission.model import AdmissionRule, AdmissionSettings, AdmittedKind
+from trainer_infra.core.upstream.lws import NAME_LABEL as LWS_NAME_LABEL
+from trainer_infra.datacache.pinned import CACHE_SUFFIX
 from trainer_infra.manifests.pod_rules import RULES as POD_RULES
 from trainer_infra.manifests.pod_rules import Lists, PodRule
-from trainer_infra.storage.data_cache import CACHE_SUFFIX
-from trainer_infra.tenancy.admission.cel import lit
-from trainer_infra.tenancy.admission.model import AdmissionRule, AdmissionSettings, AdmittedKind
-
-LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 
 
 def _lists(kind: AdmittedKind, settings: AdmissionSettings) -> Lists:

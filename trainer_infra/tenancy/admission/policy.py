@@ -5,19 +5,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from trainer_infra.admission.cel import ANNOTATIONS, OBJECT_NAME, has_annotation
+from trainer_infra.admission.model import ALLOW_LISTS, AdmissionRule, AdmissionSettings, TeamAdmission
+from trainer_infra.core.upstream.kubernetes import ADMISSION_API as API
 from trainer_infra.manifests import meta
 from trainer_infra.manifests.pod_rules import DEFAULT_SERVICE_ACCOUNT
-from trainer_infra.tenancy.admission.cel import ANNOTATIONS, has_annotation
 from trainer_infra.tenancy.admission.kinds import KINDS
-from trainer_infra.tenancy.admission.model import ALLOW_LISTS, AdmissionRule, AdmissionSettings, TeamAdmission
 from trainer_infra.tenancy.admission.registry import RULES
 
-API = "admissionregistration.k8s.io/v1"
 PREFIX = "trainer-platform-tenancy"
-
-
-def _name() -> str:
-    return "(has(object.metadata.name) ? object.metadata.name : '')"
 
 
 #: Placeholders a message may use: the team's own allow-lists, read from `variables.team`.
@@ -31,7 +27,7 @@ PLACEHOLDERS = {
 def _validation(kind: str, expression: str, message: str, reason: str = "Forbidden") -> dict[str, Any]:
     """`message` is the static fallback; `messageExpression` names the object and fills the placeholders."""
     static = message
-    parts = [json.dumps(f"{kind} "), _name(), json.dumps(" refused: ")]
+    parts = [json.dumps(f"{kind} "), OBJECT_NAME, json.dumps(" refused: ")]
     rest = message
     while True:
         found = [(rest.index(p), p) for p in PLACEHOLDERS if p in rest]
@@ -73,6 +69,9 @@ def _rules(kind: str) -> list[AdmissionRule]:
     unknown = sorted({k for rule in RULES for k in rule.kinds} - set(KINDS.names()))
     if unknown:
         raise ValueError(f"admission rules name kinds no policy judges: {unknown} (kinds.py lists {KINDS.names()})")
+    podless = sorted({r.name for r in RULES if r.per_pod and any(KINDS[k].specs is None for k in r.kinds)})
+    if podless:
+        raise ValueError(f"per-pod admission rules name kinds without pod specs: {podless}")
     return [rule for rule in RULES if kind in rule.kinds]
 
 
@@ -85,15 +84,18 @@ def policy_validations(kind: str, settings: AdmissionSettings) -> list[dict[str,
             continue
         if rule.per_pod:
             expression = f"variables.specs.all(l, l.all(s, {expression}))"
-        out.append(_validation(kind, expression, rule.message, rule.reason))
+        out.append(_validation(kind, expression, rule.message_in(settings), rule.reason))
     return out
 
 
 def policy_variables(kind: str, settings: AdmissionSettings) -> list[dict[str, str]]:
     admitted = KINDS[kind]
-    out = [{"name": "team", "expression": _team_variable()}, {"name": "specs", "expression": admitted.specs}]
+    out = [{"name": "team", "expression": _team_variable()}]
+    if admitted.specs is not None:
+        out.append({"name": "specs", "expression": admitted.specs})
     if admitted.claim_templates is not None:
         out.append({"name": "claimTemplates", "expression": admitted.claim_templates})
+    out += [{"name": name, "expression": expression} for name, expression in admitted.variables]
     return out
 
 
@@ -111,15 +113,18 @@ def policy_name(kind: str) -> str:
 
 
 def admission_objects(settings: AdmissionSettings, team_label: str = meta.TEAM_LABEL) -> list[dict[str, Any]]:
-    """One ValidatingAdmissionPolicy + Binding per admitted kind (Pod, JobSet, TrainingRuntime, TrainJob)."""
+    """One ValidatingAdmissionPolicy + Binding per admitted kind this stack has (`kinds.py`)."""
     if not settings.teams:
         return []
     out: list[dict[str, Any]] = []
     for kind in KINDS:
+        if not kind.applies(settings):
+            continue
         resource = (kind.group, kind.version, kind.resource, kind.operations)
         variables = policy_variables(kind.name, settings)
         validations = policy_validations(kind.name, settings)
-        out += team_policy(policy_name(kind.name), resource, variables, validations, team_label=team_label)
+        match = kind.match(settings) if kind.match is not None else ("spec-or-labels-changed", CHANGED)
+        out += team_policy(policy_name(kind.name), resource, variables, validations, match, team_label)
     return out
 
 

@@ -3,16 +3,17 @@ module of this package plus one line here; the kinds it names get it in their po
 
 from __future__ import annotations
 
+from trainer_infra.admission.model import AdmissionRule
 from trainer_infra.core.registry import Registry
-from trainer_infra.tenancy.admission import deputies, pod_security, pods, requests, write_back
-from trainer_infra.tenancy.admission.model import AdmissionRule
+from trainer_infra.datacache import admission as datacache
+from trainer_infra.tenancy.admission import devices, patches, pod_security, pods, queues, requests, services, write_back
 
 RULES: Registry[AdmissionRule] = Registry(
     requests.KNOWN_TEAM,
     *pods.RULES,  # one per rule of manifests/pod_rules.py
-    deputies.DEVICE_ENV,
-    deputies.RESOURCE_CLAIMS,
-    deputies.DEPUTY_PODS,
+    devices.DEVICE_ENV,
+    devices.RESOURCE_CLAIMS,
+    datacache.DEPUTY_PODS,
     pod_security.SECCOMP,
     pod_security.APPARMOR,
     pod_security.SELINUX,
@@ -23,11 +24,14 @@ RULES: Registry[AdmissionRule] = Registry(
     requests.PATCH_CLAIM_VOLUME,
     requests.QUEUE,
     requests.SUSPEND,
-    deputies.POD_QUEUE,
-    deputies.TRAINER_DEVICE_ENV,
-    deputies.INITIALIZER_ENV,
-    deputies.DEPUTY_RUNTIME,
-    deputies.CONTROLLER_LABELS,
-    deputies.INITIALIZER_PATCHES,
+    queues.POD_QUEUE,
+    devices.TRAINER_DEVICE_ENV,
+    datacache.INITIALIZER_ENV,
+    datacache.DEPUTY_RUNTIME,
+    patches.CONTROLLER_LABELS,
+    patches.INITIALIZER_PATCHES,
     *write_back.RULES,  # one per part of the spec (trainer, initializer, runtimePatches, the rest)
+    services.CLUSTER_IP,
+    services.NO_EXTERNAL,
+    *datacache.CREATED,  # what the cache initializer creates: its LeaderWorkerSet, Service and ServiceAccount
 )

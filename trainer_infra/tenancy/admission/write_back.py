@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from trainer_infra.tenancy.admission.model import AdmissionRule, AdmissionSettings, AdmittedKind
+from trainer_infra.admission.model import AdmissionRule, AdmissionSettings, AdmittedKind
 
 #: CEL: value `x` (a JSON value of that kind) survives Go's encoding unchanged
 _KEEPS = {

@@ -1,0 +1,39 @@
+"""Admission rule on every pod of a team namespace, whoever creates it: it runs charged, as part of a job Kueue
+admitted, in the team's queue, or as a data cache cluster's pod (bounded by the data cache's own rules)."""
+
+from __future__ import annotations
+
+from trainer_infra.admission.model import AdmissionRule, AdmissionSettings, AdmittedKind
+from trainer_infra.core.upstream.kueue import QUEUE_LABEL
+from trainer_infra.datacache.pinned import CACHE_SUFFIX
+
+
+def _pod_queue(kind: AdmittedKind, settings: AdmissionSettings) -> str | None:
+    if not settings.kueue_identity:
+        return None
+
+    def owned(api: str, kind: str) -> str:
+        return (
+            "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(o, "
+            f"o.apiVersion == '{api}' && o.kind == '{kind}' && has(o.controller) && o.controller)"
+        )
+
+    label = f"object.metadata.labels['{QUEUE_LABEL}']"
+    queued = (
+        f"has(object.metadata.labels) && '{QUEUE_LABEL}' in object.metadata.labels && {label} in variables.team.queues"
+    )
+    allowed = f"({owned('batch/v1', 'Job')}) || ({queued})"
+    if settings.data_cache:  # the cache cluster's pods (LWS → StatefulSet); dataCachePods pins their image
+        sa = "(has(object.spec.serviceAccountName) ? object.spec.serviceAccountName : '')"
+        allowed += f" || (({owned('apps/v1', 'StatefulSet')}) && {sa}.endsWith('{CACHE_SUFFIX}'))"
+    return allowed
+
+
+POD_QUEUE = AdmissionRule(
+    "podQueue",
+    ("Pod",),
+    f"a pod in a team namespace runs only as part of a job (owned by a Job of a JobSet Kueue admitted) or with "
+    f"the label {QUEUE_LABEL} naming your team's queue ({{queues}}), or as a data cache cluster's pod: other "
+    "pods would run without being charged",
+    _pod_queue,
+)
