@@ -30,7 +30,8 @@ def resources(raw: dict[str, Any]) -> dict[str, CloudResource]:
 
 
 def eks_pool(**eks: Any) -> dict[str, Any]:
-    pool: dict[str, Any] = {"name": "g6", "backend": "eks", "size": {"min": 0, "max": 2}}
+    # fixed: an autoscaling pool under TAS (on in these stacks) is refused without a ProvisioningRequest class
+    pool: dict[str, Any] = {"name": "g6", "backend": "eks", "size": {"count": 2}}
     pool["eks"] = {"instanceType": "g6.12xlarge", **eks}
     return pool
 
@@ -66,7 +67,7 @@ def test_the_example_stack_renders_node_groups_a_launch_template_and_a_placement
     assert found["h100-placement"].args == {"strategy": "cluster"}
     spot = found["l4"].args
     assert spot["capacity_type"] == "SPOT" and spot["instance_types"] == ["g6.12xlarge"]
-    assert spot["scaling_config"] == {"min_size": 0, "max_size": 4, "desired_size": 0}
+    assert spot["scaling_config"] == {"min_size": 4, "max_size": 4, "desired_size": 4}  # fixed: TAS is on
     assert "launch_template" not in spot and "l4-launch-template" not in found
     assert found["l4"].options.ignore_changes == ("scalingConfig.desiredSize",)
     assert all(r.options.protect and not r.options.replace_on_changes for r in found.values())
@@ -87,7 +88,7 @@ def test_topology_is_what_the_cloud_controller_manager_labels() -> None:
 @pytest.mark.parametrize(
     ("change", "args_changed"),
     [
-        (lambda p: p["size"].update(max=8), {"scaling_config"}),
+        (lambda p: p["size"].update(count=8), {"scaling_config"}),
         (lambda p: p.update(labels={"example.com/tier": "gold"}), {"labels"}),
         (lambda p: p.update(taints=[{"key": "gpu", "value": "l4"}]), {"taints"}),
     ],
