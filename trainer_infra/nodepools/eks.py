@@ -39,6 +39,7 @@ from trainer_infra.core.cloud import AWS, CloudOptions, CloudResource, ResourceO
 from trainer_infra.core.errors import ConfigIssue, did_you_mean
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.objects import ManagedObject
+from trainer_infra.core.upstream import aws as upstream_aws
 from trainer_infra.core.upstream import nvidia
 from trainer_infra.nodepools import aws
 from trainer_infra.nodepools.cloud import CloudNodeGroup, RefConfig, provider, ref, size_issues
@@ -65,8 +66,8 @@ if TYPE_CHECKING:
     )
 
 #: Labels EKS itself puts on managed node group nodes (EKS user guide, managed-node-groups).
-NODEGROUP_LABEL = aws.NODEGROUP_LABEL
-CAPACITY_TYPE_LABEL = aws.NODEGROUP_CAPACITY_TYPE_LABEL
+NODEGROUP_LABEL = upstream_aws.NODEGROUP_LABEL
+CAPACITY_TYPE_LABEL = upstream_aws.NODEGROUP_CAPACITY_TYPE_LABEL
 #: The accelerated AMI types of the EKS API (Nodegroup.amiType) this backend launches GPU and Trainium nodes with.
 AmiType = Literal[
     "AL2023_x86_64_NVIDIA",
