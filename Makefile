@@ -11,7 +11,7 @@ NODE_PACKAGES := containerd runc containernetworking-plugins iptables busybox-st
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[test]"
+	$(PY) -m pip install -q -e ".[test,gcp,aws,azure]"
 	touch $(STAMP)
 
 render: $(STAMP)  ## validate and render stacks/Pulumi.$(STACK).yaml offline into build/$(STACK)/

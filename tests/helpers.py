@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from tests.conformance import Conformance, Finding
+from trainer_infra.core.cloud import placeholder_outputs
 from trainer_infra.core.objects import Plan
 from trainer_infra.program import deploy
 from trainer_infra.render.capture import capture
@@ -40,7 +41,7 @@ def plan_of(raw: dict[str, Any]) -> Plan:
 def render(raw: dict[str, Any], stack: str = "test") -> Rendered:
     """The real program under mocks for `raw`, the way `trainer-infra render` runs it."""
     plan = plan_of(raw)
-    return assemble(capture(lambda: deploy(plan), stack))
+    return assemble(capture(lambda: deploy(plan), stack, placeholder_outputs(plan.resources)))
 
 
 def crd_versions(validated: Validated) -> dict[str, str]:

@@ -17,6 +17,7 @@ import yaml
 
 from trainer_infra.catalog.listing import render_table
 from trainer_infra.catalog.loader import load_catalog
+from trainer_infra.core.cloud import MissingSdkError, check_sdks, placeholder_outputs
 from trainer_infra.core.errors import ConfigError, ConfigIssue
 from trainer_infra.core.objects import Plan
 from trainer_infra.diff import report
@@ -72,7 +73,8 @@ def _load(args: argparse.Namespace) -> tuple[Validated, str]:
 
 def render_plan(plan: Plan, stack: str) -> Rendered:
     """The real program under mocks, fed the plan directly: what `pulumi up` would register."""
-    return assemble(capture(lambda: deploy(plan), stack))
+    check_sdks(plan.resources)
+    return assemble(capture(lambda: deploy(plan), stack, placeholder_outputs(plan.resources)))
 
 
 def _load_fleet(args: argparse.Namespace) -> tuple[ValidatedFleet, str] | None:
@@ -424,6 +426,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.fn(args))
     except ConfigError as exc:
         print(exc.render(), file=sys.stderr)
+        return 2
+    except MissingSdkError as exc:
+        print(f"trainer-infra: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         # `trainer-infra render … | head`: the reader went away; silence the flush at exit.

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.conformance.crds import crds_dir, load_crds, monitoring_crds
+from tests.conformance.crds import crds_dir, karpenter_crds, load_crds, monitoring_crds
 from tests.conformance.schema import SchemaValidator
 from trainer_infra.core.types import DNS_SUBDOMAIN
 
@@ -43,6 +43,9 @@ class Conformance:
     def check(self, obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[Finding]:
         key = (str(obj.get("apiVersion")), str(obj.get("kind")))
         what = describe(obj)
+        if key not in self.crds and key[0].startswith(("karpenter.sh/", "karpenter.k8s.aws/")):
+            # the CRDs the AWS provider installs (NodePool with its label rules, EC2NodeClass), from its Go module
+            self.crds.update(karpenter_crds("github.com/aws/karpenter-provider-aws"))
         if key in self.crds:
             return [Finding(what, e) for e in self._check_cr(obj, self.crds[key], old)]
         return [Finding(what, e) for e in self._check_core(obj)]

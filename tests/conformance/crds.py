@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import json
 import os
 import urllib.request
+import zipfile
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -12,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from trainer_infra.sandbox.versions import VersionSet, monitoring_crd_files, shared_dir
+from trainer_infra.sandbox.versions import VersionSet, go_mod_download, monitoring_crd_files, shared_dir
 
 ENV = "TRAINER_PLATFORM_CRDS"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -80,9 +83,69 @@ def monitoring_crds() -> dict[tuple[str, str], dict[str, Any]]:
 
 
 def _schemas(paths: tuple[Path, ...]) -> dict[tuple[str, str], dict[str, Any]]:
+    return _schemas_of(tuple(path.read_text() for path in paths))
+
+
+#: Karpenter's CRDs, read from the Go modules of the releases the karpenter backend targets: module → (version,
+#: the zip's go.sum hash, the CRD files in it). The core module's NodePool is the one every provider starts from;
+#: the AWS provider ships its own copy with AWS's label rules added, and the EC2NodeClass.
+KARPENTER_MODULES = {
+    "sigs.k8s.io/karpenter": (
+        "1.15.0",
+        "h1:5SEptlAvsOZbNg4qg8OSdF1qi6BEZHZLA020nXY7jGw=",
+        ("pkg/apis/crds/karpenter.sh_nodepools.yaml",),
+    ),
+    "github.com/aws/karpenter-provider-aws": (
+        "1.15.2",
+        "h1:RGw64PB2ROUHZIUhBqjO78l3zJ9YctnWeullrr4cxYI=",
+        ("pkg/apis/crds/karpenter.sh_nodepools.yaml", "pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml"),
+    ),
+}
+
+
+def zip_hash(archive: Path) -> str:
+    """The go.sum `h1:` hash of a module zip (golang.org/x/mod/sumdb/dirhash Hash1 over the zip's files)."""
+    with zipfile.ZipFile(archive) as z:
+        lines = "".join(f"{hashlib.sha256(z.read(n)).hexdigest()}  {n}\n" for n in sorted(z.namelist()))
+    return "h1:" + base64.b64encode(hashlib.sha256(lines.encode()).digest()).decode()
+
+
+def module_zip(module: str, version: str) -> Path:
+    """The module's zip in Go's download cache, fetched through the Go module proxy if missing. Go checks it
+    against sum.golang.org; `go` older than the module's `go` line still fetches the zip but reports an error,
+    which is why the zip is taken from the JSON whatever the exit status."""
+    proc = go_mod_download(module, version)
+    try:
+        archive = Path(json.loads(proc.stdout)["Zip"])
+    except (json.JSONDecodeError, KeyError):
+        raise RuntimeError(f"cannot download {module} v{version}: {proc.stdout[-2000:]}{proc.stderr[-2000:]}") from None
+    return archive
+
+
+def karpenter_crd_texts(modules: dict[str, tuple[str, str, tuple[str, ...]]] = KARPENTER_MODULES) -> dict[str, str]:
+    """`<module>/<file>` → the CRD file's text, from each module's zip after checking its hash against the pin."""
+    out: dict[str, str] = {}
+    for module, (version, pinned, files) in modules.items():
+        archive = module_zip(module, version)
+        if zip_hash(archive) != pinned:
+            raise RuntimeError(f"{archive}: {zip_hash(archive)} != pinned {pinned}")
+        with zipfile.ZipFile(archive) as z:
+            for name in files:
+                out[f"{module}/{name}"] = z.read(f"{module}@v{version}/{name}").decode()
+    return out
+
+
+@cache
+def karpenter_crds(module: str) -> dict[tuple[str, str], dict[str, Any]]:
+    """The schemas of one Karpenter module's CRDs (KARPENTER_MODULES)."""
+    texts = karpenter_crd_texts({module: KARPENTER_MODULES[module]})
+    return _schemas_of(tuple(texts.values()))
+
+
+def _schemas_of(texts: tuple[str, ...]) -> dict[tuple[str, str], dict[str, Any]]:
     out: dict[tuple[str, str], dict[str, Any]] = {}
-    for path in paths:
-        crd = yaml.load(path.read_text(), Loader=_Loader)  # a safe loader (C or pure Python)
+    for text in texts:
+        crd = yaml.load(text, Loader=_Loader)  # a safe loader (C or pure Python)
         group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
         for v in crd["spec"]["versions"]:
             if v.get("served", True):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Callable
 from typing import Any
 
 import cel
@@ -28,6 +29,32 @@ def go_pattern(pattern: str) -> str:
     if pattern.startswith("^(?i)"):
         return "(?i)^" + pattern[len("^(?i)") :]
     return pattern
+
+
+def _find(text: str, pattern: str) -> str:
+    match = re.search(go_pattern(pattern), text)
+    return match.group(0) if match else ""
+
+
+#: The API server's CEL adds the strings extension and the regex library to the standard library
+#: (k8s.io/apiserver/pkg/cel/library): the ones CRD rules use (Karpenter's `split`, `find`).
+K8S_CEL_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "split": lambda text, sep: text.split(sep),
+    "join": lambda items, sep="": sep.join(items),
+    "substring": lambda text, start, end=None: text[start:end],
+    "lowerAscii": lambda text: text.lower(),
+    "find": _find,
+    "findAll": lambda text, pattern: re.findall(go_pattern(pattern), text),
+}
+
+
+def _context(env: dict[str, Any]) -> cel.Context:
+    ctx = cel.Context()
+    for name, function in K8S_CEL_FUNCTIONS.items():
+        ctx.add_function(name, function)
+    for key, value in env.items():
+        ctx.add_variable(key, value)
+    return ctx
 
 
 class SchemaValidator:
@@ -170,7 +197,7 @@ class SchemaValidator:
                 continue
             env = {"self": value, **({"oldSelf": old} if transition else {})}
             try:
-                ok = cel.evaluate(expr, env)
+                ok = cel.evaluate(expr, _context(env))
             except Exception as exc:
                 self._err(path, f"CEL rule {expr!r} could not be evaluated: {exc}")
                 continue

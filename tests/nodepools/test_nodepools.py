@@ -111,7 +111,12 @@ def test_karpenter_pool_limits_are_the_pool_maximum() -> None:
         "capacityType": "reserved",
         "karpenter": {
             "instanceTypes": ["p5.48xlarge"],
-            "nodeClass": {"role": "KarpenterNodeRole", "subnetTags": {"k": "v"}, "securityGroupTags": {"k": "v"}},
+            "nodeClass": {
+                "role": "KarpenterNodeRole",
+                "subnetTags": {"k": "v"},
+                "securityGroupTags": {"k": "v"},
+                "capacityReservations": [{"id": "cr-0123456789abcdef0"}],
+            },
         },
     }
     plan = build_plan(validate(stack([pool])))

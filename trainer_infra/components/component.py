@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from trainer_infra.core.images import ChartsConfig, ImagesConfig, mirror_image
 from trainer_infra.core.model import StrictModel
 from trainer_infra.datacache.config import DataCacheConfig
+from trainer_infra.nodepools.model import NodePool
 from trainer_infra.observability.facts import MetricsEndpoint
 from trainer_infra.observability.settings import ObservabilitySettings
 from trainer_infra.storage.config import StorageConfig
@@ -44,6 +45,9 @@ class StackView(Protocol):
 
     @property
     def observability(self) -> ObservabilitySettings: ...
+
+    @property
+    def node_pools(self) -> Sequence[NodePool]: ...
 
 
 class ComponentSettings(Protocol):

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from trainer_infra.components import csi_driver_nfs, jobset, kueue, trainer
+from trainer_infra.components import csi_driver_nfs, device_plugins, jobset, kueue, trainer
 from trainer_infra.components.component import ChartComponent
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.registry import Registry, model_with_settings
@@ -17,6 +17,8 @@ COMPONENTS: Registry[ChartComponent] = Registry(
     trainer.COMPONENT,
     kueue.COMPONENT,
     csi_driver_nfs.COMPONENT,
+    device_plugins.NVIDIA,
+    device_plugins.EFA,
 )
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainer_infra.core.cloud import CloudResource
+
 
 class SecretValue(str):
     """A manifest value that must stay secret: Pulumi wraps it, render prints `<secret>`."""
@@ -82,27 +84,13 @@ class ManagedObject:
 
 
 @dataclass(frozen=True)
-class ProviderResource:
-    """A resource of a Pulumi provider other than Kubernetes, such as the cloud node group a node-pool backend
-    creates: its type token (`aws:eks/nodeGroup:NodeGroup`), a name unique in the plan and its input properties
-    as plain data. The program registers it as it is (the provider's plugin must be installed where
-    `pulumi up` runs), before the Kubernetes objects."""
-
-    type: str
-    name: str
-    inputs: dict[str, Any]
-    protect: bool = False
-    retain_on_delete: bool = False
-
-
-@dataclass(frozen=True)
 class PlanPart:
     """What one area contributes to the plan (see stack/build.py PLANNERS)."""
 
     releases: tuple[HelmRelease, ...] = ()
     gates: tuple[ReadinessGate, ...] = ()
     objects: tuple[ManagedObject, ...] = ()
-    resources: tuple[ProviderResource, ...] = ()
+    resources: tuple[CloudResource, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -123,7 +111,7 @@ class Plan:
     protect_crds: bool
     outputs: dict[str, Any] = field(default_factory=dict)
     cluster: ClusterAccess = field(default_factory=ClusterAccess)
-    resources: tuple[ProviderResource, ...] = ()  # of other providers (cloud node groups), registered first
+    resources: tuple[CloudResource, ...] = ()  # of the cloud SDKs (node groups), registered first
     # A draining fleet worker: every chart object is retained in the cluster when dropped, none protected.
     leaving: bool = False
 

@@ -1,15 +1,21 @@
 """The contract of a node-pool backend. A backend is one module exporting `BACKEND` plus one line in
-nodepools/registry.py; mypy checks the module's object against this Protocol there."""
+nodepools/registry.py; mypy checks the module's object against this Protocol there.
+
+A cloud backend (gke, eks, aks) also declares the cluster its pools join (`cluster_model`: the stack's
+`cloud.<name>` block: project/account, region, the cluster stack's outputs), takes the node shape from its machine
+table (`shape`) and returns its node groups as `CloudResource`s: plain data the Pulumi step turns into the SDK's
+typed classes with an explicit provider (core/cloud.py, platform/cloud.py)."""
 
 from __future__ import annotations
 
 from typing import Any, Protocol
 
+from trainer_infra.core.cloud import CloudResource
 from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.model import StrictModel
-from trainer_infra.core.objects import ManagedObject, ProviderResource
+from trainer_infra.core.objects import ManagedObject
 from trainer_infra.nodepools.labels import DEFAULT_TOPOLOGY, Taint
-from trainer_infra.nodepools.model import NodePool, ResolvedPool
+from trainer_infra.nodepools.model import NodePool, NodeShape, ProvisioningRequest, ResolvedPool
 
 
 class NodePoolBackend(Protocol):
@@ -25,11 +31,27 @@ class NodePoolBackend(Protocol):
     def settings_hint(self) -> str:
         """An example settings block, shown when it is missing."""
 
-    def default_topology(self) -> tuple[str, ...]:
+    @property
+    def cluster_model(self) -> type[StrictModel] | None:
+        """The model of the stack's `cloud.<name>` block (the cluster the pools join); None: the backend needs none."""
+
+    def shape(self, pool: NodePool, settings: Any) -> NodeShape | None:
+        """What one node offers to pods, from the backend's own facts (its machine table's allocatable figures);
+        None: the pool declares `node` itself. A declared `node` contradicting it is refused (nodepools/checks.py)."""
+
+    def autoscaling(self, pool: NodePool, settings: Any) -> tuple[int, int] | None:
+        """(min, max) nodes when the pool scales by itself; None for a fixed size. Quotas count `max`."""
+
+    def provisioning(self, pool: NodePool, settings: Any) -> ProvisioningRequest | None:
+        """When the pool's nodes exist only once requested (GKE queued provisioning): the ProvisioningRequest class
+        Kueue must ask for before admitting onto its flavor (the queues area renders the AdmissionCheck)."""
+
+    def default_topology(self, pool: NodePool, settings: Any) -> tuple[str, ...]:
         """Topology levels when the pool declares none."""
 
-    def provided_levels(self) -> frozenset[str] | None:
-        """The only level keys this backend's nodes carry (None: whatever the pool declares)."""
+    def provided_levels(self, pool: NodePool, settings: Any) -> frozenset[str] | None:
+        """The only level keys this pool's nodes carry (None: whatever the pool declares). A cloud's topology labels
+        exist only on some machine types (MachineType.topology), so this depends on the pool."""
 
     def extra_taints(self) -> tuple[Taint, ...]:
         """Taints the backend itself puts on every node (flavors and runtimes must tolerate them)."""
@@ -52,18 +74,31 @@ class NodePoolBackend(Protocol):
     def shared_objects(self, pools: list[ResolvedPool], mirror: str | None) -> list[ManagedObject]:
         """Objects the backend owns once for all its pools (e.g. a controller)."""
 
-    def resources(self, pool: ResolvedPool) -> list[ProviderResource]:
-        """Resources of other Pulumi providers the backend creates for one pool (e.g. a cloud node group)."""
+    def resources(self, pool: ResolvedPool, cluster: Any) -> list[CloudResource]:
+        """Cloud resources the backend creates for one pool (a node group), `cluster` being its `cloud.<name>`
+        block (validated present when `cluster_model` is set)."""
 
 
 class BackendDefaults:
     """What most backends do: our own topology levels, nodes carry whatever levels the pool declares, no taints or
-    selectors of the backend's own, nothing checked or owned across pools. A backend overrides what differs."""
+    selectors of the backend's own, nothing checked or owned across pools, no cloud. A backend overrides what
+    differs."""
 
-    def default_topology(self) -> tuple[str, ...]:
+    cluster_model: type[StrictModel] | None = None
+
+    def shape(self, pool: NodePool, settings: Any) -> NodeShape | None:
+        return None
+
+    def autoscaling(self, pool: NodePool, settings: Any) -> tuple[int, int] | None:
+        return None
+
+    def provisioning(self, pool: NodePool, settings: Any) -> ProvisioningRequest | None:
+        return None
+
+    def default_topology(self, pool: NodePool, settings: Any) -> tuple[str, ...]:
         return DEFAULT_TOPOLOGY
 
-    def provided_levels(self) -> frozenset[str] | None:
+    def provided_levels(self, pool: NodePool, settings: Any) -> frozenset[str] | None:
         return None
 
     def extra_taints(self) -> tuple[Taint, ...]:
@@ -78,5 +113,5 @@ class BackendDefaults:
     def shared_objects(self, pools: list[ResolvedPool], mirror: str | None) -> list[ManagedObject]:
         return []
 
-    def resources(self, pool: ResolvedPool) -> list[ProviderResource]:
+    def resources(self, pool: ResolvedPool, cluster: Any) -> list[CloudResource]:
         return []

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections import Counter
 
 from trainer_infra.core.errors import ConfigIssue
+from trainer_infra.core.model import StrictModel
+from trainer_infra.core.quantity import quantity
 from trainer_infra.nodepools.labels import (
     CAPACITY_TYPE_LABEL,
     HOSTNAME,
@@ -56,7 +58,7 @@ def _backend(pool: ResolvedPool) -> list[ConfigIssue]:
     if pool.settings is None:
         issues.append(ConfigIssue(f"{at}.{name}", "required key is missing", None, backend.settings_hint))
         return issues
-    provided = backend.provided_levels()
+    provided = backend.provided_levels(pool.config, pool.settings)
     unknown = [k for k in pool.topology if provided is not None and k not in provided]
     if unknown:
         issues.append(
@@ -70,8 +72,21 @@ def _backend(pool: ResolvedPool) -> list[ConfigIssue]:
     return issues + backend.checks(pool)
 
 
-def check_pools(pools: tuple[ResolvedPool, ...]) -> list[ConfigIssue]:
+def check_pools(pools: tuple[ResolvedPool, ...], cloud: StrictModel | None = None) -> list[ConfigIssue]:
+    """`cloud` is the stack's `cloud:` block: a cloud backend's pools need its cluster there."""
     issues: list[ConfigIssue] = []
+    for name in sorted({p.config.backend for p in pools}):
+        backend = BACKENDS[name]
+        if backend.cluster_model is not None and getattr(cloud, name, None) is None:
+            first = next(p for p in pools if p.config.backend == name)
+            issues.append(
+                ConfigIssue(
+                    f"cloud.{name}",
+                    f"required by {first.at} (backend {name}): the cluster its node pools join",
+                    None,
+                    f"see docs/node-pools-and-queues.md, e.g. stacks/Pulumi.{name}.yaml",
+                )
+            )
     if len(pools) > MAX_FLAVORS:
         issues.append(
             ConfigIssue("nodePools", f"Kueue allows at most {MAX_FLAVORS} flavors per queue", str(len(pools)))
@@ -83,8 +98,8 @@ def check_pools(pools: tuple[ResolvedPool, ...]) -> list[ConfigIssue]:
                 ConfigIssue(f"{pool.at}.name", f"duplicate pool name (also nodePools[{seen[pool.name]}])", pool.name)
             )
         seen.setdefault(pool.name, pool.index)
-        if pool.config.node.accelerator and not pool.config.configured_taints:
-            taint = accelerator_taint(pool.config.node.accelerator.resource)
+        if pool.node.accelerator and not pool.config.configured_taints(pool.node):
+            taint = accelerator_taint(pool.node.accelerator.resource)
             issues.append(
                 ConfigIssue(
                     f"{pool.at}.taints",
@@ -97,10 +112,41 @@ def check_pools(pools: tuple[ResolvedPool, ...]) -> list[ConfigIssue]:
             issues.append(
                 ConfigIssue(pool.at, f"a ResourceFlavor takes at most {MAX_FLAVOR_FIELDS} labels and tolerations")
             )
-        issues += _topology(pool) + _backend(pool) + _taints(pool) + _labels(pool)
+        issues += _topology(pool) + _backend(pool) + _shape(pool) + _taints(pool) + _labels(pool)
     issues += _flavors_overlap(pools)
     for backend in BACKENDS:
         issues += backend.shared_checks([p for p in pools if p.config.backend == backend.name and p.settings])
+    return issues
+
+
+def _shape(pool: ResolvedPool) -> list[ConfigIssue]:
+    """A declared `node` next to the backend's own shape may only promise less CPU and memory (room for DaemonSets):
+    more than the machine offers, or another accelerator, contradicts the machine table."""
+    declared = pool.config.node
+    facts = BACKENDS[pool.config.backend].shape(pool.config, pool.settings) if pool.settings is not None else None
+    if declared is None or facts is None:
+        return []
+    at, hint = f"{pool.at}.node", "drop `node` (the machine type gives it) or stay within the machine's figures"
+    issues = [
+        ConfigIssue(
+            f"{at}.{res}",
+            f"more than a node of this machine type offers to pods ({getattr(facts, res)}, nodepools/machine_types)",
+            str(getattr(declared, res)),
+            hint,
+        )
+        for res in ("cpu", "memory")
+        if quantity(str(getattr(declared, res))) > quantity(str(getattr(facts, res)))
+    ]
+    if declared.pods > facts.pods:
+        issues.append(
+            ConfigIssue(f"{at}.pods", f"the machine's pools take at most {facts.pods} pods", str(declared.pods))
+        )
+    mine, theirs = declared.accelerator, facts.accelerator
+    for field in ("resource", "count", "product"):
+        got = getattr(mine, field) if mine else None
+        want = getattr(theirs, field) if theirs else None
+        if got != want and not (field == "product" and got is None):
+            issues.append(ConfigIssue(f"{at}.accelerator.{field}", f"the machine type has {want}", str(got), hint))
     return issues
 
 
@@ -108,7 +154,7 @@ def _taints(pool: ResolvedPool) -> list[ConfigIssue]:
     """The API server keeps one taint per key and effect (Node validation): a second one is refused."""
     issues = []
     seen: dict[tuple[str, str], str] = {}
-    configured = len(pool.config.configured_taints)
+    configured = len(pool.config.configured_taints(pool.node))
     for i, taint in enumerate(pool.taints):
         backends = i >= configured  # added by the backend itself (kwok's)
         where = f"{pool.at}.taints" if backends or pool.config.taints is None else f"{pool.at}.taints[{i}]"
@@ -133,7 +179,7 @@ def _labels(pool: ResolvedPool) -> list[ConfigIssue]:
     owned = {POOL_LABEL: "the pool", CAPACITY_TYPE_LABEL: "capacityType"}
     owned |= {key: "topology" for key in pool.topology}
     owned |= {key: "the node itself" for key in NODE_OWN_LABELS}
-    acc = pool.config.node.accelerator
+    acc = pool.node.accelerator
     if acc and acc.product and acc.product_label_key:
         owned[acc.product_label_key] = "node.accelerator.product"
     owned |= {
@@ -166,3 +212,25 @@ def _flavors_overlap(pools: tuple[ResolvedPool, ...]) -> list[ConfigIssue]:
                     )
                     break
     return issues
+
+
+def check_scaling_under_tas(pools: tuple[ResolvedPool, ...], tas: bool) -> list[ConfigIssue]:
+    """With Topology-Aware Scheduling, Kueue places a job onto the nodes that exist (its TAS cache is built from
+    Node objects); only a flavor guarded by a ProvisioningRequest check gets its topology after the nodes are
+    provisioned (Kueue 0.19.2 pkg/scheduler/flavorassigner/tas_flavorassigner.go). A pool that autoscales above
+    its minimum without one would count quota no job can ever be admitted into: Kueue never creates the pods the
+    autoscaler would react to."""
+    if not tas:
+        return []
+    return [
+        ConfigIssue(
+            f"{p.at}.size",
+            f"autoscales {p.autoscaling[0]}..{p.autoscaling[1]} nodes, but Kueue's topology-aware scheduling "
+            "admits only onto nodes that exist, so jobs needing the nodes above size.min would wait forever",
+            f"min {p.autoscaling[0]}, max {p.autoscaling[1]}",
+            "use a fixed size.count, provisioning on request (gke: queuedProvisioning), "
+            "or components.kueue.tas.enabled: false",
+        )
+        for p in pools
+        if p.autoscaling is not None and p.autoscaling[0] < p.autoscaling[1] and p.provisioning is None
+    ]

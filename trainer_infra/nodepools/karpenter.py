@@ -1,39 +1,96 @@
-"""karpenter backend: a Karpenter `NodePool` (karpenter.sh/v1), plus an `EC2NodeClass`
-(karpenter.k8s.aws/v1) unless an existing node class is named.
+"""karpenter backend: a Karpenter `NodePool` (karpenter.sh/v1), plus an `EC2NodeClass` (karpenter.k8s.aws/v1)
+unless an existing node class is named. Shapes checked against the CRDs of sigs.k8s.io/karpenter v1.15.0 and
+github.com/aws/karpenter-provider-aws v1.15.2 (tests/nodepools/test_karpenter_crds.py).
 
-Owns: those two objects. Never touches: Karpenter itself (install it separately), the nodes Karpenter
-launches (Karpenter owns them), other NodePools. Topology labels are AWS's
-(`topology.k8s.aws/network-node-layer-*`, set by Karpenter from EC2 instance topology), so only those,
-the zone and the hostname are accepted as levels.
+Owns: those two objects. Never touches: Karpenter itself (install it separately), the nodes Karpenter launches
+(Karpenter owns them), other NodePools, the capacity reservations and placement groups it selects.
+
+Reserved capacity (On-Demand Capacity Reservations and Capacity Blocks for ML) is only launched into through the
+node class's `capacityReservationSelectorTerms`: a `reserved` NodePool without them can launch nothing, so it
+is refused. EFA: Karpenter attaches the instance type's maximum EFA interfaces when the pending pods request
+`vpc.amazonaws.com/efa` (v1.15.2 pkg/providers/instance/instance.go `getEFACountForInstance`); the backend checks
+every instance type has them. Topology levels are the labels these nodes really carry (nodepools/aws.py).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.objects import ManagedObject
 from trainer_infra.core.quantity import format_amount
 from trainer_infra.core.types import DnsSubdomain
-from trainer_infra.core.upstream import aws, karpenter, kubernetes
+from trainer_infra.core.upstream import karpenter, kubernetes
 from trainer_infra.manifests import meta
+from trainer_infra.nodepools import aws
 from trainer_infra.nodepools.backend import BackendDefaults
-from trainer_infra.nodepools.labels import HOSTNAME
+from trainer_infra.nodepools.labels import HOSTNAME, ZONE
 from trainer_infra.nodepools.model import NodePool, ResolvedPool
 
-EKS_LAYERS = tuple(f"{aws.NETWORK_NODE_LAYER_PREFIX}{i}" for i in range(1, 5))
-DEFAULT_EKS_TOPOLOGY = (*EKS_LAYERS[:3], HOSTNAME)
-PROVIDED_LEVELS = frozenset({*EKS_LAYERS, kubernetes.ZONE_LABEL, HOSTNAME})
+INSTANCE_TYPE = kubernetes.INSTANCE_TYPE_LABEL
+CAPACITY_TYPE = karpenter.CAPACITY_TYPE_LABEL
+RESERVATION_ID = karpenter.RESERVATION_ID_LABEL
+RESERVATION_TYPE = karpenter.RESERVATION_TYPE_LABEL
+PLACEMENT_GROUP_ID = karpenter.PLACEMENT_GROUP_ID_LABEL
+CAPACITY_BLOCK = "capacity-block"  # the value of RESERVATION_TYPE for Capacity Blocks for ML
+PLACEMENT_GROUP_ID_PATTERN = r"^pg-[0-9a-z]+$"
+
+DEFAULT_EKS_TOPOLOGY = (*aws.NETWORK_LAYERS[:3], HOSTNAME)
+PROVIDED_LEVELS = frozenset({*aws.NETWORK_LAYERS, ZONE, aws.ZONE_ID, HOSTNAME, RESERVATION_ID, PLACEMENT_GROUP_ID})
+
+
+class ReservationTerm(StrictModel):
+    """One `capacityReservationSelectorTerms` entry: a reservation ID, or tags (of another account's reservations
+    with `ownerId`)."""
+
+    id: str | None = Field(default=None, pattern=r"^cr-[0-9a-z]+$", description="e.g. cr-0123456789abcdef0.")
+    tags: dict[str, str] | None = Field(default=None, min_length=1, max_length=20)
+    owner_id: str | None = Field(default=None, pattern=r"^[0-9]{12}$", description="AWS account of tagged ones.")
+
+    @model_validator(mode="after")
+    def _one_selector(self) -> ReservationTerm:
+        if (self.id is None) == (self.tags is None):
+            raise ValueError("set exactly one of id, tags")
+        if self.id is not None and self.owner_id is not None:
+            raise ValueError("ownerId goes with tags, not with id")
+        if self.tags is not None and any(not k or not v for k, v in self.tags.items()):
+            raise ValueError("tags: empty keys or values select nothing")
+        return self
+
+    def as_k8s(self) -> dict[str, Any]:
+        if self.id is not None:
+            return {"id": self.id}
+        term: dict[str, Any] = {"tags": dict(sorted((self.tags or {}).items()))}
+        if self.owner_id is not None:
+            term["ownerID"] = self.owner_id
+        return term
 
 
 class EC2NodeClassConfig(StrictModel):
-    role: str = Field(description="IAM role name of the nodes.")
-    ami_alias: str = Field(default="al2023@latest", description="amiSelectorTerms alias.")
+    role: str = Field(min_length=1, description="IAM role name of the nodes.")
+    ami_alias: str = Field(
+        default="al2023@latest",
+        pattern=r"^(al2|al2023|bottlerocket)@.+$",
+        max_length=30,
+        description="amiSelectorTerms alias, family@version (pin a version in production).",
+    )
     subnet_tags: dict[str, str] = Field(min_length=1)
     security_group_tags: dict[str, str] = Field(min_length=1)
+    capacity_reservations: list[ReservationTerm] = Field(
+        default_factory=list,
+        max_length=30,
+        description="capacityReservationSelectorTerms: the reservations (ODCRs, Capacity Blocks) a reserved pool "
+        "launches into. Required for capacityType reserved.",
+    )
+    placement_group: str | None = Field(
+        default=None,
+        min_length=1,
+        description="An existing placement group (name, or pg- ID) the nodes launch into: placementGroupSelector.",
+    )
 
 
 class KarpenterPool(StrictModel):
@@ -43,33 +100,55 @@ class KarpenterPool(StrictModel):
     )
     node_class_name: DnsSubdomain | None = Field(default=None, description="Or use an existing EC2NodeClass.")
     consolidate_after: str = Field(default="10m", pattern=r"^(\d+(s|m|h))+$|^Never$")
+    efa: bool = Field(
+        default=False,
+        description=f"Nodes with EFA interfaces (pods request {aws.EFA_RESOURCE}): every instance type must have "
+        "them; the EFA device plugin is installed.",
+    )
+    capacity_block: bool = Field(
+        default=False, description="Launch only into Capacity Blocks for ML among the selected reservations."
+    )
+
+
+RESTRICTED_DOMAINS = karpenter.RESTRICTED_LABEL_DOMAINS
+
+
+def _node_class(name: str, nc: EC2NodeClassConfig) -> ManagedObject:
+    spec: dict[str, Any] = {
+        "role": nc.role,
+        "amiSelectorTerms": [{"alias": nc.ami_alias}],
+        "subnetSelectorTerms": [{"tags": dict(sorted(nc.subnet_tags.items()))}],
+        "securityGroupSelectorTerms": [{"tags": dict(sorted(nc.security_group_tags.items()))}],
+    }
+    if nc.capacity_reservations:
+        spec["capacityReservationSelectorTerms"] = [t.as_k8s() for t in nc.capacity_reservations]
+    if nc.placement_group is not None:
+        key = "id" if aws_id(nc.placement_group) else "name"
+        spec["placementGroupSelector"] = {key: nc.placement_group}
+    return ManagedObject(
+        {
+            "apiVersion": karpenter.EC2_NODECLASS_API,
+            "kind": "EC2NodeClass",
+            "metadata": meta.metadata(name),
+            "spec": spec,
+        }
+    )
+
+
+def aws_id(value: str) -> bool:
+    return re.match(PLACEMENT_GROUP_ID_PATTERN, value) is not None
 
 
 def karpenter_objects(pool: ResolvedPool) -> list[ManagedObject]:
     kp: KarpenterPool = pool.settings
     class_name = kp.node_class_name or pool.name
-    objects = []
-    if kp.node_class is not None:
-        nc = kp.node_class
-        objects.append(
-            ManagedObject(
-                {
-                    "apiVersion": karpenter.EC2_NODECLASS_API,
-                    "kind": "EC2NodeClass",
-                    "metadata": meta.metadata(class_name),
-                    "spec": {
-                        "role": nc.role,
-                        "amiSelectorTerms": [{"alias": nc.ami_alias}],
-                        "subnetSelectorTerms": [{"tags": dict(sorted(nc.subnet_tags.items()))}],
-                        "securityGroupSelectorTerms": [{"tags": dict(sorted(nc.security_group_tags.items()))}],
-                    },
-                }
-            )
-        )
+    objects = [] if kp.node_class is None else [_node_class(class_name, kp.node_class)]
     requirements: list[dict[str, Any]] = [
-        {"key": kubernetes.INSTANCE_TYPE_LABEL, "operator": "In", "values": list(kp.instance_types)},
-        {"key": karpenter.CAPACITY_TYPE_LABEL, "operator": "In", "values": [pool.config.capacity_type]},
+        {"key": INSTANCE_TYPE, "operator": "In", "values": list(kp.instance_types)},
+        {"key": CAPACITY_TYPE, "operator": "In", "values": [pool.config.capacity_type]},
     ]
+    if kp.capacity_block:
+        requirements.append({"key": RESERVATION_TYPE, "operator": "In", "values": [CAPACITY_BLOCK]})
     limits = {k: format_amount(k, v) for k, v in sorted(pool.capacity.items())}
     objects.append(
         ManagedObject(
@@ -96,6 +175,99 @@ def karpenter_objects(pool: ResolvedPool) -> list[ManagedObject]:
     return objects
 
 
+def _capacity_checks(pool: ResolvedPool) -> list[ConfigIssue]:
+    """Reserved capacity launches only through the node class's reservation selector terms; reservations are
+    used by nothing else."""
+    kp: KarpenterPool = pool.settings
+    at, capacity_type = f"{pool.at}.karpenter", pool.config.capacity_type
+    terms = kp.node_class.capacity_reservations if kp.node_class else []
+    example = "nodeClass: {capacityReservations: [{id: cr-0123456789abcdef0}]}"
+    issues = []
+    if capacity_type == "reserved" and kp.node_class is None:
+        issues.append(
+            ConfigIssue(
+                f"{at}.nodeClassName",
+                "capacityType reserved needs capacityReservationSelectorTerms the platform can see",
+                f"nodeClassName: {kp.node_class_name}",
+                f"declare the node class here: {example}",
+            )
+        )
+    elif capacity_type == "reserved" and not terms:
+        issues.append(
+            ConfigIssue(
+                f"{at}.nodeClass.capacityReservations",
+                "capacityType reserved launches nothing without capacity reservation selector terms",
+                "capacityType: reserved, capacityReservations: []",
+                f"name the reservations: {example}",
+            )
+        )
+    if terms and capacity_type != "reserved":
+        issues.append(
+            ConfigIssue(
+                f"{at}.nodeClass.capacityReservations",
+                f"capacity reservations are only launched into by capacityType reserved, not {capacity_type}",
+                f"capacityType: {capacity_type}, capacityReservations: {len(terms)} term(s)",
+                "set capacityType: reserved, or remove capacityReservations",
+            )
+        )
+    if kp.capacity_block and capacity_type != "reserved":
+        issues.append(
+            ConfigIssue(
+                f"{at}.capacityBlock",
+                "Capacity Blocks are reserved capacity",
+                f"capacityType: {capacity_type}, capacityBlock: true",
+                "set capacityType: reserved and name the block in nodeClass.capacityReservations",
+            )
+        )
+    return issues
+
+
+def _efa_checks(pool: ResolvedPool) -> list[ConfigIssue]:
+    kp: KarpenterPool = pool.settings
+    if not kp.efa:
+        return []
+    return [
+        ConfigIssue(
+            f"{pool.at}.{KarpenterBackend.name}.instanceTypes[{kp.instance_types.index(t)}]",
+            "this instance type has no EFA interfaces",
+            f"efa: true, instance type {t}",
+            "instance types with EFA: " + ", ".join(sorted(aws.EFA_INTERFACES)),
+        )
+        for t in aws.without_efa(kp.instance_types)
+    ]
+
+
+def topology_checks(pool: ResolvedPool, instance_types: list[str], reserved_level: bool) -> list[ConfigIssue]:
+    """Levels the nodes of these instance types really carry: network layers the cloud-controller-manager sets
+    for them, the reservation level only on reserved capacity."""
+    issues = []
+    levels = [k for k in pool.topology if k.startswith(aws.NETWORK_LAYER_PREFIX)]
+    carried = aws.network_levels(instance_types)
+    lacking = [k for k in levels if k not in carried]
+    if lacking:
+        shallow = aws.without_topology(instance_types) or [
+            t for t in instance_types if aws.topology_layers(t) < len(aws.NETWORK_LAYERS)
+        ]
+        issues.append(
+            ConfigIssue(
+                f"{pool.at}.topology",
+                "EC2 reports no such network layer for these instance types, so their nodes never carry it",
+                f"{', '.join(lacking)} on {', '.join(shallow)}",
+                "use " + ", ".join([*carried, ZONE, HOSTNAME]) if carried else f"topology: [{ZONE}, {HOSTNAME}]",
+            )
+        )
+    if RESERVATION_ID in pool.topology and not reserved_level:
+        issues.append(
+            ConfigIssue(
+                f"{pool.at}.topology",
+                "only nodes on reserved capacity carry the reservation label",
+                f"{RESERVATION_ID}, capacityType: {pool.config.capacity_type}",
+                "set capacityType: reserved, or drop the level",
+            )
+        )
+    return issues
+
+
 class KarpenterBackend(BackendDefaults):
     """Karpenter launches the nodes from EC2 instance types; the pool scales from zero to `size.max`."""
 
@@ -103,10 +275,10 @@ class KarpenterBackend(BackendDefaults):
     settings_model = KarpenterPool
     settings_hint = "karpenter: {instanceTypes: [...], nodeClass: {...}}"
 
-    def default_topology(self) -> tuple[str, ...]:
+    def default_topology(self, pool: NodePool, settings: Any) -> tuple[str, ...]:
         return DEFAULT_EKS_TOPOLOGY
 
-    def provided_levels(self) -> frozenset[str] | None:
+    def provided_levels(self, pool: NodePool, settings: Any) -> frozenset[str] | None:
         return PROVIDED_LEVELS
 
     def node_count(self, pool: NodePool, settings: Any) -> int:
@@ -118,7 +290,7 @@ class KarpenterBackend(BackendDefaults):
         issues = []
         for key in pool.config.labels:
             domain = key.split("/")[0] if "/" in key else ""
-            if domain.endswith(karpenter.RESTRICTED_LABEL_DOMAINS):
+            if domain.endswith(RESTRICTED_DOMAINS):
                 issues.append(
                     ConfigIssue(f"{at}.labels.{key}", "Karpenter refuses NodePool labels in this domain", domain)
                 )
@@ -128,7 +300,19 @@ class KarpenterBackend(BackendDefaults):
             issues.append(ConfigIssue(f"{at}.size", "karpenter pools scale from zero: set only max"))
         if (kp.node_class is None) == (kp.node_class_name is None):
             issues.append(ConfigIssue(f"{at}.karpenter", "set exactly one of nodeClass, nodeClassName"))
-        return issues
+            return issues
+        if PLACEMENT_GROUP_ID in pool.topology and (kp.node_class is None or kp.node_class.placement_group is None):
+            issues.append(
+                ConfigIssue(
+                    f"{at}.topology",
+                    "only nodes launched into a placement group carry its label",
+                    PLACEMENT_GROUP_ID,
+                    f"set {KarpenterBackend.name}.nodeClass.placementGroup, or drop the level",
+                )
+            )
+        reserved = pool.config.capacity_type == "reserved"
+        issues += topology_checks(pool, kp.instance_types, reserved)
+        return issues + _capacity_checks(pool) + _efa_checks(pool)
 
     def objects(self, pool: ResolvedPool) -> list[ManagedObject]:
         return karpenter_objects(pool)

@@ -95,7 +95,7 @@ def _longest_generated(pool: str, levels: tuple[str, ...], layout: list[int]) ->
 
 
 def _resources(pool: ResolvedPool) -> dict[str, str]:
-    shape = pool.config.node
+    shape = pool.node
     out = {"cpu": shape.cpu, "memory": shape.memory, "pods": str(shape.pods)}
     if shape.accelerator:
         out[shape.accelerator.resource] = str(shape.accelerator.count)

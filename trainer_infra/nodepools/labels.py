@@ -9,6 +9,7 @@ from trainer_infra.core.types import LabelKey, LabelValue
 from trainer_infra.core.upstream import amd, kubernetes, nvidia
 
 HOSTNAME = kubernetes.HOSTNAME_LABEL
+ZONE = kubernetes.ZONE_LABEL
 # Every node of a pool carries this label; the pool's ResourceFlavor selects on it, so two pools can
 # never select each other's nodes.
 POOL_LABEL = "trainer-platform.io/node-pool"

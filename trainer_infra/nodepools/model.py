@@ -71,7 +71,11 @@ class NodePool(StrictModel):
         description="Pool name; its ResourceFlavor is `<name>-<hash of the flavor's immutable fields>`."
     )
     backend: str = Field(description="The backend that makes or adopts the nodes (nodepools/registry.py).")
-    node: NodeShape
+    node: NodeShape | None = Field(
+        default=None,
+        description="What one node offers to pods (allocatable). Cloud backends (gke, eks, aks) take it from their "
+        "machine table; given here too, it may only be smaller (room for DaemonSets), never another GPU.",
+    )
     size: PoolSize = Field(default_factory=PoolSize)
     labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, description="Extra node labels.")
     taints: list[Taint] | None = Field(
@@ -88,27 +92,33 @@ class NodePool(StrictModel):
         ),
     )
 
-    @property
-    def configured_taints(self) -> list[Taint]:
+    def configured_taints(self, node: NodeShape) -> list[Taint]:
         """The pool's own taints: as configured, or the GPU default for pools with an accelerator."""
         if self.taints is not None:
             return list(self.taints)
-        return [accelerator_taint(self.node.accelerator.resource)] if self.node.accelerator else []
+        return [accelerator_taint(node.accelerator.resource)] if node.accelerator else []
 
     @property
     def settings(self) -> Any:
         """The backend's settings block (`nodePools[].<backend>`), None when absent."""
         return getattr(self, self.backend, None)
 
-    @property
-    def accelerator_resource(self) -> str | None:
-        return self.node.accelerator.resource if self.node.accelerator else None
 
-    def per_node(self) -> dict[str, Decimal]:
-        out = {"cpu": quantity(self.node.cpu), "memory": quantity(self.node.memory)}
-        if self.node.accelerator:
-            out[self.node.accelerator.resource] = Decimal(self.node.accelerator.count)
-        return out
+def per_node(node: NodeShape) -> dict[str, Decimal]:
+    out = {"cpu": quantity(node.cpu), "memory": quantity(node.memory)}
+    if node.accelerator:
+        out[node.accelerator.resource] = Decimal(node.accelerator.count)
+    return out
+
+
+@dataclass(frozen=True)
+class ProvisioningRequest:
+    """Nodes that exist only once requested: Kueue's ProvisioningRequest admission check (a ProvisioningRequestConfig
+    of this class, managing these resources) guards the pool's flavor, so a job is admitted once its nodes are
+    provisioned and requeued when the request fails."""
+
+    provisioning_class: str  # e.g. queued-provisioning.gke.io
+    managed_resources: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -118,12 +128,15 @@ class ResolvedPool:
 
     config: NodePool
     index: int
+    node: NodeShape  # declared, or the backend's (machine table)
     taints: tuple[Taint, ...]  # configured + what the backend puts on its nodes
     topology: tuple[str, ...]
     node_count: int
     per_node: dict[str, Decimal]
     node_labels: dict[str, str]  # every node of the pool carries these (topology aside)
     flavor_labels: dict[str, str]  # what its ResourceFlavor selects on
+    autoscaling: tuple[int, int] | None = None  # (min, max) when the pool scales itself; node_count is max
+    provisioning: ProvisioningRequest | None = None  # Kueue asks for the nodes before admitting onto the flavor
 
     @property
     def name(self) -> str:
@@ -139,7 +152,7 @@ class ResolvedPool:
 
     @property
     def accelerator_resource(self) -> str | None:
-        return self.config.accelerator_resource
+        return self.node.accelerator.resource if self.node.accelerator else None
 
     @property
     def tolerations(self) -> list[dict[str, str]]:

@@ -11,6 +11,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from trainer_infra.core.objects import ClusterAccess, ManagedObject, Plan, WorkerKubeconfig
+from trainer_infra.platform.cloud import register_cloud_resources
 from trainer_infra.platform.gate import ReadinessGateResource
 from trainer_infra.platform.helm import chart, with_objects
 from trainer_infra.platform.objects import KubernetesObject
@@ -42,13 +43,8 @@ class TrainingPlatform(pulumi.ComponentResource):
         self.provider = cluster_provider(f"{prefix}k8s", cluster, pulumi.ResourceOptions(parent=self))
         child = pulumi.ResourceOptions(parent=self, provider=self.provider)
 
-        for res in plan.resources:  # other providers' (cloud node groups): their default provider, not the cluster
-            self.created[res.name] = pulumi.CustomResource(
-                res.type,
-                prefix + res.name,
-                res.inputs,
-                pulumi.ResourceOptions(parent=self, protect=res.protect, retain_on_delete=res.retain_on_delete),
-            )
+        # the cloud SDKs' node groups, each through its cluster's own provider (platform/cloud.py)
+        self.created.update(register_cloud_resources(plan.resources, prefix, self))
 
         namespaces = register_namespaces(plan.objects, self.created, lambda obj: self._object(obj, child, []))
 

@@ -43,7 +43,14 @@ def capacity_lines(teams: Sequence[TeamConfig], queues: QueuesConfig, resolved: 
             f"{res} {format_amount(res, t.quota[res])}/{format_amount(res, cap)}"
             for res, cap in sorted(t.capacity.items())
         ]
-        lines.append(f"pool {t.pool}: {t.nodes} nodes; team quota/capacity: " + ", ".join(parts))
+        pool = resolved.pools[t.index]
+        nodes = f"{t.nodes} nodes"
+        if pool.autoscaling is not None:  # quotas count what the pool can reach, not what runs now
+            low, high = pool.autoscaling
+            nodes = f"up to {t.nodes} nodes (autoscaling {low}..{high}, quotas count the max)"
+        if pool.provisioning is not None:
+            nodes += f", provisioned on request ({pool.provisioning.provisioning_class})"
+        lines.append(f"pool {t.pool}: {nodes}; team quota/capacity: " + ", ".join(parts))
     if teams:
         lines.append(
             f"queues: {len(teams)} ClusterQueues in cohort {queues.cohort.name}"

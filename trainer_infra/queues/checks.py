@@ -37,9 +37,9 @@ def _quotas(teams: Sequence[TeamConfig], resolved: ResolvedQueues) -> list[Confi
                 )
                 issues.append(ConfigIssue(qat, "no node pool of this name", pool_name, hint))
                 continue
-            if quota.gpus and pool.config.node.accelerator is None:
+            if quota.gpus and pool.node.accelerator is None:
                 issues.append(ConfigIssue(f"{qat}.gpus", "pool has no accelerator", str(quota.gpus)))
-            if pool.config.node.accelerator is None and quota.cpu is None and quota.memory is None:
+            if pool.node.accelerator is None and quota.cpu is None and quota.memory is None:
                 issues.append(ConfigIssue(qat, "a pool without accelerators needs cpu and/or memory quota"))
             limits = resolved.limits(team.name, pool_name)
             for res, lend in limits.lending.items():
@@ -101,9 +101,12 @@ def _capacity(teams: Sequence[TeamConfig], resolved: ResolvedQueues) -> list[Con
                 ConfigIssue(
                     f"nodePools[{t.index}]",
                     f"team quotas for {res} add up to {format_amount(res, t.quota[res])}, more than the "
-                    f"pool's capacity {format_amount(res, t.capacity.get(res, Decimal(0)))}",
+                    f"pool's capacity {format_amount(res, t.capacity.get(res, Decimal(0)))}"
+                    + (f" ({t.nodes} nodes: its autoscaling size.max)" if pool.autoscaling else ""),
                     by_team,
-                    "lower teams[].quota, grow the pool, or set queues.cohort.oversubscribe: true",
+                    "lower teams[].quota, grow the pool"
+                    + (" (size.max)" if pool.autoscaling else "")
+                    + ", or set queues.cohort.oversubscribe: true",
                 )
             )
     return issues

@@ -10,7 +10,13 @@ config always gives the same dicts.
 - one `Cohort`; per team a `ClusterQueue` in it (all pools as flavors of one resource group, the
   team's resolved limits: nominal quota or 0, borrowing/lending limits) and a `LocalQueue` in the team
   namespace;
-- the `WorkloadPriorityClass`es.
+- the `WorkloadPriorityClass`es;
+- per pool whose nodes exist only once requested (GKE queued provisioning): a `ProvisioningRequestConfig` and an
+  `AdmissionCheck` (controller kueue.x-k8s.io/provisioning-request), required by every ClusterQueue on that pool's
+  flavor (`admissionChecksStrategy.onFlavors`). Kueue then asks the cluster autoscaler for the nodes before it
+  admits, and with TAS assigns the topology only once they exist (Kueue 0.19.2
+  pkg/scheduler/flavorassigner/tas_flavorassigner.go: DelayedTopologyRequest for a flavor with a ProvisioningRequest
+  check); a failed request sends the job back to the queue.
 """
 
 from __future__ import annotations
@@ -22,8 +28,10 @@ from typing import Any
 from trainer_infra.core.objects import ManagedObject
 from trainer_infra.core.quantity import format_amount
 from trainer_infra.core.upstream.kubernetes import NAMESPACE_NAME_LABEL
+from trainer_infra.core.upstream.kueue import PROVISIONING_CONTROLLER
 from trainer_infra.manifests import meta
 from trainer_infra.nodepools.labels import POOL_LABEL
+from trainer_infra.nodepools.model import ResolvedPool
 from trainer_infra.queues.config import QueuesConfig
 from trainer_infra.queues.resolve import QueueLimits, ResolvedQueues
 from trainer_infra.teams.model import TeamConfig
@@ -71,6 +79,13 @@ def cluster_queue(api: str, q: QueuesConfig, team: TeamConfig, resolved: Resolve
         },
         "resourceGroups": resource_groups(resolved.covered, flavors),
     }
+    checks = [
+        {"name": provisioning_check_name(p.name), "onFlavors": [resolved.flavors[p.name].name]}
+        for p in resolved.pools
+        if p.provisioning is not None
+    ]
+    if checks:
+        spec["admissionChecksStrategy"] = {"admissionChecks": checks}
     if team.fair_sharing_weight is not None:
         spec["fairSharing"] = {"weight": team.fair_sharing_weight}
     return {
@@ -79,6 +94,37 @@ def cluster_queue(api: str, q: QueuesConfig, team: TeamConfig, resolved: Resolve
         "metadata": meta.metadata(cluster_queue_name(team), None, {meta.TEAM_LABEL: team.name}),
         "spec": spec,
     }
+
+
+def provisioning_check_name(pool: str) -> str:
+    """The AdmissionCheck (and its ProvisioningRequestConfig) of a pool provisioned on request."""
+    return f"{pool}-provisioning"
+
+
+def provisioning_objects(api: str, pool: ResolvedPool) -> list[ManagedObject]:
+    if pool.provisioning is None:
+        return []
+    name = provisioning_check_name(pool.name)
+    group = api.split("/")[0]
+    config = {
+        "apiVersion": api,
+        "kind": "ProvisioningRequestConfig",
+        "metadata": meta.metadata(name),
+        "spec": {
+            "provisioningClassName": pool.provisioning.provisioning_class,
+            "managedResources": list(pool.provisioning.managed_resources),
+        },
+    }
+    check = {
+        "apiVersion": api,
+        "kind": "AdmissionCheck",
+        "metadata": meta.metadata(name),
+        "spec": {
+            "controllerName": PROVISIONING_CONTROLLER,
+            "parameters": {"apiGroup": group, "kind": "ProvisioningRequestConfig", "name": name},
+        },
+    }
+    return [ManagedObject(config), ManagedObject(check)]
 
 
 def cluster_queue_name(team: TeamConfig) -> str:
@@ -113,6 +159,7 @@ def queue_objects(
     for pool in resolved.pools:
         flavor = resolved.flavors[pool.name]
         objects.append(resource_flavor(api, pool.name, flavor.name, flavor.spec))
+        objects += provisioning_objects(api, pool)
     objects.append(
         ManagedObject({"apiVersion": api, "kind": "Cohort", "metadata": meta.metadata(q.cohort.name), "spec": {}})
     )

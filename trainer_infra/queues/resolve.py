@@ -82,7 +82,7 @@ def topology_names(pools: Sequence[ResolvedPool]) -> dict[tuple[str, ...], str]:
 def _nominal(quota: PoolQuota | None, pool: ResolvedPool) -> dict[str, Decimal]:
     """The team's nominal quota on a pool per resource; cpu/memory default to the node's share per GPU."""
     quota = quota or PoolQuota()
-    acc = pool.config.node.accelerator
+    acc = pool.node.accelerator
     out: dict[str, Decimal] = {}
     for res in ("cpu", "memory"):
         given = getattr(quota, res)

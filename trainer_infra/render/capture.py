@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +28,7 @@ from trainer_infra.stack.load import SECRET_PLACEHOLDER
 SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 SIG_KEY = "4dabf18193072939515e22adb298388d"
 PROJECT = "trainer-platform"
+STACK_REFERENCE = "pulumi:pulumi:StackReference"
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class Registration:
     child_transforms: tuple[Any, ...] = field(default=(), compare=False)
     replace_on_changes: tuple[str, ...] = ()
     provider: str = ""  # the provider reference (`urn::id`); a fleet has one per cluster
+    ignore_changes: tuple[str, ...] = ()
 
 
 def python_value(value: struct_pb2.Value) -> Any:
@@ -75,9 +77,16 @@ def python_struct(struct: struct_pb2.Struct) -> Any:
 
 
 class EchoMocks(pulumi.runtime.Mocks):
-    """Every resource gets the id `<name>-id` and its inputs as outputs, as after a create."""
+    """Every resource gets the id `<name>-id` and its inputs as outputs, as after a create. A StackReference
+    (read, not registered) answers with `references[stack]`: the placeholders of the outputs the program reads."""
+
+    def __init__(self, references: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        self.references = references or {}
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        if args.typ == STACK_REFERENCE:
+            name = str(args.inputs.get("name", args.resource_id))
+            return name, {"name": name, "outputs": dict(self.references.get(name, {}))}
         return f"{args.name}-id", dict(args.inputs)
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
@@ -85,8 +94,8 @@ class EchoMocks(pulumi.runtime.Mocks):
 
 
 class _CapturingMonitor(pulumi_mocks.MockMonitor):
-    def __init__(self) -> None:
-        super().__init__(EchoMocks())
+    def __init__(self, references: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        super().__init__(EchoMocks(references))
         self.records: list[Registration] = []
         self.stack_outputs: dict[str, Any] = {}
 
@@ -112,6 +121,7 @@ class _CapturingMonitor(pulumi_mocks.MockMonitor):
                 child_transforms=tuple(pulumi_mocks._resolve_callbacks(request.transforms)),
                 replace_on_changes=tuple(request.replaceOnChanges),
                 provider=request.provider,
+                ignore_changes=tuple(request.ignoreChanges),
             )
         )
         return resource_pb2.RegisterResourceResponse(urn=urn, id=f"{request.name}-id", object=request.object)
@@ -137,10 +147,13 @@ class Capture:
     stack_outputs: dict[str, Any]
 
 
-def capture(program: Callable[[], object], stack: str) -> Capture:
+def capture(
+    program: Callable[[], object], stack: str, references: Mapping[str, Mapping[str, Any]] | None = None
+) -> Capture:
     """Run `program` (a zero-argument callable that registers the resources) against the capturing mock
-    engine; returns every registration and the stack outputs."""
-    monitor = _CapturingMonitor()
+    engine; returns every registration and the stack outputs. `references`: what each other stack the program
+    reads exports (core/cloud.py placeholder_outputs)."""
+    monitor = _CapturingMonitor(references)
     with gc_paused():
         run_under_mocks(lambda: _run_program(program), stack, monitor)
     return Capture(monitor.records, monitor.stack_outputs)

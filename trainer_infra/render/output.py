@@ -152,8 +152,12 @@ def assemble(captured: Capture) -> Rendered:
             entry["replaceOnChanges"] = sorted(r.replace_on_changes)
         if r.type == "pulumi-python:dynamic:Resource":
             entry["inputs"] = {k: v for k, v in r.inputs.items() if not k.startswith("__")}
-        elif r.custom and r.type.split(":")[0] not in ("kubernetes", "pulumi"):  # other providers' (ProviderResource)
+        elif r.custom and r.type.split(":")[0] not in ("kubernetes", "pulumi"):  # the cloud SDKs' (CloudResource)
             entry["inputs"] = r.inputs
+            entry["provider"] = _short(r.provider.rsplit("::", 1)[0])
+            entry["ignoreChanges"] = sorted(r.ignore_changes)
+        elif r.type.startswith("pulumi:providers:") and r.type != "pulumi:providers:kubernetes":  # a cloud's provider
+            entry["inputs"] = {k: v for k, v in r.inputs.items() if k != "version"}
         resources.append(entry)
     return Rendered(manifests, releases, resources, captured.stack_outputs)
 

@@ -100,7 +100,7 @@ def plan_data_cache(v: Validated) -> PlanPart:
 def plan_pools_and_queues(v: Validated) -> PlanPart:
     cfg = v.config
     kueue_api = v.releases.by_name["kueue"].api_versions[kueue.GROUP]
-    pools = node_pool_plan(v.pools, cfg.images.registry_mirror)
+    pools = node_pool_plan(v.pools, cfg.images.registry_mirror, cfg.cloud, cfg.allow_data_loss)
     queues = queues_plan(kueue_api, cfg.queues, cfg.teams, v.queues).objects
     return PlanPart(objects=(*pools.objects, *queues), resources=pools.resources)
 

@@ -13,7 +13,7 @@ from trainer_infra.core.types import KubeMinor
 from trainer_infra.datacache.config import DataCacheConfig
 from trainer_infra.fleet.config import FleetConfig
 from trainer_infra.nodepools.checks import MAX_FLAVORS
-from trainer_infra.nodepools.registry import NodePoolConfig
+from trainer_infra.nodepools.registry import CloudConfig, NodePoolConfig
 from trainer_infra.observability.settings import ObservabilitySettings
 from trainer_infra.queues.config import QueuesConfig
 from trainer_infra.storage.config import StorageConfig
@@ -53,6 +53,10 @@ class StackConfig(StrictModel):
         default_factory=list,
         max_length=MAX_FLAVORS,  # refused before the pairwise checks, which grow with the square of the count
         description=f"GPU (and CPU) node pools (at most {MAX_FLAVORS}, Kueue's flavors per resource group).",
+    )
+    cloud: CloudConfig = Field(
+        default_factory=CloudConfig,
+        description="The cluster the cloud node pools (gke, eks, aks) join: provider settings, cluster stack outputs.",
     )
     queues: QueuesConfig = Field(default_factory=QueuesConfig)
     observability: ObservabilitySettings = Field(

@@ -249,7 +249,9 @@ def _draining(plan: Plan) -> Plan:
             }
         return replace(obj, manifest=m, protect=False, retain_on_delete=True)
 
-    resources = tuple(replace(r, protect=False, retain_on_delete=True) for r in plan.resources)
+    resources = tuple(
+        replace(r, options=replace(r.options, protect=False, retain_on_delete=True)) for r in plan.resources
+    )
     return replace(plan, objects=tuple(keep(o) for o in plan.objects), resources=resources, leaving=True)
 
 

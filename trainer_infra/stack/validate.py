@@ -33,7 +33,7 @@ from trainer_infra.core.schema import issue_from
 from trainer_infra.core.walk import instances
 from trainer_infra.datacache.checks import check_data_cache, check_data_cache_protections, check_job_service_accounts
 from trainer_infra.datacache.pinned import CACHE_CLUSTER_PODS
-from trainer_infra.nodepools.checks import check_pools
+from trainer_infra.nodepools.checks import check_pools, check_scaling_under_tas
 from trainer_infra.nodepools.model import ResolvedPool
 from trainer_infra.nodepools.registry import BACKENDS as POOL_BACKENDS
 from trainer_infra.nodepools.resolve import resolve_pools
@@ -91,7 +91,7 @@ def _draft(cfg: StackConfig) -> Draft:
     kueue = kueue_settings(cfg)
     releases = resolve_releases(cfg, cfg.kubernetes.version, kueue.train_job_integration)
     pools = resolve_pools(cfg.node_pools)
-    pool_issues = check_pools(pools)
+    pool_issues = check_pools(pools, cfg.cloud) + check_scaling_under_tas(pools, kueue.tas.enabled)
     queues = resolve_queues(() if pool_issues else pools, cfg.teams, kueue.tas.enabled)
     catalog = load_catalog()
     trainer = releases.by_name["trainer"].app_version

@@ -16,3 +16,7 @@ EC2_NODECLASS_API = f"{AWS_GROUP}/v1"
 CAPACITY_TYPE_LABEL = f"{GROUP}/capacity-type"
 #: NodePool template label domains Karpenter's CRD rejects (karpenter.sh_nodepools.yaml CEL rules).
 RESTRICTED_LABEL_DOMAINS = (kubernetes.DOMAIN, "k8s.io", GROUP, AWS_GROUP)
+#: Labels Karpenter v1.15.2 puts on reserved and placement-group nodes (karpenter-provider-aws pkg/apis/v1/labels.go).
+RESERVATION_ID_LABEL = f"{AWS_GROUP}/capacity-reservation-id"
+RESERVATION_TYPE_LABEL = f"{AWS_GROUP}/capacity-reservation-type"
+PLACEMENT_GROUP_ID_LABEL = f"{AWS_GROUP}/placement-group-id"

@@ -37,3 +37,5 @@ TRAINJOB_FRAMEWORK = f"{trainer.GROUP}/trainjob"
 BATCH_JOB_FRAMEWORK = "batch/job"
 JOBSET_FRAMEWORK = f"{jobset.GROUP}/jobset"
 LEADERWORKERSET_FRAMEWORK = f"{lws.GROUP}/leaderworkerset"
+#: The controller of Kueue's ProvisioningRequest admission checks (pkg/controller/admissionchecks/provisioning).
+PROVISIONING_CONTROLLER = f"{GROUP}/provisioning-request"
