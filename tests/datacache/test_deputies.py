@@ -134,6 +134,16 @@ def _lws_pods(lws: Obj) -> list[Any]:  # Any: the attacks below set fields in co
     return [t["leaderTemplate"]["spec"], t["workerTemplate"]["spec"]]
 
 
+def _hidden_in(field: str) -> Callable[[Obj], Any]:
+    """An attack that adds a privileged container to `field` of every pod template of a LeaderWorkerSet."""
+
+    def attack(o: Obj) -> Any:
+        hostile = {"name": "x", "image": "evil.io/x", "securityContext": {"privileged": True}}
+        return [p.setdefault(field, []).append(dict(hostile)) for p in _lws_pods(o)]
+
+    return attack
+
+
 LWS_ATTACKS = {
     "another image": lambda o: [p["containers"][0].__setitem__("image", "evil.io/miner:1") for p in _lws_pods(o)],
     "a bigger cluster": lambda o: o["spec"]["leaderWorkerTemplate"].update({"size": 64}) or o,
@@ -167,13 +177,7 @@ LWS_ATTACKS = {
     ],
     "another name": lambda o: o["metadata"].update({"name": "miner"}) or o,
     # a container hidden in the lists cache.py never writes, in the leader's template and the workers'
-    **{
-        f"a privileged {field}": lambda o, field=field: [
-            p.setdefault(field, []).append({"name": "x", "image": "evil.io/x", "securityContext": {"privileged": True}})
-            for p in _lws_pods(o)
-        ]
-        for field in ("initContainers", "ephemeralContainers")
-    },
+    **{f"a privileged {field}": _hidden_in(field) for field in ("initContainers", "ephemeralContainers")},
 }
 
 

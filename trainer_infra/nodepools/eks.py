@@ -26,7 +26,7 @@ Facts, with their sources:
 Replacement: the node group is protected (unless allowDataLoss) and no property is marked replace-on-change. What
 the provider replaces on (REPLACED_ON, terraform-provider-aws internal/service/eks/node_group.go `ForceNew`) is set
 only from facts that cannot change without new nodes; scaling, labels, taints and the launch template version are
-updated in place (tests/nodepools/test_eks.py). `desiredSize` is left to the cluster autoscaler.
+updated in place, as the eks tests check. `desiredSize` is left to the cluster autoscaler.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ https://cloud.google.com/compute/docs/instances/view-instance-topology). Other p
 
 Replacement: the node pool is protected (unless allowDataLoss) and no property is marked replace-on-change; what
 the GKE API updates in place (node count, autoscaling limits, labels, taints) stays an update
-(tests/nodepools/test_cloud_in_place.py). `node_count` is left to the autoscaler on autoscaling pools.
+(the in-place tests check it). `node_count` is left to the autoscaler on autoscaling pools.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """karpenter backend: a Karpenter `NodePool` (karpenter.sh/v1), plus an `EC2NodeClass` (karpenter.k8s.aws/v1)
 unless an existing node class is named. Shapes checked against the CRDs of sigs.k8s.io/karpenter v1.15.0 and
-github.com/aws/karpenter-provider-aws v1.15.2 (tests/nodepools/test_karpenter_crds.py).
+github.com/aws/karpenter-provider-aws v1.15.2 (the CRD tests read them from their Go modules).
 
 Owns: those two objects. Never touches: Karpenter itself (install it separately), the nodes Karpenter launches
 (Karpenter owns them), other NodePools, the capacity reservations and placement groups it selects.
