@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import filecmp
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -194,10 +195,13 @@ def _register(path: Path, module: str, entry: str) -> None:
     text = path.read_text()
     head, sep, tail = text.partition("Registry(\n")
     package = ".".join(path.parent.parts[path.parts.index("trainer_infra") :])
-    imports = [line for line in head.splitlines() if line.startswith(f"from {package} import")]
-    assert len(imports) == 1, f"{path}: one import line of the area's modules"
-    modules = sorted([*imports[0].split(" import ")[1].split(", "), module])
-    head = head.replace(imports[0], f"from {package} import {', '.join(modules)}")
+    # the area's one import of its modules, on one line or wrapped in parentheses by the formatter
+    found = re.findall(rf"^from {re.escape(package)} import (\([^)]*\)|[^\n]*)$", head, re.MULTILINE)
+    assert len(found) == 1, f"{path}: one import of the area's modules"
+    names = [n.strip() for n in found[0].strip("()").replace("\n", " ").split(",") if n.strip()]
+    head = head.replace(
+        f"from {package} import {found[0]}", f"from {package} import {', '.join(sorted([*names, module]))}"
+    )
     body, close, rest = tail.partition("\n)")
     path.write_text(f"{head}{sep}{body}\n    {module}.{entry},{close}{rest}")
 

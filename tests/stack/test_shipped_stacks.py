@@ -18,7 +18,11 @@ def test_every_shipped_stack_validates_without_a_warning(stack: str, capsys: pyt
 
 def test_a_team_secret_value_declared_plaintext_is_no_warning_but_still_a_secret() -> None:
     def team(value: object) -> dict[str, object]:
-        return with_changes(MINIMAL, teams=[{"name": "a", "secrets": {"extra": {"wandb": {"WANDB_MODE": value}}}}])
+        return with_changes(
+            MINIMAL,
+            teams=[{"name": "a", "secrets": {"extra": {"wandb": {"WANDB_MODE": value}}}}],
+            tenancy={"images": {"allowedRegistries": ["registry.corp"]}},  # no other warning
+        )
 
     assert validate(team({"plaintext": "offline"})).warnings == []
     (warning,) = validate(team("offline")).warnings

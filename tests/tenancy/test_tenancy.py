@@ -9,7 +9,10 @@ import yaml
 
 from tests.helpers import MINIMAL, render, stack_raw
 from trainer_infra.core.errors import ConfigError
+from trainer_infra.core.upstream import kubernetes
 from trainer_infra.stack.validate import validate
+
+EPHEMERAL = kubernetes.EPHEMERAL_STORAGE
 
 
 def _by_kind(manifests: list[dict[str, Any]], namespace: str) -> dict[str, list[str]]:
@@ -64,9 +67,47 @@ def test_quota_and_limit_range_are_optional_per_team() -> None:
     quota = next(m for m in manifests if m["kind"] == "ResourceQuota")
     assert quota["metadata"]["namespace"] == "a"
     assert quota["spec"]["hard"] == {"pods": "200", "requests.nvidia.com/gpu": "16"}
-    limits = next(m for m in manifests if m["kind"] == "LimitRange")["spec"]["limits"]
-    assert limits == [{"type": "Container", "defaultRequest": {"cpu": "500m"}, "max": {"memory": "512Gi"}}]
+    limits = {m["metadata"]["namespace"]: m["spec"]["limits"] for m in manifests if m["kind"] == "LimitRange"}
+    # the team's own keys over the platform's node-disk bound (tenancy.ephemeralStorage), in one LimitRange
+    disk = {"default": {EPHEMERAL: "50Gi"}, "defaultRequest": {EPHEMERAL: "1Gi"}, "max": {EPHEMERAL: "200Gi"}}
+    assert limits["a"] == [
+        {
+            "type": "Container",
+            "default": disk["default"],
+            "defaultRequest": {"cpu": "500m", **disk["defaultRequest"]},
+            "max": {"memory": "512Gi", **disk["max"]},
+        }
+    ]
+    assert limits["b"] == [{"type": "Container", **disk}]
     assert "ResourceQuota" not in _by_kind(manifests, "b")
+
+
+def test_a_team_bound_on_node_disk_wins_and_the_platform_bound_can_be_off() -> None:
+    teams = [{"name": "a", "limitRange": {"max": {EPHEMERAL: "400Gi"}}}, {"name": "b"}]
+    limits = {
+        m["metadata"]["namespace"]: m["spec"]["limits"][0]
+        for m in render({**MINIMAL, "teams": teams}).manifests
+        if m["kind"] == "LimitRange"
+    }
+    assert limits["a"]["max"] == {EPHEMERAL: "400Gi"} and limits["b"]["max"] == {EPHEMERAL: "200Gi"}
+    off = {**MINIMAL, "teams": teams, "tenancy": {"ephemeralStorage": {"enabled": False}}}
+    kinds = [(m["kind"], m["metadata"].get("namespace")) for m in render(off).manifests]
+    assert ("LimitRange", "a") in kinds and ("LimitRange", "b") not in kinds
+
+
+@pytest.mark.parametrize(
+    "bound,words",
+    [
+        ({"defaultLimit": "100Mi"}, "below 256Mi"),
+        ({"defaultRequest": "60Gi"}, "defaultRequest <= defaultLimit <= max"),
+        ({"max": "10Gi"}, "defaultRequest <= defaultLimit <= max"),
+    ],
+)
+def test_a_node_disk_bound_a_runtime_cannot_live_with_is_refused(bound: dict[str, str], words: str) -> None:
+    raw = {**MINIMAL, "teams": [{"name": "a"}], "tenancy": {"ephemeralStorage": bound}}
+    with pytest.raises(ConfigError) as info:
+        validate(raw)
+    assert "tenancy.ephemeralStorage" in str(info.value) and words in str(info.value)
 
 
 @pytest.mark.parametrize(

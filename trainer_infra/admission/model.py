@@ -45,6 +45,16 @@ class CacheDeputy:
 
 
 @dataclass(frozen=True)
+class ImageAdmission:
+    """Where team images may come from (`tenancy/images.py` resolves it from the stack)."""
+
+    registries: tuple[str, ...]
+    require_digests: bool
+    #: exact references that always pass: the platform's own images in team namespaces
+    platform_images: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class AdmissionSettings:
     """Everything the policies need, resolved by the planner (identities from the charts' release names)."""
 
@@ -59,6 +69,8 @@ class AdmissionSettings:
     data_cache: CacheDeputy | None = None
     #: the accelerator resources the stack's pools offer (what messages tell members to request)
     accelerators: tuple[str, ...] = ()
+    #: where team images may come from; None: any registry
+    images: ImageAdmission | None = None
 
 
 def _always(settings: AdmissionSettings) -> bool:

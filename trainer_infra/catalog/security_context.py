@@ -29,6 +29,7 @@ from typing import Any
 from pydantic import Field
 
 from trainer_infra.core.model import StrictModel
+from trainer_infra.core.types import PositiveQuantity
 from trainer_infra.manifests.pod_rules import ALLOWED_CAPABILITIES
 from trainer_infra.manifests.pod_security_standards import restricted_problems
 from trainer_infra.manifests.pod_walk import containers
@@ -63,6 +64,11 @@ class RuntimeSecurityContext(StrictModel):
         description="Pod fsGroup (changed on first mount only, OnRootMismatch): makes volumes whose driver "
         "supports it group-writable. null on NFS exports with root_squash, where kubelet cannot chown.",
     )
+    empty_dir_size_limit: PositiveQuantity = Field(
+        default="20Gi",
+        description="sizeLimit of the HOME and /workspace emptyDirs this injection adds: the kubelet evicts a pod "
+        "that writes more there, before the node's disk fills (tenancy.ephemeralStorage bounds the pod as a whole).",
+    )
 
 
 def is_mpi(runtime: Mapping[str, Any]) -> bool:
@@ -73,10 +79,10 @@ def _mounted_at(container: Mapping[str, Any], path: str) -> bool:
     return any(m.get("mountPath", "").rstrip("/") == path for m in container.get("volumeMounts") or [])
 
 
-def _add_volume(pod: dict[str, Any], name: str) -> None:
+def _add_volume(pod: dict[str, Any], name: str, size_limit: str) -> None:
     volumes = pod.setdefault("volumes", [])
     if all(v.get("name") != name for v in volumes):
-        volumes.append({"name": name, "emptyDir": {}})
+        volumes.append({"name": name, "emptyDir": {"sizeLimit": size_limit}})
 
 
 def runs_sshd(container: Mapping[str, Any]) -> bool:
@@ -127,10 +133,10 @@ def restricted_pods(settings: RuntimeSecurityContext, runtime: dict[str, Any]) -
                 env.append({"name": "HOME", "value": HOME})
             if not _mounted_at(c, HOME) and next(e for e in env if e.get("name") == "HOME").get("value") == HOME:
                 c.setdefault("volumeMounts", []).append({"name": HOME_VOLUME, "mountPath": HOME})
-                _add_volume(pod, HOME_VOLUME)
+                _add_volume(pod, HOME_VOLUME, settings.empty_dir_size_limit)
             if is_training(job) and key.startswith("containers") and not _mounted_at(c, WORKSPACE):
                 c.setdefault("volumeMounts", []).append({"name": SCRATCH_VOLUME, "mountPath": WORKSPACE})
-                _add_volume(pod, SCRATCH_VOLUME)
+                _add_volume(pod, SCRATCH_VOLUME, settings.empty_dir_size_limit)
     return out
 
 

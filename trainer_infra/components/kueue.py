@@ -137,6 +137,10 @@ class Kueue(Controller):
             "controller": {"groupKindConcurrency": {kueue.WORKLOAD_GROUP_KIND: 10}},
             "integrations": {"frameworks": kueue_frameworks(cfg, stack.data_cache.enabled)},
             "waitForPodsReady": cfg.wait_for_pods_ready.as_kueue(),
+            # node disk is bounded per pod (tenancy/ephemeral_storage.py), not a team quota: a workload requesting
+            # it would otherwise be inadmissible ("resource ephemeral-storage unavailable in ClusterQueue",
+            # kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go findFlavorForPodSets)
+            "resources": {"excludeResourcePrefixes": [kubernetes.EPHEMERAL_STORAGE]},
         }
         if stack.observability.enabled:
             # Per-ClusterQueue quota, reservation and usage gauges (off by default): what the alerts and the

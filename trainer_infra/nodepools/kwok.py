@@ -94,9 +94,14 @@ def _longest_generated(pool: str, levels: tuple[str, ...], layout: list[int]) ->
     return max(values, key=len)
 
 
+#: A fake node has no disk; it offers one so that pods requesting ephemeral-storage (every team pod gets a
+#: request from its LimitRange, tenancy/ephemeral_storage.py) schedule as on a real node.
+FAKE_DISK = "1Ti"
+
+
 def _resources(pool: ResolvedPool) -> dict[str, str]:
     shape = pool.node
-    out = {"cpu": shape.cpu, "memory": shape.memory, "pods": str(shape.pods)}
+    out = {"cpu": shape.cpu, "memory": shape.memory, "pods": str(shape.pods), kubernetes.EPHEMERAL_STORAGE: FAKE_DISK}
     if shape.accelerator:
         out[shape.accelerator.resource] = str(shape.accelerator.count)
     return dict(sorted(out.items()))

@@ -33,7 +33,7 @@ from trainer_infra.core.upstream.kueue import CONFIG_GROUP as KUEUE_CONFIG_GROUP
 from trainer_infra.core.upstream.lws import CONFIG_API as LWS_CONFIG_API
 from trainer_infra.core.upstream.lws import GO_MODULE as LWS_MODULE
 from trainer_infra.core.upstream.trainer import CONFIG_API as TRAINER_CONFIG_API
-from trainer_infra.nodepools.kwok import KWOK_ANNOTATION, KWOK_MANAGED_NODES
+from trainer_infra.nodepools.kwok import FAKE_DISK, KWOK_ANNOTATION, KWOK_MANAGED_NODES
 from trainer_infra.sandbox.apply import apply_objects
 from trainer_infra.sandbox.charts import ChartIdentities, chart_identities
 from trainer_infra.sandbox.interrupts import uninterruptible
@@ -803,7 +803,13 @@ class Sandbox:
         pod_cidr: str | None = None,
     ) -> Obj:
         """A fake node managed by kwok (same shape as kwok's docs); kwok gives its Pods IPs from ``pod_cidr``."""
-        cap = {"cpu": "32", "memory": "256Gi", "pods": "110", **(capacity or {})}
+        cap = {
+            "cpu": "32",
+            "memory": "256Gi",
+            "pods": "110",
+            kubernetes.EPHEMERAL_STORAGE: FAKE_DISK,
+            **(capacity or {}),
+        }
         node = {
             "apiVersion": "v1",
             "kind": "Node",

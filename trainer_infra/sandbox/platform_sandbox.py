@@ -87,10 +87,17 @@ def node_dir(workdir: Path) -> Path:
     return workdir / "run" / "sandbox" / "node"
 
 
+#: the team default a job that fills the node's disk meets (small, so that filling it takes seconds; the stand-ins
+#: write far less)
+EPHEMERAL_LIMIT = "512Mi"
+EPHEMERAL_STORAGE = {"defaultRequest": "64Mi", "defaultLimit": EPHEMERAL_LIMIT, "max": "1Gi"}
+
+
 def sandbox_extra() -> Obj:
     """Top-level keys over ``stacks/Pulumi.local.yaml`` for a one-node cluster: the GPU pool is the real node
     (``static`` backend, one block; its taint not applied, so the node serves both the controllers and the jobs),
-    quotas fit that node, claims come from an ``existing`` class, the first team is ``restricted`` and also gets the
+    quotas fit that node, a container's node disk is bounded small (``EPHEMERAL_LIMIT``), claims come from an
+    ``existing`` class, the first team is ``restricted`` and also gets the
     MPI runtimes as TrainingRuntimes of its own, a failed job is restarted once, the images come through
     ``images.registryMirror``, and ``waitForPodsReady`` allows the first pull of a stand-in image
     (``PODS_READY_TIMEOUT``)."""
@@ -101,7 +108,9 @@ def sandbox_extra() -> Obj:
     teams[0]["podSecurity"] = "restricted"
     components = local["trainer-platform:components"]
     components["kueue"]["waitForPodsReady"] = {"timeout": PODS_READY_TIMEOUT}
+    tenancy = {**local.get("trainer-platform:tenancy", {}), "ephemeralStorage": EPHEMERAL_STORAGE}
     return {
+        "tenancy": tenancy,
         "components": components,
         "images": {"registryMirror": MIRROR},
         "nodePools": [

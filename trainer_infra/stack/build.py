@@ -20,6 +20,7 @@ from trainer_infra.core.upstream import kueue
 from trainer_infra.datacache.deputies import cache_deputy
 from trainer_infra.datacache.pinned import CACHE_INITIALIZER
 from trainer_infra.datacache.rbac import data_cache_objects
+from trainer_infra.manifests.runtime import images_of
 from trainer_infra.nodepools.labels import POOL_LABEL
 from trainer_infra.nodepools.plan import node_pool_plan
 from trainer_infra.observability.facts import ObservedTeam, PlatformFacts
@@ -28,6 +29,7 @@ from trainer_infra.queues.derive import cluster_queue_name
 from trainer_infra.queues.plan import queues_plan
 from trainer_infra.stack.validate import Validated
 from trainer_infra.storage.plan import storage_plan
+from trainer_infra.tenancy.images import image_admission
 from trainer_infra.tenancy.network import NetworkSettings
 from trainer_infra.tenancy.plan import tenancy_plan
 
@@ -48,8 +50,10 @@ def plan_tenancy(v: Validated) -> PlanPart:
     cfg = v.config
     trainer_ns = v.releases.by_name["trainer"].namespace
     claims = (cfg.storage.claim_name,) if cfg.storage is not None else ()
-    served = catalog_plan(v.serve, v.catalog, v.selection).objects if cfg.data_cache.enabled else ()
-    cache = cache_deputy(cfg.data_cache, [o.manifest for o in served if o.manifest["kind"].endswith("TrainingRuntime")])
+    served = catalog_plan(v.serve, v.catalog, v.selection).objects
+    runtimes = [o.manifest for o in served if o.manifest["kind"].endswith("TrainingRuntime")]
+    cache = cache_deputy(cfg.data_cache, runtimes)
+    platform_images = tuple(image for rt in runtimes for image in images_of(rt))
     kueue_manages = kueue_settings(cfg).train_job_integration
     admission = AdmissionSettings(
         teams=tuple(
@@ -63,6 +67,7 @@ def plan_tenancy(v: Validated) -> PlanPart:
         data_cache_service_account=CACHE_INITIALIZER if cfg.data_cache.enabled else None,
         data_cache=cache,
         accelerators=v.serve.facts.accelerators,
+        images=image_admission(cfg.tenancy.images, cfg.images.registry_mirror, platform_images),
     )
     net = cfg.tenancy.network_policies
     network = (
@@ -84,6 +89,7 @@ def plan_tenancy(v: Validated) -> PlanPart:
         cluster_queues={t.name: cluster_queue_name(t) for t in cfg.teams},
         admission=admission,
         network=network,
+        ephemeral_storage=cfg.tenancy.ephemeral_storage,
     )
 
 

@@ -49,6 +49,7 @@ from trainer_infra.storage.checks import (
     check_storage,
 )
 from trainer_infra.tenancy.checks import SYSTEM_NAMESPACES, check_restricted, check_teams
+from trainer_infra.tenancy.images import image_warnings
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,7 @@ def no_effect_warnings(cfg: StackConfig) -> list[str]:
         if m.manage_runtimes and not (m.users or m.groups or m.service_accounts):
             out.append(f"teams[{i}].members.manageRuntimes: has no effect: the team has no members to grant it to")
     out += [issue.render() for issue in limits_without_effect(cfg.teams, cfg.queues)]
+    out += image_warnings(cfg.tenancy.images, cfg.images.registry_mirror, len(cfg.teams))
     return out
 
 

@@ -9,6 +9,8 @@ from pydantic import AfterValidator, Field
 
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.types import DnsLabel, DnsSubdomain
+from trainer_infra.tenancy.ephemeral_storage import EphemeralStorageConfig
+from trainer_infra.tenancy.images import ImagePolicyConfig
 from trainer_infra.tenancy.network import PRIVATE_RANGES
 
 
@@ -52,3 +54,5 @@ class TenancyConfig(StrictModel):
         "default: system-node-critical and the like would outrank the platform's controllers.",
     )
     network_policies: NetworkPoliciesConfig = Field(default_factory=NetworkPoliciesConfig)
+    images: ImagePolicyConfig = Field(default_factory=ImagePolicyConfig)
+    ephemeral_storage: EphemeralStorageConfig = Field(default_factory=EphemeralStorageConfig)

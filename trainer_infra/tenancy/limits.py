@@ -1,5 +1,6 @@
-"""A team's optional ResourceQuota and LimitRange (`teams[].resourceQuota`, `teams[].limitRange`), both named
-LIMITS_NAME in the team namespace."""
+"""A team's optional ResourceQuota and its LimitRange (`teams[].resourceQuota`, `teams[].limitRange` over the
+platform's `tenancy.ephemeralStorage` bound), both named LIMITS_NAME in the team namespace: one LimitRange, since
+the API server applies the defaults of several in no defined order."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ from trainer_infra.core.objects import ManagedObject
 from trainer_infra.manifests import meta
 from trainer_infra.teams.model import TeamConfig
 from trainer_infra.teams.protection import TEAM_LABEL
+from trainer_infra.tenancy.ephemeral_storage import EphemeralStorageConfig
 
 LIMITS_NAME = "trainer-platform-team"
 
 
-def limit_objects(team: TeamConfig) -> list[ManagedObject]:
+def limit_objects(team: TeamConfig, ephemeral: EphemeralStorageConfig | None = None) -> list[ManagedObject]:
     ns, labels = team.resolved_namespace, {TEAM_LABEL: team.name}
     out: list[ManagedObject] = []
     if team.resource_quota is not None:
@@ -27,17 +29,19 @@ def limit_objects(team: TeamConfig) -> list[ManagedObject]:
                 }
             )
         )
-    if team.limit_range is not None:
-        lr = team.limit_range
+    lr = team.limit_range
+    platform = ephemeral.limit_range() if ephemeral is not None else {}
+    if lr is not None or platform:
         limit: dict[str, Any] = {"type": "Container"}
         for key, value in (
-            ("default", lr.default),
-            ("defaultRequest", lr.default_request),
-            ("max", lr.max),
-            ("min", lr.min),
+            ("default", lr.default if lr else {}),
+            ("defaultRequest", lr.default_request if lr else {}),
+            ("max", lr.max if lr else {}),
+            ("min", lr.min if lr else {}),
         ):
-            if value:
-                limit[key] = dict(sorted(value.items()))
+            merged = {**platform.get(key, {}), **value}
+            if merged:
+                limit[key] = dict(sorted(merged.items()))
         out.append(
             ManagedObject(
                 {

@@ -9,6 +9,7 @@ from trainer_infra.admission.model import AdmissionSettings
 from trainer_infra.core.objects import ManagedObject, PlanPart
 from trainer_infra.teams.model import TeamConfig
 from trainer_infra.tenancy.admission.policy import admission_objects, namespace_annotations
+from trainer_infra.tenancy.ephemeral_storage import EphemeralStorageConfig
 from trainer_infra.tenancy.limits import limit_objects
 from trainer_infra.tenancy.namespaces import team_namespace
 from trainer_infra.tenancy.network import NetworkSettings, network_policies
@@ -25,6 +26,7 @@ def tenancy_plan(
     cluster_queues: Mapping[str, str],
     admission: AdmissionSettings,
     network: NetworkSettings | None,
+    ephemeral_storage: EphemeralStorageConfig | None = None,
 ) -> PlanPart:
     """`cluster_queues`: team name → its ClusterQueue; `network` None: no NetworkPolicies."""
     if not teams:
@@ -37,7 +39,7 @@ def tenancy_plan(
         namespaces.append(namespace.key)
         objects.append(namespace)
         objects += team_bindings(team, trainer_namespace, cluster_queues.get(team.name))
-        objects += limit_objects(team)
+        objects += limit_objects(team, ephemeral_storage)
         objects += secret_objects(team)
         if network is not None:
             objects += [ManagedObject(p) for p in network_policies(team.resolved_namespace, team.name, network)]

@@ -75,3 +75,5 @@ DISCOVERY_API = f"{DISCOVERY_GROUP}/v1"
 KUBELET_CONFIG_API = "kubelet.config.k8s.io/v1beta1"
 KUBE_PROXY_CONFIG_API = "kubeproxy.config.k8s.io/v1alpha1"
 STORAGE_API = "storage.k8s.io/v1"
+#: The node-disk resource of a container (writable layer, logs, disk-backed emptyDirs).
+EPHEMERAL_STORAGE = "ephemeral-storage"

@@ -6,11 +6,22 @@ from __future__ import annotations
 from trainer_infra.admission.model import AdmissionRule
 from trainer_infra.core.registry import Registry
 from trainer_infra.datacache import admission as datacache
-from trainer_infra.tenancy.admission import devices, patches, pod_security, pods, queues, requests, services, write_back
+from trainer_infra.tenancy.admission import (
+    devices,
+    images,
+    patches,
+    pod_security,
+    pods,
+    queues,
+    requests,
+    services,
+    write_back,
+)
 
 RULES: Registry[AdmissionRule] = Registry(
     requests.KNOWN_TEAM,
     *pods.RULES,  # one per rule of manifests/pod_rules.py
+    images.POD_IMAGES,
     devices.DEVICE_ENV,
     devices.RESOURCE_CLAIMS,
     datacache.DEPUTY_PODS,
@@ -25,6 +36,7 @@ RULES: Registry[AdmissionRule] = Registry(
     requests.QUEUE,
     requests.SUSPEND,
     queues.POD_QUEUE,
+    images.TRAINER_IMAGE,
     devices.TRAINER_DEVICE_ENV,
     datacache.INITIALIZER_ENV,
     datacache.DEPUTY_RUNTIME,
