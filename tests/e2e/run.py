@@ -72,6 +72,7 @@ SANDBOX_TESTS = (
     "tests/e2e/test_sandbox_training.py",
     "tests/e2e/test_sandbox_network.py",
     "tests/e2e/test_sandbox_attacks.py",
+    "tests/e2e/test_sandbox_limits.py",
     "tests/e2e/test_sandbox_runtimes.py",
 )
 SANDBOX_PREFIX = "tests/e2e/test_sandbox"
