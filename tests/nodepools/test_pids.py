@@ -22,8 +22,9 @@ from tests.nodepools.test_karpenter_crds import pool as karpenter_pool
 from tests.pools_helpers import issues, kwok_pool, stack
 from trainer_infra.cli import main
 from trainer_infra.nodepools import pids
+from trainer_infra.sandbox.chart_sandbox import REAL_NODE
 from trainer_infra.sandbox.node import RealNode
-from trainer_infra.sandbox.platform_sandbox import REAL_NODE, real_node_pids, sandbox_stack
+from trainer_infra.sandbox.platform_sandbox import real_node_pids, sandbox_stack
 from trainer_infra.stack.build import build_plan
 from trainer_infra.stack.validate import validate
 
@@ -59,7 +60,7 @@ def _node_config(user_data: str) -> Obj:
     assert message.is_multipart()
     parts = [p for p in message.walk() if p.get_content_type() == pids.NODEADM_CONTENT_TYPE]
     assert len(parts) == 1
-    config: Obj = yaml.safe_load(parts[0].get_payload())
+    config: Obj = yaml.safe_load(str(parts[0].get_payload()))
     assert (config["apiVersion"], config["kind"]) == (pids.NODEADM_API, "NodeConfig")
     return config
 
