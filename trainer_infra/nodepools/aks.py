@@ -2,9 +2,10 @@
 `cloud.aks`.
 
 Owns: the agent pool (GPU VM size, labels, taints, count or autoscaling limits, Spot, capacity reservation group, GPU
-driver installation, max pods). Never touches: the managed cluster, its VNet, identities and role assignments (the
-cluster stack's), other agent pools. The node shape comes from the machine table (machine_types/aks.yaml) with the
-AKS 1.29+ reservation rule; `maxPods` is set from the table so that rule is the one that applies.
+driver installation, max pods, the kubelet's per-pod PID limit). Never touches: the managed cluster, its VNet,
+identities and role assignments (the cluster stack's), other agent pools. The node shape comes from the machine table
+(machine_types/aks.yaml) with the AKS 1.29+ reservation rule; `maxPods` is set from the table so that rule is the one
+that applies.
 
 Topology: AKS nodes carry no physical-topology labels (https://learn.microsoft.com/azure/aks/use-labels lists what
 AKS sets: the zone, the agent pool, the node's own labels), so the levels are `topology.kubernetes.io/zone` and
@@ -38,7 +39,7 @@ from trainer_infra.nodepools.model import NodePool, NodeShape, ResolvedPool
 if TYPE_CHECKING:
     from pulumi import Input
     from pulumi_azure_native.containerservice import AgentPool as SdkAgentPool
-    from pulumi_azure_native.containerservice import GPUProfileArgsDict
+    from pulumi_azure_native.containerservice import GPUProfileArgsDict, KubeletConfigArgsDict
 
 AKS_SPOT_TAINT = Taint(key=azure.SCALESET_PRIORITY_LABEL, value="spot", effect="NoSchedule")
 AZURE_TYPE = "azure-native:containerservice:AgentPool"
@@ -90,6 +91,7 @@ class AksAgentPoolArgs(TypedDict, total=False):
     spot_max_price: float
     capacity_reservation_group_id: Input[str]
     gpu_profile: GPUProfileArgsDict
+    kubelet_config: KubeletConfigArgsDict
 
 
 if TYPE_CHECKING:
@@ -118,6 +120,9 @@ def agent_pool_args(pool: ResolvedPool, cluster: AksCluster) -> AksAgentPoolArgs
         "node_labels": dict(pool.node_labels),
         "node_taints": [f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}" for t in pool.taints],
         "gpu_profile": {"driver": settings.gpu_driver},
+        # AKS custom node configuration: kubeletConfig.podMaxPids (pulumi_azure_native 3.29.0
+        # containerservice.KubeletConfigArgsDict.pod_max_pids, "The maximum number of processes per pod")
+        "kubelet_config": {"pod_max_pids": pool.config.pod_pids_limit},
     }
     if pool.autoscaling is not None:
         low, high = pool.autoscaling

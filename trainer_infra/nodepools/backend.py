@@ -68,6 +68,10 @@ class NodePoolBackend(Protocol):
     def shared_checks(self, pools: list[ResolvedPool]) -> list[ConfigIssue]:
         """What the backend refuses across all its pools (e.g. one node in two pools)."""
 
+    def kubelet_unmanaged(self, pool: ResolvedPool) -> bool:
+        """Whether the pool's nodes run a kubelet the platform does not configure (their per-pod PID limit is
+        someone else's to set: validate says what to set)."""
+
     def objects(self, pool: ResolvedPool) -> list[ManagedObject]:
         """The objects the backend owns for one pool."""
 
@@ -109,6 +113,9 @@ class BackendDefaults:
 
     def shared_checks(self, pools: list[ResolvedPool]) -> list[ConfigIssue]:
         return []
+
+    def kubelet_unmanaged(self, pool: ResolvedPool) -> bool:
+        return False
 
     def shared_objects(self, pools: list[ResolvedPool], mirror: str | None) -> list[ManagedObject]:
         return []

@@ -8,6 +8,7 @@ from collections import Counter
 from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.quantity import quantity
+from trainer_infra.nodepools import pids
 from trainer_infra.nodepools.labels import (
     CAPACITY_TYPE_LABEL,
     HOSTNAME,
@@ -233,4 +234,13 @@ def check_scaling_under_tas(pools: tuple[ResolvedPool, ...], tas: bool) -> list[
         )
         for p in pools
         if p.autoscaling is not None and p.autoscaling[0] < p.autoscaling[1] and p.provisioning is None
+    ]
+
+
+def kubelet_warnings(pools: tuple[ResolvedPool, ...]) -> list[str]:
+    """What to set on the nodes whose kubelet the platform does not configure (kwok's nodes are fake: none)."""
+    return [
+        pids.unmanaged_warning(p.at, p.config.pod_pids_limit)
+        for p in pools
+        if p.settings is not None and BACKENDS[p.config.backend].kubelet_unmanaged(p)
     ]

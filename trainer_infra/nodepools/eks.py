@@ -1,11 +1,11 @@
 """eks backend: one EKS managed node group (`aws.eks.NodeGroup`) per pool, in the cluster named by `cloud.eks`, with
 the launch template (`aws.ec2.LaunchTemplate`) and cluster placement group (`aws.ec2.PlacementGroup`) it needs.
 
-Owns: the node group (instance type, accelerated AMI type, labels, taints, min/max size), and for EFA, placement or
-reserved pools its launch template (EFA interfaces, placement group, capacity reservation or Capacity Block) and
-its cluster placement group. Never touches: the cluster, its VPC, subnets, security groups and node IAM role (the
-cluster stack's), the capacity reservations themselves, other node groups. The node shape comes from the machine
-table (machine_types/eks.yaml).
+Owns: the node group (instance type, accelerated AMI type, labels, taints, min/max size), its launch template (the
+kubelet's per-pod PID limit as user data; EFA interfaces, placement group, capacity reservation or Capacity Block where
+the pool needs them) and its cluster placement group. Never touches: the cluster, its VPC, subnets, security groups and
+node IAM role (the cluster stack's), the capacity reservations themselves, other node groups. The node shape comes from
+the machine table (machine_types/eks.yaml).
 
 Facts, with their sources:
 - Capacity Blocks for ML need `capacity_type: CAPACITY_BLOCK` and a launch template with
@@ -26,11 +26,14 @@ Facts, with their sources:
 Replacement: the node group is protected (unless allowDataLoss) and no property is marked replace-on-change. What
 the provider replaces on (REPLACED_ON, terraform-provider-aws internal/service/eks/node_group.go `ForceNew`) is set
 only from facts that cannot change without new nodes; scaling, labels, taints and the launch template version are
-updated in place, as the eks tests check. `desiredSize` is left to the cluster autoscaler.
+updated in place, as the eks tests check. `desiredSize` is left to the cluster autoscaler. A node group created
+without a launch template (before every pool had one for its PID limit) is replaced to get one: EKS cannot add a
+launch template to such a group (EKS user guide, launch-templates) and `launch_template.id` is ForceNew.
 """
 
 from __future__ import annotations
 
+import base64
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from pydantic import Field, field_validator
@@ -41,7 +44,7 @@ from trainer_infra.core.model import StrictModel
 from trainer_infra.core.objects import ManagedObject
 from trainer_infra.core.upstream import aws as upstream_aws
 from trainer_infra.core.upstream import nvidia
-from trainer_infra.nodepools import aws
+from trainer_infra.nodepools import aws, pids
 from trainer_infra.nodepools.cloud import CloudNodeGroup, RefConfig, provider, ref, size_issues
 from trainer_infra.nodepools.labels import HOSTNAME, ZONE
 from trainer_infra.nodepools.machines import Machine, machine_table
@@ -160,6 +163,7 @@ class EksLaunchTemplateArgs(TypedDict, total=False):
     capacity_reservation_specification: LaunchTemplateCapacityReservationSpecificationArgsDict
     instance_market_options: LaunchTemplateInstanceMarketOptionsArgsDict
     update_default_version: bool
+    user_data: str
 
 
 class EksPlacementGroupArgs(TypedDict):
@@ -183,10 +187,6 @@ def _subnets(value: Subnets) -> Any:
     return [ref(s) for s in value] if isinstance(value, list) else ref(value)
 
 
-def needs_template(settings: EksPool) -> bool:
-    return settings.efa or settings.placement_group or settings.capacity_reservation is not None
-
-
 def capacity_type(pool: ResolvedPool, settings: EksPool) -> str:
     if settings.capacity_block:
         return "CAPACITY_BLOCK"
@@ -206,8 +206,18 @@ def efa_interfaces(count: int, security_groups: Any) -> list[LaunchTemplateNetwo
     ]
 
 
+def user_data(pool: ResolvedPool, settings: EksPool) -> str:
+    """The kubelet settings the node group's nodes need beyond EKS's own (the per-pod PID limit), base64 as the
+    launch template takes it. EKS merges it with the bootstrap user data it adds itself (EKS user guide,
+    launch-templates, "Amazon EC2 user data"): a MIME multi-part nodeadm NodeConfig on AL2023 AMIs, TOML settings on
+    Bottlerocket AMIs."""
+    limit = pool.config.pod_pids_limit
+    text = pids.bottlerocket_user_data(limit) if settings.ami_type.startswith("BOTTLEROCKET") else None
+    return base64.b64encode((text or pids.nodeadm_user_data(limit)).encode()).decode()
+
+
 def launch_template_args(pool: ResolvedPool, settings: EksPool, cluster: EksCluster) -> EksLaunchTemplateArgs:
-    args: EksLaunchTemplateArgs = {"update_default_version": True}
+    args: EksLaunchTemplateArgs = {"update_default_version": True, "user_data": user_data(pool, settings)}
     machine = _machine(settings)
     if settings.efa and machine is not None and settings.security_groups is not None:
         security_groups = sdk_value(_subnets(settings.security_groups))
@@ -242,13 +252,12 @@ def node_group_args(pool: ResolvedPool, cluster: EksCluster) -> EksNodeGroupArgs
     }
     if not settings.capacity_block:  # a Capacity Block names its instance type in the launch template
         args["instance_types"] = [settings.instance_type]
-    if needs_template(settings):
-        template = f"{pool.name}-launch-template"
-        args["launch_template"] = {
-            "id": sdk_value(ResourceOutput(template, "id")),
-            # the template's latest version: a template change rolls the nodes (an in-place node group update)
-            "version": sdk_value(ResourceOutput(template, "latest_version", as_string=True)),
-        }
+    template = f"{pool.name}-launch-template"
+    args["launch_template"] = {
+        "id": sdk_value(ResourceOutput(template, "id")),
+        # the template's latest version: a template change rolls the nodes (an in-place node group update)
+        "version": sdk_value(ResourceOutput(template, "latest_version", as_string=True)),
+    }
     return args
 
 
@@ -263,9 +272,8 @@ def eks_resources(pool: ResolvedPool, cluster: EksCluster) -> list[CloudResource
     if settings.placement_group:
         placement: EksPlacementGroupArgs = {"strategy": "cluster"}
         add("ec2", "PlacementGroup", EC2_PLACEMENT_GROUP, f"{pool.name}-placement", placement, CloudOptions())
-    if needs_template(settings):
-        template = launch_template_args(pool, settings, cluster)
-        add("ec2", "LaunchTemplate", EC2_LAUNCH_TEMPLATE, f"{pool.name}-launch-template", template, CloudOptions())
+    template = launch_template_args(pool, settings, cluster)
+    add("ec2", "LaunchTemplate", EC2_LAUNCH_TEMPLATE, f"{pool.name}-launch-template", template, CloudOptions())
     # the cluster autoscaler (or EKS's Capacity Block scale-down) moves desiredSize: `pulumi up` leaves it alone
     options = CloudOptions(ignore_changes=("scalingConfig.desiredSize",))
     add("eks", "NodeGroup", EKS_NODE_GROUP, pool.name, node_group_args(pool, cluster), options)

@@ -1,10 +1,10 @@
 """gke backend: one GKE node pool (`gcp.container.NodePool`) per pool, in the cluster named by `cloud.gke`.
 
 Owns: the node pool (machine type, GPUs with driver installation, labels, taints, size or autoscaling limits, spot,
-reservation affinity, compact placement, queued provisioning). Never touches: the cluster, its VPC, its service
-accounts and IAM (the cluster stack's), other node pools. The node shape comes from the machine table
-(machine_types/gke.yaml); the topology levels are the labels GKE itself puts on nodes whose physical topology
-Compute Engine reports (A3 High 8-GPU, A3 Mega, or a compact placement policy):
+reservation affinity, compact placement, queued provisioning, the kubelet's per-pod PID limit). Never touches: the
+cluster, its VPC, its service accounts and IAM (the cluster stack's), other node pools. The node shape comes from the
+machine table (machine_types/gke.yaml); the topology levels are the labels GKE itself puts on nodes whose physical
+topology Compute Engine reports (A3 High 8-GPU, A3 Mega, or a compact placement policy):
 `cloud.google.com/gce-topology-block`, `-subblock`, `-host`, then `kubernetes.io/hostname`
 (https://cloud.google.com/ai-hypercomputer/docs/workloads/schedule-gke-workloads-tas,
 https://cloud.google.com/compute/docs/instances/view-instance-topology). Other pools: zone and hostname.
@@ -125,6 +125,9 @@ def node_config(pool: ResolvedPool, settings: GkePool, machine: Machine) -> Node
         "machine_type": settings.machine_type,
         "labels": dict(pool.node_labels),
         "taints": [_taint(t.key, t.value, t.effect) for t in pool.taints],
+        # GKE node system configuration: kubeletConfig.podPidsLimit (pulumi_gcp 10.2.0
+        # NodePoolNodeConfigKubeletConfigArgsDict.pod_pids_limit; GKE takes 1024 to 4194303)
+        "kubelet_config": {"pod_pids_limit": pool.config.pod_pids_limit},
     }
     gpu = machine.facts.gpu
     if gpu is not None and gpu.type is not None:

@@ -2,8 +2,9 @@
 unless an existing node class is named. Shapes checked against the CRDs of sigs.k8s.io/karpenter v1.15.0 and
 github.com/aws/karpenter-provider-aws v1.15.2 (the CRD tests read them from their Go modules).
 
-Owns: those two objects. Never touches: Karpenter itself (install it separately), the nodes Karpenter launches
-(Karpenter owns them), other NodePools, the capacity reservations and placement groups it selects.
+Owns: those two objects (the node class carries the kubelet's per-pod PID limit). Never touches: Karpenter itself
+(install it separately), the nodes Karpenter launches (Karpenter owns them), other NodePools, the capacity reservations
+and placement groups it selects.
 
 Reserved capacity (On-Demand Capacity Reservations and Capacity Blocks for ML) is only launched into through the
 node class's `capacityReservationSelectorTerms`: a `reserved` NodePool without them can launch nothing, so it
@@ -26,7 +27,7 @@ from trainer_infra.core.quantity import format_amount
 from trainer_infra.core.types import DnsSubdomain
 from trainer_infra.core.upstream import karpenter, kubernetes
 from trainer_infra.manifests import meta
-from trainer_infra.nodepools import aws
+from trainer_infra.nodepools import aws, pids
 from trainer_infra.nodepools.backend import BackendDefaults
 from trainer_infra.nodepools.labels import HOSTNAME, ZONE
 from trainer_infra.nodepools.model import NodePool, ResolvedPool
@@ -113,13 +114,21 @@ class KarpenterPool(StrictModel):
 RESTRICTED_DOMAINS = karpenter.RESTRICTED_LABEL_DOMAINS
 
 
-def _node_class(name: str, nc: EC2NodeClassConfig) -> ManagedObject:
+def _node_class(name: str, nc: EC2NodeClassConfig, pod_pids_limit: int) -> ManagedObject:
     spec: dict[str, Any] = {
         "role": nc.role,
         "amiSelectorTerms": [{"alias": nc.ami_alias}],
         "subnetSelectorTerms": [{"tags": dict(sorted(nc.subnet_tags.items()))}],
         "securityGroupSelectorTerms": [{"tags": dict(sorted(nc.security_group_tags.items()))}],
+        # spec.kubelet takes any upstream KubeletConfiguration field and passes the ones Karpenter does not read
+        # to the AL2023 nodeadm NodeConfig unchanged (v1.15.2 pkg/apis/v1/ec2nodeclass.go `Kubelet`,
+        # pkg/providers/amifamily/bootstrap/nodeadm.go `generateInlineKubeletConfiguration`)
+        "kubelet": {pids.KUBELET_KEY: pod_pids_limit},
     }
+    if nc.ami_alias.startswith("bottlerocket@"):
+        # Bottlerocket's bootstrap reads only the fields it knows from spec.kubelet, podPidsLimit not among them;
+        # it merges its settings into the node class's user data instead (bootstrap/bottlerocket.go `Script`)
+        spec["userData"] = pids.bottlerocket_user_data(pod_pids_limit)
     if nc.capacity_reservations:
         spec["capacityReservationSelectorTerms"] = [t.as_k8s() for t in nc.capacity_reservations]
     if nc.placement_group is not None:
@@ -142,7 +151,8 @@ def aws_id(value: str) -> bool:
 def karpenter_objects(pool: ResolvedPool) -> list[ManagedObject]:
     kp: KarpenterPool = pool.settings
     class_name = kp.node_class_name or pool.name
-    objects = [] if kp.node_class is None else [_node_class(class_name, kp.node_class)]
+    limit = pool.config.pod_pids_limit
+    objects = [] if kp.node_class is None else [_node_class(class_name, kp.node_class, limit)]
     requirements: list[dict[str, Any]] = [
         {"key": INSTANCE_TYPE, "operator": "In", "values": list(kp.instance_types)},
         {"key": CAPACITY_TYPE, "operator": "In", "values": [pool.config.capacity_type]},
@@ -313,6 +323,9 @@ class KarpenterBackend(BackendDefaults):
         reserved = pool.config.capacity_type == "reserved"
         issues += topology_checks(pool, kp.instance_types, reserved)
         return issues + _capacity_checks(pool) + _efa_checks(pool)
+
+    def kubelet_unmanaged(self, pool: ResolvedPool) -> bool:
+        return pool.settings.node_class is None  # an existing EC2NodeClass (nodeClassName) is not ours to change
 
     def objects(self, pool: ResolvedPool) -> list[ManagedObject]:
         return karpenter_objects(pool)

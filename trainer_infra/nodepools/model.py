@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.quantity import quantity
 from trainer_infra.core.types import DnsLabel, ExtendedResource, LabelKey, LabelValue, PositiveQuantity
 from trainer_infra.core.upstream import amd, aws, kubernetes, nvidia
+from trainer_infra.nodepools import pids
 from trainer_infra.nodepools.labels import PRODUCT_LABELS, Taint, accelerator_taint
 
 
@@ -83,6 +84,14 @@ class NodePool(StrictModel):
         description="Node taints; default for pools with an accelerator: <its resource>=present:NoSchedule.",
     )
     capacity_type: Literal["on-demand", "spot", "reserved"] = "on-demand"
+    pod_pids_limit: Annotated[int, AfterValidator(pids.checked)] = Field(
+        default=pids.DEFAULT,
+        description=(
+            f"Processes and threads one pod may run (kubelet `{pids.KUBELET_KEY}`), so a fork bomb stops at its "
+            f"pod: set through each cloud's kubelet setting (gke, aks, eks, karpenter); static pools: validate "
+            f"prints what to set; kwok: none (fake nodes). At least {pids.FLOOR}."
+        ),
+    )
     topology: list[LabelKey] | None = Field(
         default=None,
         description=(

@@ -45,6 +45,12 @@ class StaticPool(StrictModel):
     apply_taints: bool = Field(default=True, description="Also apply the pool's taints to the named nodes.")
 
 
+def node_names(pool: NodePool) -> list[str]:
+    """The nodes a static pool names (none for a `nodeSelector` pool)."""
+    settings = pool.settings
+    return [n.name for n in settings.nodes] if isinstance(settings, StaticPool) else []
+
+
 def static_node_patches(pool: ResolvedPool) -> list[ManagedObject]:
     settings: StaticPool = pool.settings
     objects = []
@@ -122,6 +128,9 @@ class StaticBackend(BackendDefaults):
                     issues.append(ConfigIssue(f"{pool.at}.static.nodes[{j}]", f"node is {where}", node.name))
                 owners.setdefault(node.name, pool.name)
         return issues
+
+    def kubelet_unmanaged(self, pool: ResolvedPool) -> bool:
+        return True  # existing nodes: their kubelet is configured by whoever made them
 
     def objects(self, pool: ResolvedPool) -> list[ManagedObject]:
         return static_node_patches(pool)

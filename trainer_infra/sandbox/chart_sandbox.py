@@ -105,6 +105,8 @@ class ChartSandbox(Sandbox):
     #: NetworkPolicies enforced on the real node (kube-router). ``make bench-pulumi`` turns it off: a cluster's
     #: enforcer runs on its nodes, not on the machine that runs `pulumi up`, and here both share 2 cores
     firewall: bool = True
+    #: the real node's per-pod PID limit, from the pool the stack puts it in; None: the kubelet's default
+    pod_pids_limit: int | None = None
 
     def __init__(
         self,
@@ -152,6 +154,7 @@ class ChartSandbox(Sandbox):
             node_ip=net.NODE_IP,
             cluster_dns=net.DNS_SERVICE_IP,
             taints=list(self.node_taints),
+            pod_pids_limit=self.pod_pids_limit,
         )
         start = time.monotonic()
         self.node.start()

@@ -35,6 +35,7 @@ import yaml
 from trainer_infra.core.images import ImagesConfig, mirror_image
 from trainer_infra.core.upstream import kubernetes
 from trainer_infra.core.upstream.containerd import CRI_NAMESPACE
+from trainer_infra.nodepools import pids
 from trainer_infra.sandbox import leftovers, netns
 from trainer_infra.sandbox.build import KUBE_COMMANDS, PAUSE_VERSION, Builder, BuildError
 from trainer_infra.sandbox.chart_registry import ChartRegistry
@@ -257,6 +258,7 @@ class RealNode:
         labels: dict[str, str] | None = None,
         cluster_dns: str | None = None,
         taints: list[dict[str, str]] | None = None,
+        pod_pids_limit: int | None = None,
     ) -> None:
         self.sandbox = sandbox
         self.workdir = workdir.resolve()
@@ -271,6 +273,8 @@ class RealNode:
         self.cluster_dns = cluster_dns
         #: registered with the Node (``registerWithTaints``): only pods that tolerate them land here
         self.taints = list(taints or [])
+        #: the kubelet's per-pod PID limit (``podPidsLimit``) as the node's pool sets it; None: the kubelet's default
+        self.pod_pids_limit = pod_pids_limit
         self.bridge = "e2ecni0"
         #: one cgroup subtree of its own in every controller: removable whole, never confused with the host's
         self.cgroup_root = f"/trainer-platform-e2e-{os.getpid()}"
@@ -387,6 +391,7 @@ class RealNode:
             "clusterDomain": "cluster.local",
             **({"clusterDNS": [self.cluster_dns]} if self.cluster_dns else {}),
             **({"registerWithTaints": self.taints} if self.taints else {}),
+            **({pids.KUBELET_KEY: self.pod_pids_limit} if self.pod_pids_limit is not None else {}),
             "resolvConf": str(self.workdir / "resolv.conf"),
             "podLogsDir": str(self._dir("pod-logs")),
             "volumePluginDir": str(self._dir("volume-plugins")),

@@ -40,6 +40,8 @@ import yaml
 
 from trainer_infra.core.upstream import nvidia
 from trainer_infra.core.upstream.containerd import CRI_NAMESPACE
+from trainer_infra.nodepools import pids
+from trainer_infra.nodepools.static import node_names
 from trainer_infra.sandbox import leftovers
 from trainer_infra.sandbox import node as node_mod
 from trainer_infra.sandbox.chart_sandbox import REAL_NODE, ChartSandbox
@@ -47,6 +49,8 @@ from trainer_infra.sandbox.interrupts import uninterruptible
 from trainer_infra.sandbox.node import MIRROR, NodeError, containerd_socket, publish
 from trainer_infra.sandbox.oci_images import Image
 from trainer_infra.sandbox.versions import CHECKOUT, VersionSet, cache_root
+from trainer_infra.stack.load import raw_from_stack_document
+from trainer_infra.stack.validate import shape
 
 Obj = dict[str, Any]
 CLONE_NEWNS, CLONE_NEWNET = 0x00020000, 0x40000000
@@ -96,9 +100,10 @@ EPHEMERAL_STORAGE = {"defaultRequest": "64Mi", "defaultLimit": EPHEMERAL_LIMIT, 
 def sandbox_extra() -> Obj:
     """Top-level keys over ``stacks/Pulumi.local.yaml`` for a one-node cluster: the GPU pool is the real node
     (``static`` backend, one block; its taint not applied, so the node serves both the controllers and the jobs),
-    quotas fit that node, a container's node disk is bounded small (``EPHEMERAL_LIMIT``), claims come from an
-    ``existing`` class, the first team is ``restricted`` and also gets the
-    MPI runtimes as TrainingRuntimes of its own, a failed job is restarted once, the images come through
+    quotas fit that node, its pods may run the fewest tasks the platform allows (``podPidsLimit``: a member's fork
+    bomb on this shared machine, whose ``pid_max`` is often 32768, stops early) and a container's node disk is bounded
+    small (``EPHEMERAL_LIMIT``), claims come from an ``existing`` class, the first team is ``restricted`` and also
+    gets the MPI runtimes as TrainingRuntimes of its own, a failed job is restarted once, the images come through
     ``images.registryMirror``, and ``waitForPodsReady`` allows the first pull of a stand-in image
     (``PODS_READY_TIMEOUT``)."""
     local = yaml.safe_load((CHECKOUT / "stacks" / "Pulumi.local.yaml").read_text())["config"]
@@ -122,6 +127,7 @@ def sandbox_extra() -> Obj:
                     "memory": "16Gi",
                     "accelerator": {"count": NODE_GPUS, "product": "NVIDIA-H100-80GB-HBM3"},
                 },
+                "podPidsLimit": pids.FLOOR,
                 "static": {
                     "nodes": [
                         {
@@ -178,6 +184,14 @@ def prepare_export(path: Path) -> None:
         os.setxattr(path, f"system.posix_acl_{kind}", acl(TRAINER_ID, TRAINER_ID))
 
 
+def real_node_pids(stack: Obj) -> int:
+    """The real node's per-pod PID limit: ``podPidsLimit`` of the pool whose static nodes name it in ``stack``, as
+    validated (the default when the pool sets none), so the node carries what the stack it runs says."""
+    cfg = shape(raw_from_stack_document(stack, "sandbox stack"), "sandbox stack", [])
+    pool = next(p for p in cfg.node_pools if REAL_NODE in node_names(p))
+    return pool.pod_pids_limit
+
+
 def sandbox_stack() -> Obj:
     """The stack file ``pulumi up`` deploys (``installation`` adds the context, the mirrors and the controllers'
     placement)."""
@@ -223,9 +237,10 @@ class NodeSandbox(ChartSandbox):
 
     node_taints = ()
 
-    def __init__(self, workdir: Path, images: dict[str, Image], **kwargs: Any) -> None:
+    def __init__(self, workdir: Path, images: dict[str, Image], pod_pids_limit: int, **kwargs: Any) -> None:
         super().__init__(workdir, **kwargs)
         self.runtime_images = images
+        self.pod_pids_limit = pod_pids_limit
         #: mirrored reference → manifest digest of every stand-in published (sandbox.json ``runtimeImages``)
         self.runtime_refs: dict[str, str] = {}
 
@@ -332,7 +347,7 @@ def serve(workdir: Path, port: int) -> int:
                 "`trainer-infra sandbox runtime-images`, then `make sandbox-up` again)",
                 flush=True,
             )
-        sandbox = NodeSandbox(run / "sandbox", images, archives=chart_archives())
+        sandbox = NodeSandbox(run / "sandbox", images, real_node_pids(base), archives=chart_archives())
         sandbox.ports.apiserver = port
         with installation(run, base, sandbox) as installed:
             times["sandbox started (control plane, real node, network, images)"] = round(time.monotonic() - began, 1)
