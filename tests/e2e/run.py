@@ -46,6 +46,7 @@ INSTALLED_TESTS = (
 HARNESS_TESTS = (
     "tests/e2e/test_failures.py",
     "tests/e2e/test_fleet.py",
+    "tests/e2e/test_provisioning_request.py",
     "tests/e2e/test_simulate.py",
 )
 #: the files that need only the test tools (promtool), no cluster: a session of their own once those are built

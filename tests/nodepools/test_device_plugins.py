@@ -7,7 +7,7 @@ from typing import Any
 
 from tests.helpers import render
 from tests.nodepools.test_karpenter_crds import pool
-from tests.pools_helpers import kwok_pool, stack
+from tests.pools_helpers import karpenter_stack, kwok_pool
 
 
 def releases(raw: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -17,7 +17,7 @@ def releases(raw: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def test_an_al2023_efa_pool_gets_both_plugins_on_its_nodes_only() -> None:
     efa = pool(efa=True)
     bottlerocket = {**pool(node_class={"amiAlias": "bottlerocket@1.50.0"}), "name": "br"}
-    found = releases(stack([efa, bottlerocket, kwok_pool()]))
+    found = releases(karpenter_stack([efa, bottlerocket, kwok_pool()]))
     nvidia, plugin = found["nvidia-device-plugin"], found["aws-efa-k8s-device-plugin"]
     assert (nvidia["chart"], nvidia["version"]) == ("nvidia-device-plugin", "0.20.0")
     assert nvidia["repository"] == "https://nvidia.github.io/k8s-device-plugin"
@@ -30,5 +30,5 @@ def test_an_al2023_efa_pool_gets_both_plugins_on_its_nodes_only() -> None:
 
 
 def test_pools_that_need_no_plugin_install_none() -> None:
-    found = releases(stack([kwok_pool(), {**pool(node_class={"amiAlias": "bottlerocket@1.50.0"})}]))
+    found = releases(karpenter_stack([kwok_pool(), {**pool(node_class={"amiAlias": "bottlerocket@1.50.0"})}]))
     assert not {"nvidia-device-plugin", "aws-efa-k8s-device-plugin"} & set(found)

@@ -178,14 +178,39 @@ def test_an_unknown_instance_type_names_the_closest_row() -> None:
 
 
 def test_the_example_stack_installs_the_device_plugins_its_amis_lack() -> None:
-    """AL2023 NVIDIA nodes (both node groups and the Karpenter pool) get NVIDIA's plugin, the EFA node group the EFA
+    """AL2023 NVIDIA nodes (both node groups) get NVIDIA's plugin, the EFA node group the EFA
     plugin: each DaemonSet only where it is needed."""
     from tests.helpers import render
 
     found = {r["name"]: r for r in render(eks_stack()).releases}
     nvidia = found["nvidia-device-plugin"]["values"]["affinity"]["nodeAffinity"]
     terms = nvidia["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-    assert terms[0]["matchExpressions"][0]["values"] == ["h100", "h100-odcr", "l4"]
+    assert terms[0]["matchExpressions"][0]["values"] == ["h100", "l4"]
     assert found["aws-efa-k8s-device-plugin"]["values"]["tolerations"] == [
         {"key": "nvidia.com/gpu", "operator": "Exists"}
     ]
+
+
+def test_efa_interfaces_are_a_covered_resource_shared_like_the_gpus() -> None:
+    """Pods of an EFA pool request vpc.amazonaws.com/efa; Kueue admits no pod asking for a resource its ClusterQueue
+    does not cover. Each team gets the interfaces of the GPUs it holds (p5.48xlarge: 32 per 8 GPUs), 0 elsewhere."""
+    plan = build_plan(validate(eks_stack()))
+    queues = {o.manifest["metadata"]["name"]: o.manifest for o in plan.objects if o.manifest["kind"] == "ClusterQueue"}
+    for name, gpus_on_h100 in (("nlp", 24), ("vision", 8)):
+        [group] = queues[name]["spec"]["resourceGroups"]
+        assert group["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu", "vpc.amazonaws.com/efa"]
+        quota = {
+            f["name"].split("-")[0]: {r["name"]: r["nominalQuota"] for r in f["resources"]} for f in group["flavors"]
+        }
+        assert quota["h100"]["vpc.amazonaws.com/efa"] == str(gpus_on_h100 * 32 // 8)
+        assert quota["l4"]["vpc.amazonaws.com/efa"] == "0"  # g6 nodes have no EFA
+
+
+def test_a_gpu_limit_limits_the_interfaces_that_go_with_it() -> None:
+    efa = eks_pool(instanceType="p5.48xlarge", efa=True, securityGroups=["sg-1"], subnets=["subnet-a"])
+    team = {"name": "t", "quota": {"g6": {"gpus": 16, "borrowingLimit": {"gpus": 8}, "lendingLimit": {"gpus": 0}}}}
+    raw = with_cluster([{**efa, "size": {"count": 4}}])
+    raw["teams"] = [team]
+    [limits] = validate(raw).queues.teams["t"].values()
+    assert limits.nominal["vpc.amazonaws.com/efa"] == 64
+    assert limits.borrowing["vpc.amazonaws.com/efa"] == 32 and limits.lending["vpc.amazonaws.com/efa"] == 0

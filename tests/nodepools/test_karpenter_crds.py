@@ -12,7 +12,7 @@ import pytest
 
 from tests.conformance.crds import KARPENTER_MODULES, karpenter_crds
 from tests.conformance.schema import SchemaValidator
-from tests.pools_helpers import stack
+from tests.pools_helpers import karpenter_stack
 from trainer_infra.stack.build import build_plan
 from trainer_infra.stack.validate import validate
 
@@ -60,7 +60,7 @@ SHAPES = {
 
 
 def rendered(raw: dict[str, Any]) -> list[dict[str, Any]]:
-    plan = build_plan(validate(stack([raw])))
+    plan = build_plan(validate(karpenter_stack([raw])))
     return [o.manifest for o in plan.objects if o.manifest["apiVersion"].startswith("karpenter.")]
 
 

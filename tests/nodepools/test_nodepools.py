@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import render, stack_raw
-from tests.pools_helpers import issues, kwok_pool, stack
+from tests.pools_helpers import issues, karpenter_stack, kwok_pool, stack
 from trainer_infra.stack.build import build_plan
 from trainer_infra.stack.validate import validate
 
@@ -119,15 +119,15 @@ def test_karpenter_pool_limits_are_the_pool_maximum() -> None:
             },
         },
     }
-    plan = build_plan(validate(stack([pool])))
-    manifests = {o.manifest["kind"]: o.manifest for o in plan.objects}
+    validated = validate(karpenter_stack([pool]))
+    manifests = {o.manifest["kind"]: o.manifest for o in build_plan(validated).objects}
     spec = manifests["NodePool"]["spec"]
     assert spec["limits"] == {"cpu": "760", "memory": "8000Gi", "nvidia.com/gpu": "32"}
     assert {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["reserved"]} in spec["template"]["spec"][
         "requirements"
     ]
     assert spec["template"]["spec"]["nodeClassRef"]["name"] == manifests["EC2NodeClass"]["metadata"]["name"]
-    levels = [lv["nodeLabel"] for lv in manifests["Topology"]["spec"]["levels"]]
+    levels = validated.pools[0].topology
     assert levels[0] == "topology.k8s.aws/network-node-layer-1" and levels[-1] == "kubernetes.io/hostname"
 
 

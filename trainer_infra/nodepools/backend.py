@@ -32,6 +32,10 @@ class NodePoolBackend(Protocol):
         """An example settings block, shown when it is missing."""
 
     @property
+    def scaling_hint(self) -> str:
+        """What to change when the pool autoscales under topology-aware scheduling without provisioning."""
+
+    @property
     def cluster_model(self) -> type[StrictModel] | None:
         """The model of the stack's `cloud.<name>` block (the cluster the pools join); None: the backend needs none."""
 
@@ -58,6 +62,10 @@ class NodePoolBackend(Protocol):
 
     def node_count(self, pool: NodePool, settings: Any) -> int:
         """The most nodes the pool can have: what quota arithmetic counts."""
+
+    def extra_resources(self, pool: NodePool, settings: Any) -> dict[str, int]:
+        """Extended resources one node advertises besides cpu, memory and its accelerator (EFA interfaces): pods
+        request them, so the team queues cover them too (a resource no ClusterQueue covers is never admitted)."""
 
     def selector(self, settings: Any) -> dict[str, str]:
         """Labels the backend adopts nodes by (ResourceFlavor nodeLabels instead of the pool label); {} if none."""
@@ -89,6 +97,7 @@ class BackendDefaults:
     differs."""
 
     cluster_model: type[StrictModel] | None = None
+    scaling_hint = "use a fixed size.count, or components.kueue.tas.enabled: false"
 
     def shape(self, pool: NodePool, settings: Any) -> NodeShape | None:
         return None
@@ -98,6 +107,9 @@ class BackendDefaults:
 
     def provisioning(self, pool: NodePool, settings: Any) -> ProvisioningRequest | None:
         return None
+
+    def extra_resources(self, pool: NodePool, settings: Any) -> dict[str, int]:
+        return {}
 
     def default_topology(self, pool: NodePool, settings: Any) -> tuple[str, ...]:
         return DEFAULT_TOPOLOGY

@@ -218,9 +218,12 @@ def _flavors_overlap(pools: tuple[ResolvedPool, ...]) -> list[ConfigIssue]:
 def check_scaling_under_tas(pools: tuple[ResolvedPool, ...], tas: bool) -> list[ConfigIssue]:
     """With Topology-Aware Scheduling, Kueue places a job onto the nodes that exist (its TAS cache is built from
     Node objects); only a flavor guarded by a ProvisioningRequest check gets its topology after the nodes are
-    provisioned (Kueue 0.19.2 pkg/scheduler/flavorassigner/tas_flavorassigner.go). A pool that autoscales above
-    its minimum without one would count quota no job can ever be admitted into: Kueue never creates the pods the
-    autoscaler would react to."""
+    provisioned (Kueue 0.19.2 pkg/scheduler/flavorassigner/tas_flavorassigner.go `podSetTopologyRequest`). A pool
+    that autoscales above its minimum without one would count quota no job can ever be admitted into: the TAS
+    snapshot of its flavor holds only the Node objects its nodeLabels select (pkg/cache/scheduler/tas_flavor.go
+    `snapshot`), so with none yet a job "doesn't fit" (tas_flavor_snapshot.go), and Kueue never creates the pods
+    the autoscaler (cluster autoscaler, Karpenter: both scale for pending pods) would react to. Karpenter pools
+    scale from zero and Karpenter answers no ProvisioningRequest, so under TAS every Karpenter pool is refused."""
     if not tas:
         return []
     return [
@@ -229,8 +232,7 @@ def check_scaling_under_tas(pools: tuple[ResolvedPool, ...], tas: bool) -> list[
             f"autoscales {p.autoscaling[0]}..{p.autoscaling[1]} nodes, but Kueue's topology-aware scheduling "
             "admits only onto nodes that exist, so jobs needing the nodes above size.min would wait forever",
             f"min {p.autoscaling[0]}, max {p.autoscaling[1]}",
-            "use a fixed size.count, provisioning on request (gke: queuedProvisioning), "
-            "or components.kueue.tas.enabled: false",
+            BACKENDS[p.config.backend].scaling_hint,
         )
         for p in pools
         if p.autoscaling is not None and p.autoscaling[0] < p.autoscaling[1] and p.provisioning is None

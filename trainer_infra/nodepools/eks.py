@@ -354,6 +354,13 @@ class EksBackend(CloudNodeGroup):
         machine = _machine(settings) if isinstance(settings, EksPool) else None
         return machine.shape if machine is not None else None
 
+    def extra_resources(self, pool: NodePool, settings: Any) -> dict[str, int]:
+        """The launch template attaches every EFA interface of the type; the EFA device plugin advertises them."""
+        if not isinstance(settings, EksPool) or not settings.efa:
+            return {}
+        count = aws.EFA_INTERFACES.get(settings.instance_type, 0)
+        return {aws.EFA_RESOURCE: count} if count else {}
+
     def checks(self, pool: ResolvedPool) -> list[ConfigIssue]:
         settings: EksPool = pool.settings
         at, size = f"{pool.at}.eks", pool.config.size

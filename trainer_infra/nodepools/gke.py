@@ -200,6 +200,7 @@ class GkeBackend(CloudNodeGroup):
     name = "gke"
     settings_model = GkePool
     settings_hint = "gke: {machineType: a3-megagpu-8g, nodeLocations: [us-central1-a]}"
+    scaling_hint = "use a fixed size.count, gke.queuedProvisioning: true, or components.kueue.tas.enabled: false"
     cluster_model = GkeCluster
 
     def default_topology(self, pool: NodePool, settings: Any) -> tuple[str, ...]:

@@ -284,6 +284,10 @@ class KarpenterBackend(BackendDefaults):
     name = "karpenter"
     settings_model = KarpenterPool
     settings_hint = "karpenter: {instanceTypes: [...], nodeClass: {...}}"
+    scaling_hint = (
+        "Karpenter launches nodes only for pending pods, which Kueue creates after admission: set "
+        "components.kueue.tas.enabled: false, or move this capacity to a fixed-size node group (eks backend)"
+    )
 
     def default_topology(self, pool: NodePool, settings: Any) -> tuple[str, ...]:
         return DEFAULT_EKS_TOPOLOGY
@@ -293,6 +297,18 @@ class KarpenterBackend(BackendDefaults):
 
     def node_count(self, pool: NodePool, settings: Any) -> int:
         return pool.size.max or 0
+
+    def autoscaling(self, pool: NodePool, settings: Any) -> tuple[int, int] | None:
+        return (0, pool.size.max or 0)
+
+    def extra_resources(self, pool: NodePool, settings: Any) -> dict[str, int]:
+        """Karpenter attaches every EFA interface of the instance type it launches (v1.15.2
+        pkg/providers/instance/instance.go `getEFACountForInstance`): the fewest among the pool's types is what
+        every node offers."""
+        if not isinstance(settings, KarpenterPool) or not settings.efa:
+            return {}
+        count = min(aws.EFA_INTERFACES.get(t, 0) for t in settings.instance_types)
+        return {aws.EFA_RESOURCE: count} if count else {}
 
     def checks(self, pool: ResolvedPool) -> list[ConfigIssue]:
         kp: KarpenterPool = pool.settings

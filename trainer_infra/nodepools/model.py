@@ -6,6 +6,7 @@ only it knows: default topology, the taints it puts on nodes, how many nodes the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Annotated, Any, Literal
@@ -113,10 +114,12 @@ class NodePool(StrictModel):
         return getattr(self, self.backend, None)
 
 
-def per_node(node: NodeShape) -> dict[str, Decimal]:
+def per_node(node: NodeShape, extra: Mapping[str, int] | None = None) -> dict[str, Decimal]:
+    """What one node offers to pods: cpu, memory, its accelerator and the backend's extended resources (EFA)."""
     out = {"cpu": quantity(node.cpu), "memory": quantity(node.memory)}
     if node.accelerator:
         out[node.accelerator.resource] = Decimal(node.accelerator.count)
+    out |= {res: Decimal(count) for res, count in sorted((extra or {}).items())}
     return out
 
 

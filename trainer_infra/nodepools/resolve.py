@@ -41,7 +41,7 @@ def resolve_pool(pool: NodePool, index: int) -> ResolvedPool:
         taints=tuple(taints),
         topology=tuple(pool.topology) if pool.topology is not None else backend.default_topology(pool, settings),
         node_count=backend.node_count(pool, settings),
-        per_node=per_node(node),
+        per_node=per_node(node, backend.extra_resources(pool, settings)),
         node_labels=dict(sorted(labels.items())),
         flavor_labels=dict(sorted(selector.items())) if selector else {POOL_LABEL: pool.name},
         autoscaling=backend.autoscaling(pool, settings),

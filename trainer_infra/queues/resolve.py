@@ -59,9 +59,11 @@ class ResolvedQueues:
 
 
 def covered_resources(resources: Iterable[str]) -> list[str]:
-    """cpu, memory, then every accelerator resource among `resources`: one resource group, since Kueue lets
-    a resource appear in only one group; a pool without some accelerator gets quota 0 for it. `resources`
-    may be other covered lists (the fleet manager covers what its workers cover)."""
+    """cpu, memory, then every other resource among `resources` (accelerators, EFA interfaces): one resource group,
+    since Kueue lets a resource appear in only one group; a pool without some resource gets quota 0 for it. A pod
+    requesting a resource its ClusterQueue does not cover is never admitted (Kueue 0.19.2
+    pkg/scheduler/flavorassigner/flavorassigner.go `findFlavorForPodSets`: "resource ... unavailable in
+    ClusterQueue"). `resources` may be other covered lists (the fleet manager covers what its workers cover)."""
     return ["cpu", "memory", *sorted(set(resources) - {"cpu", "memory"})]
 
 
@@ -94,13 +96,27 @@ def _nominal(quota: PoolQuota | None, pool: ResolvedPool) -> dict[str, Decimal]:
             out[res] = share.quantize(Decimal(1) if res == "memory" else Decimal("0.001"), rounding=ROUND_FLOOR)
     if acc:
         out[acc.resource] = Decimal(quota.gpus)
+    for res in pool.per_node:
+        if res not in ("cpu", "memory") and res != pool.accelerator_resource:
+            out[res] = _per_gpu(pool, res, quota.gpus)
     return out
 
 
-def _limit(limits: ResourceLimits, res: str, accelerator: str | None) -> Decimal | None:
-    if res == accelerator:
+def _per_gpu(pool: ResolvedPool, res: str, gpus: int) -> Decimal:
+    """An extended resource of the pool's nodes (EFA interfaces) in proportion to `gpus`, rounded down: a job
+    holding a node's GPUs may use its interfaces too, and shares never add up to more than the nodes have."""
+    acc = pool.node.accelerator
+    if acc is None:
+        return Decimal(0)
+    return (pool.per_node[res] * gpus / acc.count).to_integral_value(rounding=ROUND_FLOOR)
+
+
+def _limit(limits: ResourceLimits, res: str, pool: ResolvedPool) -> Decimal | None:
+    if res == pool.accelerator_resource:
         return None if limits.gpus is None else Decimal(limits.gpus)
-    value = getattr(limits, res, None) if res in ("cpu", "memory") else None
+    if res not in ("cpu", "memory"):  # extended resources follow the GPU limit
+        return None if limits.gpus is None else _per_gpu(pool, res, limits.gpus)
+    value = getattr(limits, res, None)
     return None if value is None else quantity(value)
 
 
@@ -111,7 +127,7 @@ def queue_limits(quota: PoolQuota | None, pool: ResolvedPool) -> QueueLimits:
     def limited(limits: ResourceLimits | None) -> dict[str, Decimal]:
         if limits is None:
             return {}
-        found = ((res, _limit(limits, res, pool.accelerator_resource)) for res in amounts)
+        found = ((res, _limit(limits, res, pool)) for res in amounts)
         return {res: value for res, value in found if value is not None}
 
     if quota is None:
@@ -142,5 +158,5 @@ def resolve_queues(pools: tuple[ResolvedPool, ...], teams: Sequence[TeamConfig],
         teams={
             team.name: {p.name: queue_limits(team.quota.get(p.name), p) for p in by_name.values()} for team in teams
         },
-        covered=covered_resources(p.accelerator_resource for p in pools if p.accelerator_resource),
+        covered=covered_resources(res for p in pools for res in p.per_node),
     )

@@ -114,8 +114,12 @@ class Sandbox:
         controller_users: dict[str, str] | None = None,
         helm_releases: Sequence[Obj] | None = None,
         trainer_controller: bool = True,
+        extra_crds: Sequence[Path] = (),
     ) -> None:
         self.workdir = workdir.resolve()
+        #: CRD files installed with the pinned ones, before any controller starts: a controller that sets a part up
+        #: only when the API serves its kind at start (Kueue's ProvisioningRequest admission check) sees them.
+        self.extra_crds = list(extra_crds)
         #: The render's Helm releases: the charts' RBAC is installed and each controller runs as its chart's
         #: ServiceAccount with only what the charts grant it (``charts.py``); a controller the charts do not
         #: install does not run (LeaderWorkerSet without the Trainer data cache).
@@ -459,7 +463,7 @@ class Sandbox:
         lws_crds = sorted((self.lws_module() / "config" / "crd" / "bases").glob("*.yaml"))
         if not lws_crds:
             raise SandboxError(f"no CRDs in {LWS_MODULE} v{self.versions.lws} config/crd/bases")
-        return [*files, *monitoring_crd_files(v.prometheus_operator), *lws_crds]
+        return [*files, *monitoring_crd_files(v.prometheus_operator), *lws_crds, *self.extra_crds]
 
     def lws_module(self) -> Path:
         """LeaderWorkerSet's module at the pinned version: its CRD and webhook manifests are read from

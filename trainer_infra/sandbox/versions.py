@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from trainer_infra.core.images import split_image
+from trainer_infra.core.upstream import autoscaler, kueue
 from trainer_infra.core.upstream.prometheus_operator import GROUP as MONITORING_GROUP
 from trainer_infra.nodepools.kwok import KWOK_VERSION
 from trainer_infra.versions import MATRIX
@@ -184,6 +185,26 @@ def module_dir(module: str, version: str) -> Path:
     if proc.returncode != 0:
         raise BuildError(f"cannot download {module} v{version}: {proc.stdout[-2000:]}{proc.stderr[-2000:]}")
     return Path(json.loads(proc.stdout)["Dir"])
+
+
+def required_version(go_mod: str, module: str) -> str:
+    """The version (without its `v`) a go.mod's `require` gives ``module``."""
+    for line in go_mod.splitlines():
+        words = line.split()
+        if words[:1] == ["require"]:
+            words = words[1:]
+        if len(words) >= 2 and words[0] == module and words[1].startswith("v"):
+            return words[1][1:]
+    raise BuildError(f"go.mod requires no {module}")
+
+
+def provisioning_request_crd(kueue_version: str) -> Path:
+    """The ProvisioningRequest CRD at the version Kueue ``kueue_version`` is built against (its go.mod), from the Go
+    module cache. Kueue sets its ProvisioningRequest admission check controller up only when the API server serves
+    this kind at start (cmd/kueue/main.go `setupControllers`, `provisioning.ServerSupportsProvisioningRequest`)."""
+    go_mod = (module_dir(kueue.GO_MODULE, kueue_version) / "go.mod").read_text()
+    folder = module_dir(autoscaler.GO_MODULE, required_version(go_mod, autoscaler.GO_MODULE))
+    return folder / autoscaler.PROVISIONING_REQUEST_CRD
 
 
 #: The Prometheus Operator kinds the platform's observability block creates.
