@@ -6,7 +6,7 @@ STACK  ?= local
 # the real node's Debian packages (trainer_infra/sandbox/node.py PACKAGES)
 NODE_PACKAGES := containerd runc containernetworking-plugins iptables busybox-static mmdebstrap libcap2-bin python3-pip ipset conntrack
 
-.PHONY: render validate test lint typecheck unit bench bench-pulumi bench-scheduling docs kueue-write-back clean e2e e2e-pulumi e2e-node e2e-node-deps e2e-recovery e2e-upgrade e2e-fleet e2e-sandbox sandbox-up sandbox-down
+.PHONY: render validate test lint typecheck unit bench bench-pulumi bench-scheduling docs kueue-write-back clean e2e e2e-pulumi e2e-node e2e-node-deps e2e-recovery e2e-upgrade e2e-fleet e2e-karpenter e2e-sandbox sandbox-up sandbox-down
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -56,6 +56,9 @@ e2e-upgrade: $(STAMP) e2e-node-deps  ## JobSet 0.11.1 → 0.12.0, then Kueue 0.1
 
 e2e-fleet: $(STAMP) e2e-node-deps  ## the fleet by one real `pulumi up` (manager + 2 workers, then a third joins, tokens rotate, the third drains and leaves), its MultiKueue scenarios, a stranded job recovered (root; `.ci/nightly` runs it; docs/fleet.md gives its time)
 	$(PY) -m tests.e2e.run -m e2e tests/e2e/test_pulumi_fleet.py
+
+e2e-karpenter: $(STAMP)  ## Karpenter's core with its kwok provider launches the karpenter pool's nodes (labels, taints) for a team's admitted TrainJob and removes them when empty (builds Karpenter once with GOTOOLCHAIN=go1.27.3; `.ci/nightly` runs it; tests/e2e/README.md gives its time)
+	$(PY) -m tests.e2e.run -m e2e tests/e2e/test_karpenter_kwok.py
 
 bench-pulumi: $(STAMP) e2e-node-deps  ## first up of a 1,000-team synthetic stack in team stacks, checkpoints vs PULUMI_SKIP_CHECKPOINTS, one-team preview (BENCH_TEAMS, BENCH_SHARDS, BENCH_JOBS; root)
 	$(PY) -m tests.e2e.run -m e2e tests/e2e/test_pulumi_scale.py tests/e2e/test_pulumi_shards.py

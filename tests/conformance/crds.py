@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from trainer_infra.core.upstream import karpenter
 from trainer_infra.sandbox.versions import VersionSet, go_mod_download, monitoring_crd_files, shared_dir
 
 ENV = "TRAINER_PLATFORM_CRDS"
@@ -90,8 +91,8 @@ def _schemas(paths: tuple[Path, ...]) -> dict[tuple[str, str], dict[str, Any]]:
 #: the zip's go.sum hash, the CRD files in it). The core module's NodePool is the one every provider starts from;
 #: the AWS provider ships its own copy with AWS's label rules added, and the EC2NodeClass.
 KARPENTER_MODULES = {
-    "sigs.k8s.io/karpenter": (
-        "1.15.0",
+    karpenter.CORE_MODULE: (
+        karpenter.CORE_VERSION,  # the version the opt-in e2e runs (tests/e2e/test_karpenter_kwok.py)
         "h1:5SEptlAvsOZbNg4qg8OSdF1qi6BEZHZLA020nXY7jGw=",
         ("pkg/apis/crds/karpenter.sh_nodepools.yaml",),
     ),

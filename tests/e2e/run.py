@@ -21,6 +21,7 @@ from trainer_infra.observability.sources import EXTERNAL
 from trainer_infra.sandbox import netns, runtime_images
 from trainer_infra.sandbox.build import Builder, BuildError
 from trainer_infra.sandbox.interrupts import wait_to_end
+from trainer_infra.sandbox.karpenter_kwok import BINARY as KARPENTER_BINARY
 from trainer_infra.sandbox.node import NodeError
 from trainer_infra.sandbox.node import preflight as node_preflight
 from trainer_infra.sandbox.toolchain import Toolchain
@@ -63,6 +64,8 @@ NODE_TESTS = (
 NODE_PREFIX = "tests/e2e/test_node"
 #: the upgrade e2e (``make e2e-upgrade``, ``.ci/nightly``): it needs the release it starts from (previous_release.py)
 UPGRADE_TEST = "tests/e2e/test_pulumi_upgrade.py"
+#: Karpenter's core with its kwok provider: opt-in (`make e2e-karpenter`), its binary built only for it
+KARPENTER_TEST = "tests/e2e/test_karpenter_kwok.py"
 #: the platform's scenarios on real containers: ``make sandbox-up`` (the real `pulumi up` of the sandbox stack on an
 #: untainted real node, in the daemon's own namespaces), then, as its team members, a first job, training with a
 #: resume and an OOM, the teams' NetworkPolicies, the hostile-tenant attacks a real container changes, every CPU
@@ -151,11 +154,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     node = os.environ.get("E2E_NODE") == "1" or any(NODE_PREFIX in arg for arg in args)
     sandbox = os.environ.get("E2E_SANDBOX") == "1" or any(SANDBOX_PREFIX in arg for arg in args)
+    karpenter = os.environ.get("E2E_KARPENTER") == "1" or any(KARPENTER_TEST in arg for arg in args)
     env = {
         **os.environ,
         "SANDBOX_NO_BUILD": "1",
         **({"E2E_NODE": "1"} if node else {}),
         **({"E2E_SANDBOX": "1"} if sandbox else {}),
+        **({"E2E_KARPENTER": "1"} if karpenter else {}),
     }
     try:
         if pulumi:
@@ -200,7 +205,9 @@ def run_named(
         # the node's files share one session (tests/e2e/node_session.py: the node and its network, no platform);
         # the pulumi session's chart sandbox and make sandbox-up run a real node too (kubelet, pause, kube-proxy,
         # CoreDNS, kube-router)
-        built = Builder(versions).build(node=node or pulumi or sandbox)
+        # Karpenter with its kwok provider (its own Go toolchain): only for the opt-in test that runs it
+        opt_in = frozenset({KARPENTER_BINARY} if any(KARPENTER_TEST in arg for arg in named) else ())
+        built = Builder(versions).build(node=node or pulumi or sandbox, opt_in=opt_in)
         if sandbox:
             # the runtime stand-in images (the sandbox serves every one built) need the Debian archive: built here,
             # before the sandbox enters its own network namespace

@@ -159,7 +159,7 @@ def karpenter_objects(pool: ResolvedPool) -> list[ManagedObject]:
     ]
     if kp.capacity_block:
         requirements.append({"key": RESERVATION_TYPE, "operator": "In", "values": [CAPACITY_BLOCK]})
-    limits = {k: format_amount(k, v) for k, v in sorted(pool.capacity.items())}
+    limits = _limits(pool)
     objects.append(
         ManagedObject(
             {
@@ -175,7 +175,6 @@ def karpenter_objects(pool: ResolvedPool) -> list[ManagedObject]:
                             "taints": [t.as_k8s() for t in pool.taints],
                         },
                     },
-                    # Karpenter stops launching at these totals: the pool's `size.max` nodes.
                     "limits": limits,
                     "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": kp.consolidate_after},
                 },
@@ -183,6 +182,20 @@ def karpenter_objects(pool: ResolvedPool) -> list[ManagedObject]:
         )
     )
     return objects
+
+
+def _limits(pool: ResolvedPool) -> dict[str, str]:
+    """Karpenter stops launching at these totals: the pool's `size.max` nodes.
+
+    Karpenter counts a launch against the limits with the instance type's capacity, not its allocatable
+    (sigs.k8s.io/karpenter v1.15.0 pkg/controllers/provisioning/scheduling/scheduler.go
+    `filterByRemainingResources`, `subtractMax`), so `size.max` × the pool's allocatable CPU or memory would refuse
+    the last node. A GPU node's capacity and allocatable GPUs are the same count: a GPU pool is limited on its
+    accelerator alone; a pool without one on `nodes` (pkg/utils/resources `Node`)."""
+    resource = pool.accelerator_resource
+    if resource is not None:
+        return {resource: format_amount(resource, pool.capacity[resource])}
+    return {"nodes": str(pool.node_count)}
 
 
 def _capacity_checks(pool: ResolvedPool) -> list[ConfigIssue]:

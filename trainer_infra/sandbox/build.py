@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainer_infra.core.upstream import jobset, kubernetes, kueue, kwok, lws
+from trainer_infra.core.upstream import jobset, karpenter, kubernetes, kueue, kwok, lws
 from trainer_infra.sandbox.versions import (
     HELM_VERSION,
     BuildError,
@@ -58,6 +58,8 @@ class Target:
     build: Callable[[Builder, Target], None]
     tool: bool = False  # a checking tool (promtool), not run by the sandbox
     node: bool = False  # the real node's (kubelet, pause): built only when asked (``--node``)
+    opt_in: bool = False  # built only when named (``--only NAME``): what an opt-in e2e alone runs
+    toolchain: str | None = None  # a Go the module needs beyond the machine's (``GOTOOLCHAIN`` of this build only)
 
 
 def _tail(path: Path, lines: int = 30) -> str:
@@ -80,10 +82,10 @@ class Builder:
         self.times_file = self.set_dir / "build-times.json"
 
     # -- environment -------------------------------------------------------
-    def go_env(self, mod_mod: bool = True) -> dict[str, str]:
-        """Go settings: local toolchain only, default caches, serial-friendly."""
+    def go_env(self, mod_mod: bool = True, toolchain: str | None = None) -> dict[str, str]:
+        """Go settings: local toolchain unless a target names one, default caches, serial-friendly."""
         env = dict(os.environ)
-        env["GOTOOLCHAIN"] = "local"
+        env["GOTOOLCHAIN"] = toolchain or "local"
         env["CGO_ENABLED"] = "0"
         env.setdefault("GOMAXPROCS", str(os.cpu_count() or 2))
         if mod_mod:
@@ -124,7 +126,8 @@ class Builder:
         ldflags = "-s -w"
         if version_var:
             ldflags += f" -X {version_var}=v{target.version}"
-        self._run(["go", "build", f"-ldflags={ldflags}", "-o", str(out), package], target, work, self.go_env())
+        env = self.go_env(toolchain=target.toolchain)
+        self._run(["go", "build", f"-ldflags={ldflags}", "-o", str(out), package], target, work, env)
         self._install(out, target)
         shutil.rmtree(work, ignore_errors=True)
 
@@ -191,7 +194,7 @@ class Builder:
         proc = subprocess.run(
             ["go", "mod", "download", "-json", f"{module}@v{target.version}"],
             cwd=self.set_dir,
-            env=self.go_env(mod_mod=False),
+            env=self.go_env(mod_mod=False, toolchain=target.toolchain),
             capture_output=True,
             text=True,
         )
@@ -279,6 +282,14 @@ class Builder:
                 tool=True,
             ),
             Target("promql-names", "prometheus", v.prometheus, Builder.build_promql_names, tool=True),
+            Target(
+                "karpenter-kwok",
+                "karpenter",
+                karpenter.CORE_VERSION,
+                from_module(karpenter.CORE_MODULE, "./kwok", karpenter.CORE_VERSION_VARIABLE),
+                opt_in=True,
+                toolchain=karpenter.CORE_TOOLCHAIN,
+            ),
             Target("kubelet", "kubernetes", v.kubernetes, Builder.build_kube, node=True),
             Target("pause", "pause", PAUSE_VERSION, Builder.build_pause, node=True),
             Target("kube-proxy", "kubernetes", v.kubernetes, Builder.build_kube, node=True),
@@ -314,21 +325,28 @@ class Builder:
             return binary
         return None
 
-    def build(self, only: set[str] | None = None, force: bool = False, node: bool = False) -> dict[str, float]:
-        """Build what is missing (the real node's binaries only with ``node`` or by name); return seconds spent
-        per built target."""
+    def build(
+        self,
+        only: set[str] | None = None,
+        force: bool = False,
+        node: bool = False,
+        opt_in: frozenset[str] = frozenset(),
+    ) -> dict[str, float]:
+        """Build what is missing (the real node's binaries only with ``node`` or by name, an opt-in target only when
+        named in ``opt_in`` or ``only``); return seconds spent per built target."""
         self.set_dir.mkdir(parents=True, exist_ok=True)
         # two builds of one set share src/ and tmp/: a second one waits, then finds the binaries built
         with (self.set_dir / ".build.lock").open("w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            return self._build(only, force, node)
+            return self._build(only, force, node, opt_in)
 
-    def _build(self, only: set[str] | None, force: bool, node: bool) -> dict[str, float]:
+    def _build(self, only: set[str] | None, force: bool, node: bool, opt_in: frozenset[str]) -> dict[str, float]:
         times: dict[str, float] = {}
         for target in self.targets():
             if only and target.name not in only:
                 continue
-            if target.node and not node and not only:
+            left_out = (target.node and not node) or (target.opt_in and target.name not in opt_in)
+            if left_out and not only:
                 continue
             if not force and self.is_built(target):
                 continue

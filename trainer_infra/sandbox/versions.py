@@ -162,10 +162,10 @@ def shared_dir() -> Path:
     return path.resolve()
 
 
-def go_mod_download(module: str, version: str) -> subprocess.CompletedProcess[str]:
+def go_mod_download(module: str, version: str, toolchain: str | None = None) -> subprocess.CompletedProcess[str]:
     """`go mod download -json module@v<version>`: into Go's module cache through the module proxy, checked against
-    sum.golang.org."""
-    env = {**os.environ, "GOTOOLCHAIN": "local"}
+    sum.golang.org (with the machine's Go, unless the module needs the ``toolchain`` its build uses)."""
+    env = {**os.environ, "GOTOOLCHAIN": toolchain or "local"}
     env.pop("GOFLAGS", None)
     try:
         return subprocess.run(
@@ -179,9 +179,9 @@ def go_mod_download(module: str, version: str) -> subprocess.CompletedProcess[st
         raise BuildError(f"{module} v{version} is read from the Go module cache: `go` is not installed") from None
 
 
-def module_dir(module: str, version: str) -> Path:
+def module_dir(module: str, version: str, toolchain: str | None = None) -> Path:
     """Source directory of ``module@v<version>`` in the Go module cache (downloaded if needed)."""
-    proc = go_mod_download(module, version)
+    proc = go_mod_download(module, version, toolchain)
     if proc.returncode != 0:
         raise BuildError(f"cannot download {module} v{version}: {proc.stdout[-2000:]}{proc.stderr[-2000:]}")
     return Path(json.loads(proc.stdout)["Dir"])

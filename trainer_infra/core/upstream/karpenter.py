@@ -7,6 +7,19 @@ from __future__ import annotations
 
 from trainer_infra.core.upstream import kubernetes
 
+#: The Karpenter core module whose CRDs the rendered NodePool is checked against and whose kwok cloud provider
+#: (main package ``./kwok``) the opt-in Karpenter e2e runs: the one place its version is written.
+CORE_MODULE = "sigs.k8s.io/karpenter"
+CORE_VERSION = "1.15.0"
+#: Karpenter 1.15.0's go.mod says ``go 1.26.9``; the project's Go is older, so this one build (and nothing else)
+#: runs under the toolchain the go command takes from the module proxy.
+CORE_TOOLCHAIN = "go1.27.3"
+#: Where ``-X`` stamps the version Karpenter reports (pkg/operator/operator.go ``var Version``).
+CORE_VERSION_VARIABLE = f"{CORE_MODULE}/pkg/operator.Version"
+#: The kwok cloud provider's node class (kwok/apis/v1alpha1 of the core module).
+KWOK_GROUP = "karpenter.kwok.sh"
+KWOK_NODECLASS_API = f"{KWOK_GROUP}/v1alpha1"
+KWOK_NODECLASS_KIND = "KWOKNodeClass"
 GROUP = "karpenter.sh"
 #: The API group of the AWS provider's node classes.
 AWS_GROUP = "karpenter.k8s.aws"
