@@ -59,6 +59,9 @@ class AdmissionSettings:
     data_cache: CacheDeputy | None = None
     #: the accelerator resources the stack's pools offer (what messages tell members to request)
     accelerators: tuple[str, ...] = ()
+    #: Trainer's status server (`https://<service>.<namespace>.svc:<port>`) when progress is on: the pods of a
+    #: TrainJob's JobSet may carry what Trainer injects for it; None: nothing of it is admitted anywhere
+    status_server_url: str | None = None
 
 
 def _always(settings: AdmissionSettings) -> bool:
