@@ -6,17 +6,8 @@ from __future__ import annotations
 from trainer_infra.admission.model import AdmissionRule
 from trainer_infra.core.registry import Registry
 from trainer_infra.datacache import admission as datacache
-from trainer_infra.tenancy.admission import (
-    devices,
-    patches,
-    pod_security,
-    pods,
-    queues,
-    requests,
-    services,
-    status_server,
-    write_back,
-)
+from trainer_infra.tenancy.admission import devices, patches, pod_security, pods, queues, requests, services, write_back
+from trainer_infra.tenancy.admission.status_server import TRAINER_STATUS_ENV
 
 RULES: Registry[AdmissionRule] = Registry(
     requests.KNOWN_TEAM,
@@ -36,7 +27,7 @@ RULES: Registry[AdmissionRule] = Registry(
     requests.SUSPEND,
     queues.POD_QUEUE,
     devices.TRAINER_DEVICE_ENV,
-    status_server.TRAINER_STATUS_ENV,
+    TRAINER_STATUS_ENV,
     datacache.INITIALIZER_ENV,
     datacache.DEPUTY_RUNTIME,
     patches.CONTROLLER_LABELS,
