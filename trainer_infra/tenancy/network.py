@@ -63,6 +63,23 @@ def _policy(name: str, ns: str, team: str, spec: dict[str, Any]) -> dict[str, An
     }
 
 
+def _pods_in(namespace: str, labels: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+    """A peer: the pods with `labels` in `namespace`."""
+    return {
+        "namespaceSelector": {"matchLabels": {kubernetes.NAMESPACE_NAME_LABEL: namespace}},
+        "podSelector": {"matchLabels": dict(labels)},
+    }
+
+
+def _egress(
+    name: str, ns: str, team: str, pods: dict[str, Any], peer: dict[str, Any], ports: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """A policy letting the selected `pods` open `ports` of `peer`."""
+    return _policy(
+        name, ns, team, {"podSelector": pods, "policyTypes": ["Egress"], "egress": [{"to": [peer], "ports": ports}]}
+    )
+
+
 def _cidr_in(cidr: str, outer: str) -> bool:
     """Whether ``cidr`` lies inside ``outer`` (an ipBlock's `except` must)."""
     inner, container = ipaddress.ip_network(cidr, strict=False), ipaddress.ip_network(outer, strict=False)
@@ -110,38 +127,12 @@ def network_policies(namespace: str, team: str, settings: NetworkSettings) -> li
         )
     if settings.status_server is not None:
         server = settings.status_server
-        peer = {
-            "namespaceSelector": {"matchLabels": {kubernetes.NAMESPACE_NAME_LABEL: server.namespace}},
-            "podSelector": {"matchLabels": dict(server.pod_labels)},
-        }
-        out.append(
-            _policy(
-                "trainer-platform-status-server",
-                namespace,
-                team,
-                {
-                    "podSelector": _exists(JOBSET_NAME_LABEL),
-                    "policyTypes": ["Egress"],
-                    "egress": [{"to": [peer], "ports": [{"protocol": "TCP", "port": server.port}]}],
-                },
-            )
-        )
-    dns_peer = {
-        "namespaceSelector": {"matchLabels": {kubernetes.NAMESPACE_NAME_LABEL: settings.dns_namespace}},
-        "podSelector": {"matchLabels": dict(settings.dns_pod_labels)},
-    }
-    out.append(
-        _policy(
-            "trainer-platform-dns",
-            namespace,
-            team,
-            {
-                "podSelector": {},
-                "policyTypes": ["Egress"],
-                "egress": [{"to": [dns_peer], "ports": [{"protocol": p, "port": 53} for p in ("UDP", "TCP")]}],
-            },
-        )
-    )
+        peer = _pods_in(server.namespace, server.pod_labels)
+        ports = [{"protocol": "TCP", "port": server.port}]
+        out.append(_egress("trainer-platform-status-server", namespace, team, _exists(JOBSET_NAME_LABEL), peer, ports))
+    dns_peer = _pods_in(settings.dns_namespace, settings.dns_pod_labels)
+    dns_ports = [{"protocol": p, "port": 53} for p in ("UDP", "TCP")]
+    out.append(_egress("trainer-platform-dns", namespace, team, {}, dns_peer, dns_ports))
     if settings.egress_cidrs:
         blocks = []
         for cidr in settings.egress_cidrs:
