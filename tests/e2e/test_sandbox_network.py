@@ -14,7 +14,7 @@ policy's, never a dead port:
   ``vision``'s server pod, every port of every Service of the controllers' namespaces (JobSet, Kueue, Trainer, and
   LWS where the data cache installs it: webhooks, metrics, Kueue's visibility API), at the pod's address and at the
   Service's cluster IP, and the node's own address (the API server's port: a private-range address outside the
-  cluster): all refused;
+  cluster): all refused but Trainer's status server (``OPEN_TO_JOBS``), where a job posts its progress;
 - a pod of a namespace without policies (the admin's probe) makes the same connections to the controllers and the
   node: all connect but a port nothing serves (``NOT_SERVED``, with the reason); the ``vision`` server saw only its
   own peer.
@@ -30,6 +30,7 @@ from tests.e2e.platform import unique
 from tests.e2e.pods import labelled_pod, log_when_done, namespace
 from tests.e2e.sandbox_session import SANDBOX_MARKS, Member, RunningSandbox
 from tests.e2e.test_sandbox_up import TJ, finished
+from trainer_infra.core.upstream import trainer
 from trainer_infra.sandbox import cluster_network as net
 from trainer_infra.sandbox.chart_sandbox import CONTROLLER_NAMESPACES
 from trainer_infra.sandbox.kube import KubeClient, wait_for
@@ -44,10 +45,10 @@ PORT = 7000
 SETTLED = 5.0
 RUNTIME = "torch-distributed"
 #: Service ports of the charts that nothing listens on in this install (refused from everywhere: no proof there)
-NOT_SERVED = {
-    "status-server": "the Trainer chart's Service names port 10443, which Trainer 2.2.1 serves only with its alpha "
-    "feature gate TrainJobStatus (off by default; the platform does not turn it on)",
-}
+NOT_SERVED: dict[str, str] = {}
+#: the one controller port a team's training pod reaches: Trainer's status server, where a job posts its progress
+#: (components.trainer.progress, on by default; tests/e2e/test_sandbox_progress.py)
+OPEN_TO_JOBS = {trainer.STATUS_PORT_NAME}
 
 #: connects to every ``label=host:port`` of ``$TARGETS`` side by side, ``$TRIES`` times one second apart, and prints
 #: one line each: ``<label>: connected <first line the server sent>`` or ``<label>: refused after N tries (<error>)``;
@@ -290,8 +291,9 @@ def test_a_team_pod_reaches_its_peers_and_nothing_of_other_teams_the_controllers
     # serves, named in NOT_SERVED)
     assert attacked.get("other-team", "").startswith("refused after"), attack_log
     for label in targets:
-        assert attacked.get(label, "").startswith("refused after"), (label, attack_log)
         port_name = label.rpartition(":")[2].split("/")[0]
+        expected = "connected" if port_name in OPEN_TO_JOBS else "refused after"
+        assert attacked.get(label, "").startswith(expected), (label, attack_log)
         if port_name not in NOT_SERVED:
             assert allowed.get(label, "").startswith("connected"), (label, control_log)
     # ... and that includes each controller's webhook and metrics ports

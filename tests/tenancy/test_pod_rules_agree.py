@@ -12,6 +12,7 @@ import pytest
 
 from tests.tenancy import cel_admission
 from trainer_infra.admission.model import AdmissionSettings, TeamAdmission
+from trainer_infra.core.upstream import trainer
 from trainer_infra.manifests.pod_rules import RULES, pod_spec_problems
 from trainer_infra.manifests.pod_security_standards import restricted_problems
 from trainer_infra.migrate import tenancy as migrate
@@ -40,6 +41,10 @@ BASE: dict[str, Any] = {
 
 def _with(**fields: Any) -> dict[str, Any]:
     return {**copy.deepcopy(BASE), **fields}
+
+
+def _token(name: str, audience: str) -> dict[str, Any]:
+    return {"name": name, "projected": {"sources": [{"serviceAccountToken": {"audience": audience, "path": "token"}}]}}
 
 
 def _container(**security: Any) -> dict[str, Any]:
@@ -110,6 +115,22 @@ TABLE: list[tuple[str, dict[str, Any], str | None, bool]] = [
     ("nodeName", _with(nodeName="gpu-node-1"), "nodeName", False),
     ("system priority class", _with(priorityClassName="system-node-critical"), "priorityClassName", False),
     ("foreign service account", _with(serviceAccountName="admin"), "serviceAccount", False),
+    # a token for any other audience (a vault, a cloud) stays a member's own business
+    ("token for another audience", _with(volumes=[_token("t", "vault")]), None, False),
+    ("status token volume", _with(volumes=[_token(trainer.STATUS_TOKEN_VOLUME, "vault")]), "statusServer", False),
+    (
+        "status audience",
+        _with(volumes=[_token("t", trainer.status_audience("vision", "other"))]),
+        "statusServer",
+        False,
+    ),
+    ("status CA", _with(volumes=[{"name": "ca", "configMap": {"name": "other-tls-config"}}]), "statusServer", False),
+    (
+        "status URL",
+        _with(containers=[{**CONTAINER, "env": [{"name": trainer.STATUS_URL_ENV, "value": "x"}]}]),
+        "statusServer",
+        False,
+    ),
 ]
 #: what `migrate` cannot judge: the target stack's PriorityClasses are not part of its view of the target
 MIGRATE_BLIND = {"priorityClassName"}

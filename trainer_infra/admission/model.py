@@ -71,6 +71,9 @@ class AdmissionSettings:
     accelerators: tuple[str, ...] = ()
     #: where team images may come from; None: any registry
     images: ImageAdmission | None = None
+    #: Trainer's status server (`https://<service>.<namespace>.svc:<port>`) when progress is on: the pods of a
+    #: TrainJob's JobSet may carry what Trainer injects for it; None: nothing of it is admitted anywhere
+    status_server_url: str | None = None
 
 
 def _always(settings: AdmissionSettings) -> bool:

@@ -10,8 +10,11 @@ from trainer_infra.components.component import StackView
 from trainer_infra.components.kueue import kueue_settings
 from trainer_infra.components.plan import Releases
 from trainer_infra.components.registry import COMPONENTS
+from trainer_infra.components.trainer import trainer_settings
 from trainer_infra.core.errors import ConfigIssue, did_you_mean
 from trainer_infra.core.upstream.kueue import TRAINJOB_FRAMEWORK
+from trainer_infra.core.upstream.trainer import STATUS_GATE
+from trainer_infra.versions import MATRIX
 
 TAS_GATE = "TopologyAwareScheduling"
 #: settings that only reach the chart (its Helm values): without the chart they would be silently ignored
@@ -64,6 +67,29 @@ def _kueue(stack: StackView, releases: Releases) -> list[ConfigIssue]:
     return issues
 
 
+def _trainer_progress(stack: StackView, releases: Releases) -> list[ConfigIssue]:
+    """`progress: true` needs a Trainer release with the status server; its gate has one setting, `progress`."""
+    release = releases.by_name.get("trainer")
+    cfg = trainer_settings(stack)
+    if release is None:
+        return []
+    issues = []
+    if STATUS_GATE in cfg.feature_gates:
+        hint = f"set components.trainer.progress: {str(cfg.feature_gates[STATUS_GATE]).lower()} instead"
+        at = f"components.trainer.featureGates.{STATUS_GATE}"
+        issues.append(ConfigIssue(at, "set by components.trainer.progress", None, hint))
+    if cfg.progress and release.feature_gates is not None and STATUS_GATE not in release.feature_gates:
+        having = [r.version for r in MATRIX.components["trainer"].releases if STATUS_GATE in (r.feature_gates or ())]
+        hint = (
+            f"set components.trainer.version to a release with the {STATUS_GATE} gate ({', '.join(having)}), "
+            "or components.trainer.progress: false"
+        )
+        at = "components.trainer.progress"
+        what = f"a Trainer release with the {STATUS_GATE} feature gate (the status server)"
+        issues.append(ConfigIssue(at, f"needs {what}", f"Trainer {release.app_version}", hint))
+    return issues
+
+
 def _not_installed(stack: StackView) -> list[ConfigIssue]:
     """With `install: false` the chart is someone else's: a setting that only reaches it is refused, not dropped."""
     issues = []
@@ -86,4 +112,6 @@ def _not_installed(stack: StackView) -> list[ConfigIssue]:
 
 
 def check_components(stack: StackView, releases: Releases) -> list[ConfigIssue]:
-    return _gates(stack, releases) + _kueue(stack, releases) + _not_installed(stack)
+    return (
+        _gates(stack, releases) + _kueue(stack, releases) + _trainer_progress(stack, releases) + _not_installed(stack)
+    )

@@ -5,7 +5,8 @@ A unit test (test_pod_rules_agree) proves they refuse the same pods. A new rule 
 
 A team member is hostile input: an inline `nfs`/`csi`/`hostPath` volume reaches storage outside the team's
 claim (every team claim is a subdirectory of one export), host namespaces and privileged containers reach
-the node, a priority class like `system-node-critical` outranks the platform's controllers.
+the node, a priority class like `system-node-critical` outranks the platform's controllers, and a token for the
+Trainer status server's audience of another job posts that job's progress.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from trainer_infra.core.upstream import trainer
 from trainer_infra.manifests.pod_walk import CONTAINER_LISTS, TEMPLATE_LISTS, by_name, containers
 
 #: Volume kinds a team's pods may use: its claims and what lives inside the pod or the namespace.
@@ -79,6 +81,19 @@ class Lists:
     claims: Any = None
     service_accounts: Any = None
     priority_classes: Any = None
+    #: what Trainer injects for its status server that this pod spec may carry (a `StatusInjection`); None:
+    #: nothing of it (member-written objects, or progress off)
+    status: Any = None
+
+
+@dataclass(frozen=True)
+class StatusInjection:
+    """What Trainer injects into one TrainJob's trainer pods for its status server: the token's audience, the CA's
+    ConfigMap and the env, as CEL expressions (admission) or values (offline)."""
+
+    audience: str
+    config_map: str
+    env: Mapping[str, str]
 
 
 @dataclass(frozen=True)
@@ -339,6 +354,108 @@ PRIORITY_CLASS = PodRule(
     _priority_problems,
 )
 
+# -- the Trainer status server's token, CA and env -----------------------------------------------------
+
+
+def _named(ref: str) -> str:
+    """CEL: the name of the ConfigMap reference `ref`, '' when unset."""
+    return f"(has({ref}.name) ? {ref}.name : '')"
+
+
+def _no_status_names(v: str) -> str:
+    """CEL: volume `v` has no token for a status audience and no status CA ConfigMap (any job's)."""
+    prefix, suffix = trainer.STATUS_AUDIENCE_PREFIX, trainer.STATUS_CONFIG_MAP_SUFFIX
+    source = (
+        f"(!has(p.serviceAccountToken) || !has(p.serviceAccountToken.audience) || "
+        f"!p.serviceAccountToken.audience.startsWith('{prefix}')) && "
+        f"(!has(p.configMap) || !{_named('p.configMap')}.endsWith('{suffix}'))"
+    )
+    return (
+        f"(!has({v}.configMap) || !{_named(f'{v}.configMap')}.endsWith('{suffix}')) && "
+        f"(!has({v}.projected) || !has({v}.projected.sources) || {v}.projected.sources.all(p, {source}))"
+    )
+
+
+def _status_cel(schema: PodSchema, lists: Lists) -> str:
+    allowed: StatusInjection | None = lists.status
+    name = trainer.STATUS_TOKEN_VOLUME
+    env = json.dumps(list(trainer.STATUS_ENV))
+    if allowed is None:
+        volume = f"v.name != '{name}' && {_no_status_names('v')}"
+        env_ok = f"!(e.name in {env})"
+        mount_ok = f"(!has(c.volumeMounts) || c.volumeMounts.all(m, m.name != '{name}'))"
+    else:
+        own = (
+            f"(has(p.serviceAccountToken) && has(p.serviceAccountToken.audience) && "
+            f"p.serviceAccountToken.audience == {allowed.audience}) || "
+            f"(has(p.configMap) && {_named('p.configMap')} == {allowed.config_map})"
+        )
+        injected = f"has(v.projected) && has(v.projected.sources) && v.projected.sources.all(p, {own})"
+        volume = f"v.name == '{name}' ? ({injected}) : ({_no_status_names('v')})"
+        values = "{" + ", ".join(f"'{k}': {allowed.env[k]}" for k in trainer.STATUS_ENV) + "}"
+        env_ok = f"!(e.name in {env}) || (has(e.value) && e.value == {values}[e.name])"
+        mount_ok = ""
+    checks = f"(!has(c.env) || c.env.all(e, {env_ok}))" + (f" && {mount_ok}" if mount_ok else "")
+    lists_ok = " && ".join(f"(!has(s.{f}) || s.{f}.all(c, {checks}))" for f in schema.containers)
+    return f"(!has(s.volumes) || s.volumes.all(v, {volume})) && {lists_ok}"
+
+
+def _sources(v: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    items = _dict(v.get("projected")).get("sources")
+    return [_dict(p) for p in items] if isinstance(items, list) else []
+
+
+def _status_problems(spec: Mapping[str, Any], lists: Lists) -> list[str]:
+    allowed: StatusInjection | None = lists.status
+    name = trainer.STATUS_TOKEN_VOLUME
+    problems = []
+    for v in _volumes(spec):
+        sources = _sources(v)
+        tokens = [_dict(p.get("serviceAccountToken")).get("audience") for p in sources if "serviceAccountToken" in p]
+        maps = [_dict(p.get("configMap")).get("name") or "" for p in sources if "configMap" in p]
+        maps += [_dict(v.get("configMap")).get("name") or ""] if "configMap" in v else []
+        if v.get("name") == name and allowed is not None:
+            ok = isinstance(_dict(v.get("projected")).get("sources"), list) and all(
+                ("serviceAccountToken" in p and _dict(p["serviceAccountToken"]).get("audience") == allowed.audience)
+                or ("configMap" in p and (_dict(p["configMap"]).get("name") or "") == allowed.config_map)
+                for p in sources
+            )
+            if not ok:
+                problems.append(f"volume {name!r} is not what Trainer injects for this job's status server")
+            continue
+        if v.get("name") == name:
+            problems.append(f"volume {name!r} has the name of the volume Trainer injects for its status server")
+        audiences = [a for a in tokens if isinstance(a, str) and a.startswith(trainer.STATUS_AUDIENCE_PREFIX)]
+        if audiences:
+            problems.append(f"volume {v.get('name', '?')!r} asks for a token for the status server ({audiences[0]})")
+        status_maps = [m for m in maps if isinstance(m, str) and m.endswith(trainer.STATUS_CONFIG_MAP_SUFFIX)]
+        if status_maps:
+            problems.append(f"volume {v.get('name', '?')!r} mounts the status server's CA ConfigMap {status_maps[0]!r}")
+    for where, c in containers(spec):
+        env = c.get("env")
+        for e in env if isinstance(env, list) else []:
+            e = _dict(e)
+            if e.get("name") in trainer.STATUS_ENV and (allowed is None or e.get("value") != allowed.env[e["name"]]):
+                problems.append(f"{by_name(where, c)}: sets {e['name']}, which only Trainer sets")
+        mounts = c.get("volumeMounts")
+        for m in mounts if isinstance(mounts, list) and allowed is None else []:
+            if _dict(m).get("name") == name:
+                problems.append(f"{by_name(where, c)}: mounts volume {name!r}, which only Trainer adds")
+    return problems
+
+
+STATUS_SERVER = PodRule(
+    "statusServer",
+    ("Pod", "JobSet", "TrainingRuntime", "TrainJob"),
+    f"names what Trainer injects into a job's pods for its status server: the volume {trainer.STATUS_TOKEN_VOLUME}, "
+    f"a token for an audience {trainer.STATUS_AUDIENCE_PREFIX}/…, a ConfigMap <job>"
+    f"{trainer.STATUS_CONFIG_MAP_SUFFIX} or the env {', '.join(trainer.STATUS_ENV)}. With them a pod could post "
+    "progress as another job, or send its job's token elsewhere. Trainer adds them to your job's own pods when "
+    "progress is on: call update_trainjob_status() from your training script",
+    _status_cel,
+    _status_problems,
+)
+
 # -- service accounts -------------------------------------------------------------------------------
 
 
@@ -377,6 +494,7 @@ RULES: tuple[PodRule, ...] = (
     NODE_NAME,
     PRIORITY_CLASS,
     SERVICE_ACCOUNT,
+    STATUS_SERVER,
 )
 
 

@@ -14,6 +14,8 @@ from trainer_infra.components.identity import controller_username
 from trainer_infra.components.kueue import kueue_settings
 from trainer_infra.components.plan import components_plan
 from trainer_infra.components.registry import COMPONENTS
+from trainer_infra.components.trainer import COMPONENT as TRAINER
+from trainer_infra.components.trainer import StatusServer, progress_on, trainer_settings
 from trainer_infra.core.errors import ConfigError, ConfigIssue
 from trainer_infra.core.objects import ClusterAccess, ManagedObject, Plan, PlanPart, SecretValue
 from trainer_infra.core.upstream import kueue
@@ -30,7 +32,7 @@ from trainer_infra.queues.plan import queues_plan
 from trainer_infra.stack.validate import Validated
 from trainer_infra.storage.plan import storage_plan
 from trainer_infra.tenancy.images import image_admission
-from trainer_infra.tenancy.network import NetworkSettings
+from trainer_infra.tenancy.network import ControllerPort, NetworkSettings
 from trainer_infra.tenancy.plan import tenancy_plan
 
 KIND_ORDER = ("Namespace", "CustomResourceDefinition", "StorageClass", "ClusterRole", "ClusterRoleBinding")
@@ -44,6 +46,17 @@ def _controller(v: Validated, name: str) -> str:
     component = next(c for c in COMPONENTS if c.name == name)
     release = v.releases.by_name[name]
     return controller_username(release, component.values(v.config, release))
+
+
+def _status_server(v: Validated) -> StatusServer | None:
+    """Trainer's status server when progress is on (None: off)."""
+    release = v.releases.by_name["trainer"]
+    return TRAINER.status_server(release) if progress_on(trainer_settings(v.config), release) else None
+
+
+def _status_port(v: Validated) -> ControllerPort | None:
+    server = _status_server(v)
+    return None if server is None else ControllerPort(server.namespace, server.pod_labels, server.port)
 
 
 def plan_tenancy(v: Validated) -> PlanPart:
@@ -68,6 +81,7 @@ def plan_tenancy(v: Validated) -> PlanPart:
         data_cache=cache,
         accelerators=v.serve.facts.accelerators,
         images=image_admission(cfg.tenancy.images, cfg.images.registry_mirror, platform_images),
+        status_server_url=None if (server := _status_server(v)) is None else server.base_url,
     )
     net = cfg.tenancy.network_policies
     network = (
@@ -77,6 +91,7 @@ def plan_tenancy(v: Validated) -> PlanPart:
             dns_namespace=net.dns_namespace,
             dns_pod_labels=tuple(sorted(net.dns_pod_labels.items())),
             data_cache=cfg.data_cache.enabled,
+            status_server=_status_port(v),
         )
         if net.enabled
         else None

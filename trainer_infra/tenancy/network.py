@@ -5,7 +5,9 @@ and the in-cluster NFS server (a user-space NFS client needs no mount privilege 
 Allowed: pods of the team's jobs among themselves (JobSet labels every pod with
 `jobset.sigs.k8s.io/jobset-name`; a static policy cannot say "the same value", so the team is the boundary),
 the data cache's LeaderWorkerSet pods when the cache is on, cluster DNS, and egress to the configured CIDRs
-(by default the internet without private, link-local — cloud metadata — and shared ranges). Team claims are
+(by default the internet without private, link-local — cloud metadata — and shared ranges), and with progress on,
+the team's training pods to the Trainer controller's pods on the status server's port only (its webhook and
+metrics ports stay closed: a member's pod has no business there). Team claims are
 mounted by the node (CSI on the host network): pods need no route to the storage server and get none.
 
 Enforcement needs a CNI that implements NetworkPolicy; the render is the same either way.
@@ -27,6 +29,15 @@ PRIVATE_RANGES = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/
 
 
 @dataclass(frozen=True)
+class ControllerPort:
+    """One port of a controller's pods that the teams' training pods may open (TCP)."""
+
+    namespace: str
+    pod_labels: tuple[tuple[str, str], ...]
+    port: int
+
+
+@dataclass(frozen=True)
 class NetworkSettings:
     """Resolved from the stack config."""
 
@@ -35,6 +46,8 @@ class NetworkSettings:
     dns_namespace: str = "kube-system"
     dns_pod_labels: tuple[tuple[str, str], ...] = (("k8s-app", "kube-dns"),)
     data_cache: bool = False
+    #: the Trainer status server (progress on), reached from the training pods only
+    status_server: ControllerPort | None = None
 
 
 def _exists(label: str) -> dict[str, Any]:
@@ -48,6 +61,23 @@ def _policy(name: str, ns: str, team: str, spec: dict[str, Any]) -> dict[str, An
         "metadata": meta.metadata(name, ns, {meta.TEAM_LABEL: team}),
         "spec": spec,
     }
+
+
+def _pods_in(namespace: str, labels: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+    """A peer: the pods with `labels` in `namespace`."""
+    return {
+        "namespaceSelector": {"matchLabels": {kubernetes.NAMESPACE_NAME_LABEL: namespace}},
+        "podSelector": {"matchLabels": dict(labels)},
+    }
+
+
+def _egress(
+    name: str, ns: str, team: str, pods: dict[str, Any], peer: dict[str, Any], ports: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """A policy letting the selected `pods` open `ports` of `peer`."""
+    return _policy(
+        name, ns, team, {"podSelector": pods, "policyTypes": ["Egress"], "egress": [{"to": [peer], "ports": ports}]}
+    )
 
 
 def _cidr_in(cidr: str, outer: str) -> bool:
@@ -95,22 +125,14 @@ def network_policies(namespace: str, team: str, settings: NetworkSettings) -> li
                 },
             )
         )
-    dns_peer = {
-        "namespaceSelector": {"matchLabels": {kubernetes.NAMESPACE_NAME_LABEL: settings.dns_namespace}},
-        "podSelector": {"matchLabels": dict(settings.dns_pod_labels)},
-    }
-    out.append(
-        _policy(
-            "trainer-platform-dns",
-            namespace,
-            team,
-            {
-                "podSelector": {},
-                "policyTypes": ["Egress"],
-                "egress": [{"to": [dns_peer], "ports": [{"protocol": p, "port": 53} for p in ("UDP", "TCP")]}],
-            },
-        )
-    )
+    if settings.status_server is not None:
+        server = settings.status_server
+        peer = _pods_in(server.namespace, server.pod_labels)
+        ports = [{"protocol": "TCP", "port": server.port}]
+        out.append(_egress("trainer-platform-status-server", namespace, team, _exists(JOBSET_NAME_LABEL), peer, ports))
+    dns_peer = _pods_in(settings.dns_namespace, settings.dns_pod_labels)
+    dns_ports = [{"protocol": p, "port": 53} for p in ("UDP", "TCP")]
+    out.append(_egress("trainer-platform-dns", namespace, team, {}, dns_peer, dns_ports))
     if settings.egress_cidrs:
         blocks = []
         for cidr in settings.egress_cidrs:

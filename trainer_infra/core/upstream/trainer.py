@@ -21,3 +21,50 @@ SUPPORT_LABEL = f"{GROUP}/support"
 #: TrainerClient().list_runtimes() fails for every runtime of the namespace.
 SDK_DEVICE_LIMITS = (nvidia.GPU, "google.com/tpu", "huawei.com/Ascend910", "cpu")
 SDK_DEVICE_PREFIXES = (nvidia.MIG_PREFIX,)
+
+# -- the TrainJob status server (KEP-2779, alpha in 2.2 and 2.3) --------------------------------------------
+#: The feature gate that starts the status server in the controller (pkg/features/features.go: Alpha, off).
+STATUS_GATE = "TrainJobStatus"
+#: Its port (chart values.yaml `manager.config.statusServer.port`; templates/manager/deployment.yaml and
+#: service.yaml name it `status-server`, 10443, on the webhook's Service).
+STATUS_PORT = 10443
+STATUS_PORT_NAME = "status-server"
+#: The projected volume Trainer adds to every trainer pod (pkg/runtime/framework/plugins/trainjobstatus/
+#: trainjobstatus.go createTokenVolume): a ServiceAccount token for the job's audience (`path` token,
+#: expirationSeconds 3600) and the CA of the ConfigMap `<trainjob>-tls-config` (`ca.crt`), mounted read-only at
+#: STATUS_MOUNT_PATH in every trainer container (createTokenVolumeMount).
+STATUS_TOKEN_VOLUME = "kubeflow-trainer-token"
+STATUS_MOUNT_PATH = "/var/run/secrets/kubeflow/trainer"
+STATUS_TOKEN_FILE = "token"
+STATUS_CA_FILE = "ca.crt"
+#: `<trainjob>` + this: the ConfigMap holding the CA (trainjobstatus.go buildStatusServerCaCrtConfigMap).
+STATUS_CONFIG_MAP_SUFFIX = "-tls-config"
+#: The audiences' prefix (pkg/statusserver/utils.go TokenAudiencePrefix): the server accepts only a token whose
+#: audience is the job's own and whose namespace claim is the job's (auth.go Authorize).
+STATUS_AUDIENCE_PREFIX = GROUP
+#: The env Trainer sets in every trainer container (trainjobstatus.go createEnvVars), read by the SDK's
+#: update_trainjob_status() (kubeflow 0.5.0 kubeflow/trainer/backends/kubernetes/utils.py).
+STATUS_URL_ENV = "KUBEFLOW_TRAINER_SERVER_URL"
+STATUS_CA_ENV = "KUBEFLOW_TRAINER_SERVER_CA_CERT"
+STATUS_TOKEN_ENV = "KUBEFLOW_TRAINER_SERVER_TOKEN"
+STATUS_ENV = (STATUS_URL_ENV, STATUS_CA_ENV, STATUS_TOKEN_ENV)
+
+
+def status_path(namespace: str, name: str) -> str:
+    """The status endpoint of TrainJob `namespace/name` (pkg/statusserver/utils.go StatusUrl)."""
+    return f"/apis/{GROUP}/v1alpha1/namespaces/{namespace}/trainjobs/{name}/status"
+
+
+def status_audience(namespace: str, name: str) -> str:
+    """The token audience of TrainJob `namespace/name` (pkg/statusserver/utils.go TokenAudience)."""
+    return f"{STATUS_AUDIENCE_PREFIX}/v1alpha1/namespaces/{namespace}/trainjobs/{name}/status"
+
+
+def status_env(base_url: str, namespace: str, name: str) -> dict[str, str]:
+    """The env Trainer gives TrainJob `namespace/name`'s trainer containers; `base_url`:
+    `https://<webhook service>.<controller namespace>.svc:<port>` (createEnvVars)."""
+    return {
+        STATUS_URL_ENV: base_url + status_path(namespace, name),
+        STATUS_CA_ENV: f"{STATUS_MOUNT_PATH}/{STATUS_CA_FILE}",
+        STATUS_TOKEN_ENV: f"{STATUS_MOUNT_PATH}/{STATUS_TOKEN_FILE}",
+    }

@@ -5,10 +5,47 @@ from __future__ import annotations
 
 from trainer_infra.admission.cel import lit
 from trainer_infra.admission.model import AdmissionRule, AdmissionSettings, AdmittedKind
+from trainer_infra.core.upstream import jobset, trainer
 from trainer_infra.core.upstream.lws import NAME_LABEL as LWS_NAME_LABEL
 from trainer_infra.datacache.pinned import CACHE_SUFFIX
 from trainer_infra.manifests.pod_rules import RULES as POD_RULES
-from trainer_infra.manifests.pod_rules import Lists, PodRule
+from trainer_infra.manifests.pod_rules import Lists, PodRule, StatusInjection
+
+#: sentinels for the CEL expressions inside Trainer's status names (one home for their format: core/upstream)
+_NS, _JOB = "\x00ns\x00", "\x00job\x00"
+
+
+def _cel_text(text: str, job: str) -> str:
+    """CEL concatenation of `text` with the request's namespace and `job` (a CEL expression) for the sentinels."""
+    parts = []
+    for i, piece in enumerate(text.split(_NS)):
+        if i:
+            parts.append("request.namespace")
+        for j, bit in enumerate(piece.split(_JOB)):
+            if j:
+                parts.append(job)
+            if bit:
+                parts.append(lit(bit))
+    return "(" + " + ".join(parts) + ")"
+
+
+def status_injection(kind: AdmittedKind, settings: AdmissionSettings) -> StatusInjection | None:
+    """What the pods of one TrainJob may carry for Trainer's status server: Trainer injects it into the JobSet it
+    names after the TrainJob (pkg/runtime/framework/plugins/jobset/jobset.go Build), whose pods carry that name as
+    JobSet's label. Objects members write (TrainJobs, runtimes) get nothing: Trainer adds it after them."""
+    if settings.status_server_url is None or kind.name not in ("Pod", "JobSet"):
+        return None
+    if kind.name == "JobSet":
+        job = "object.metadata.name"
+    else:
+        labelled = f"has(object.metadata.labels) && '{jobset.JOBSET_NAME_LABEL}' in object.metadata.labels"
+        job = f"({labelled} ? object.metadata.labels['{jobset.JOBSET_NAME_LABEL}'] : '')"
+    env = trainer.status_env(settings.status_server_url, _NS, _JOB)
+    return StatusInjection(
+        audience=_cel_text(trainer.status_audience(_NS, _JOB), job),
+        config_map=_cel_text(_JOB + trainer.STATUS_CONFIG_MAP_SUFFIX, job),
+        env={name: _cel_text(value, job) for name, value in env.items()},
+    )
 
 
 def _lists(kind: AdmittedKind, settings: AdmissionSettings) -> Lists:
@@ -26,6 +63,7 @@ def _lists(kind: AdmittedKind, settings: AdmissionSettings) -> Lists:
         claims="variables.team.claims",
         service_accounts=f"(variables.team.serviceAccounts + {lit(sorted(extra))}{lws})",
         priority_classes=lit(sorted(settings.priority_classes)),
+        status=status_injection(kind, settings),
     )
 
 

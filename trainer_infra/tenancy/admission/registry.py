@@ -15,6 +15,7 @@ from trainer_infra.tenancy.admission import (
     queues,
     requests,
     services,
+    status_server,
     write_back,
 )
 
@@ -38,6 +39,7 @@ RULES: Registry[AdmissionRule] = Registry(
     queues.POD_QUEUE,
     images.TRAINER_IMAGE,
     devices.TRAINER_DEVICE_ENV,
+    status_server.TRAINER_STATUS_ENV,
     datacache.INITIALIZER_ENV,
     datacache.DEPUTY_RUNTIME,
     patches.CONTROLLER_LABELS,
