@@ -59,6 +59,9 @@ class AdmissionSettings:
     data_cache: CacheDeputy | None = None
     #: the accelerator resources the stack's pools offer (what messages tell members to request)
     accelerators: tuple[str, ...] = ()
+    #: `storage.mountPath`, where every runtime mounts the TrainJob's own directory of the team claim; None: no
+    #: storage (tenancy/admission/job_directory.py)
+    workspace: str | None = None
 
 
 def _always(settings: AdmissionSettings) -> bool:

@@ -63,6 +63,7 @@ def plan_tenancy(v: Validated) -> PlanPart:
         data_cache_service_account=CACHE_INITIALIZER if cfg.data_cache.enabled else None,
         data_cache=cache,
         accelerators=v.serve.facts.accelerators,
+        workspace=cfg.storage.mount_path if cfg.storage is not None else None,
     )
     net = cfg.tenancy.network_policies
     network = (
