@@ -43,8 +43,9 @@ def _job_name_env(kind: AdmittedKind, settings: AdmissionSettings) -> str | None
 JOB_NAME = AdmissionRule(
     "jobName",
     ("Pod", "JobSet", "TrainingRuntime", "TrainJob"),
-    f"sets {JOB_NAME_ENV} in a container's env (runtimePatches[].…containers[].env): it names the job's directory "
-    f"of the team claim (jobs/$({JOB_NAME_ENV})), and only the platform sets it, from the TrainJob's name. "
+    f"sets {JOB_NAME_ENV} in a container's env (of a TrainJob: runtimePatches[].…containers[].env): it names "
+    f"the job's directory of the team claim (jobs/$({JOB_NAME_ENV})), and only the platform sets it, from the "
+    "TrainJob's name. "
     "Remove it; read your job's name from it",
     _job_name_env,
     per_pod=True,
