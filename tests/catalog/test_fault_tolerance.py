@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from tests.helpers import MINIMAL, ROOT, plan_of
+from trainer_infra.catalog.fault_tolerance import GRACE_SECONDS
 from trainer_infra.core.errors import ConfigError
 
 CATALOG = ROOT / "runtimes"
@@ -59,6 +60,37 @@ def test_per_runtime_override_changes_only_the_keys_it_names() -> None:
         "node"
     ]["podFailurePolicy"]["rules"]
     assert rts["jax-distributed"]["spec"]["template"]["spec"]["failurePolicy"]["maxRestarts"] == 5
+
+
+def test_every_pod_gets_the_grace_period_to_checkpoint_when_preempted_and_a_runtime_may_differ() -> None:
+    """Kueue stops an evicted TrainJob by suspending it: its pods are deleted, SIGTERM, then this long before
+    SIGKILL. The stack's default for every step Job's pods, a per-runtime override, a runtime file's own value."""
+    rts = served(MINIMAL)
+    for name, rt in rts.items():
+        for job, spec in _jobs(rt).items():
+            assert spec["template"]["spec"]["terminationGracePeriodSeconds"] == GRACE_SECONDS, (name, job)
+    raw = {
+        **MINIMAL,
+        "runtimes": {
+            "faultTolerance": {"terminationGracePeriodSeconds": 600},
+            "overrides": {"torch-distributed": {"faultTolerance": {"terminationGracePeriodSeconds": 30}}},
+        },
+    }
+    rts = served(raw)
+    assert _jobs(rts["torch-distributed"])["node"]["template"]["spec"]["terminationGracePeriodSeconds"] == 30
+    assert _jobs(rts["jax-distributed"])["node"]["template"]["spec"]["terminationGracePeriodSeconds"] == 600
+    with pytest.raises(ConfigError, match="terminationGracePeriodSeconds"):
+        plan_of({**MINIMAL, "runtimes": {"faultTolerance": {"terminationGracePeriodSeconds": -1}}})
+
+
+def test_a_runtime_files_own_grace_period_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def edit(doc: dict[str, Any]) -> None:
+        doc["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+            "terminationGracePeriodSeconds"
+        ] = 900
+
+    _catalog_with(tmp_path, monkeypatch, "jax-distributed", edit)
+    assert _jobs(served(MINIMAL)["jax-distributed"])["node"]["template"]["spec"]["terminationGracePeriodSeconds"] == 900
 
 
 def _catalog_with(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, edit: Any) -> None:

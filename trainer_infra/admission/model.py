@@ -74,6 +74,9 @@ class AdmissionSettings:
     #: Trainer's status server (`https://<service>.<namespace>.svc:<port>`) when progress is on: the pods of a
     #: TrainJob's JobSet may carry what Trainer injects for it; None: nothing of it is admitted anywhere
     status_server_url: str | None = None
+    #: `storage.mountPath`, where every runtime mounts the TrainJob's own directory of the team claim; None: no
+    #: storage (tenancy/admission/job_directory.py)
+    workspace: str | None = None
 
 
 def _always(settings: AdmissionSettings) -> bool:

@@ -11,7 +11,13 @@ through unchanged):
   `PodFailurePolicy` fails the JobSet at once;
 - a pod evicted by a node drain, preemption or a failing node (condition `DisruptionTarget`) is replaced
   without counting as a failure;
-- `activeDeadlineSeconds` bounds each Job (per attempt); reason `DeadlineExceeded` fails the JobSet, no restart.
+- `activeDeadlineSeconds` bounds each Job (per attempt); reason `DeadlineExceeded` fails the JobSet, no restart;
+- a job Kueue evicts (preempted by a higher priority, reclaimed by its lender, `waitForPodsReady`) is suspended:
+  Kueue 0.19.2 sets the TrainJob's `spec.suspend` (pkg/controller/jobs/trainjob/trainjob_controller.go `Stop`) and
+  keeps its quota until no pod of it is active (pkg/controller/jobframework/reconciler.go, "handle eviction");
+  Trainer suspends the JobSet, JobSet its Jobs, and the Job controller deletes their pods, so every process gets
+  SIGTERM and `terminationGracePeriodSeconds` (every step Job's pods) to write its checkpoint before SIGKILL.
+  Re-admitted, the TrainJob runs again in the same job directory, where the checkpoint is.
 
 Not offered: `ttlSecondsAfterFinished`. At Trainer 2.2.1 and 2.3.0 a TrainJob whose *failed* JobSet is
 deleted gets a new JobSet with its restart budget reset, forever (trainer#3779, fixed after 2.3.0 by
@@ -33,6 +39,8 @@ from trainer_infra.manifests.runtime import is_step_job, is_training, replicated
 RULE_NON_RETRIABLE = "nonRetriableExitCode"
 RULE_DEADLINE = "deadlineExceeded"
 TTL_ISSUES = ("trainer#3779", "trainer#3737")
+#: the default grace period: Kubernetes' 30 s is short for writing a large model's checkpoint to shared storage
+GRACE_SECONDS = 120
 
 
 class FaultTolerance(StrictModel):
@@ -52,6 +60,15 @@ class FaultTolerance(StrictModel):
     )
     active_deadline_seconds: int | None = Field(
         default=None, ge=1, description="Deadline of each step Job per attempt; exceeding it fails the TrainJob."
+    )
+    termination_grace_period_seconds: int = Field(
+        default=GRACE_SECONDS,
+        ge=0,
+        le=86400,
+        description=(
+            "Seconds a job's processes get between SIGTERM and SIGKILL when it is preempted, evicted or deleted: "
+            "time to write a checkpoint. Its quota stays held meanwhile (Kueue waits for the pods to end)."
+        ),
     )
 
     @field_validator("max_restarts")
@@ -100,8 +117,8 @@ def pod_failure_policy(ft: FaultTolerance) -> dict[str, Any]:
 
 def inject_fault_tolerance(ft: FaultTolerance, runtime: dict[str, Any]) -> dict[str, Any]:
     """The JobSet `failurePolicy` and, on every step Job, `podFailurePolicy` (pods `restartPolicy: Never`,
-    which it requires), `backoffLimit: 0` on training Jobs and the optional deadline. What a runtime file
-    already sets wins: the platform fills gaps, it never rewrites a runtime author's choice."""
+    which it requires), `backoffLimit: 0` on training Jobs, the optional deadline and the pods' grace period.
+    What a runtime file already sets wins: the platform fills gaps, it never rewrites a runtime author's choice."""
     out = copy.deepcopy(runtime)
     spec = out["spec"]["template"]["spec"]
     spec.setdefault("failurePolicy", failure_policy(ft))
@@ -116,6 +133,7 @@ def inject_fault_tolerance(ft: FaultTolerance, runtime: dict[str, Any]) -> dict[
             job_spec.setdefault("backoffLimit", 0)
         if ft.active_deadline_seconds is not None:
             job_spec.setdefault("activeDeadlineSeconds", ft.active_deadline_seconds)
+        pod.setdefault("terminationGracePeriodSeconds", ft.termination_grace_period_seconds)
     return out
 
 

@@ -82,6 +82,7 @@ def plan_tenancy(v: Validated) -> PlanPart:
         accelerators=v.serve.facts.accelerators,
         images=image_admission(cfg.tenancy.images, cfg.images.registry_mirror, platform_images),
         status_server_url=None if (server := _status_server(v)) is None else server.base_url,
+        workspace=cfg.storage.mount_path if cfg.storage is not None else None,
     )
     net = cfg.tenancy.network_policies
     network = (

@@ -18,9 +18,10 @@ mount takes `subPathExpr: jobs/$(TRAIN_JOB_NAME)`, with `TRAIN_JOB_NAME` from th
 `jobset.sigs.k8s.io/jobset-name` through the downward API: Trainer names the JobSet after the TrainJob and
 JobSet puts that label on every pod (upstream's own cache runtime reads the TrainJob name the same way).
 Kubelet expands the variable from the container's env and refuses absolute or `..` results, so a job never
-leaves the claim; a user who overrides TRAIN_JOB_NAME in `trainer.env` lands in another directory of their
-own team's claim, nothing more. A restarted JobSet and a re-created TrainJob of the same name find their
-directory again: checkpoints go to `$CHECKPOINT_DIR` (= /workspace/checkpoints) for resume.
+leaves the claim; a member's TRAIN_JOB_NAME (`trainer.env`, a runtime patch) or mount at the mount path is refused
+at submit (`tenancy/admission/job_directory.py`), so no job lands in another's directory. A restarted JobSet
+and a re-created TrainJob of the same name find their directory again: checkpoints go to `$CHECKPOINT_DIR`
+(= /workspace/checkpoints) for resume.
 
 Existing mounts of that volume inside the mount path (upstream mounts it at /workspace/dataset and
 /workspace/model) are folded into the one mount: the same paths now resolve inside the job's directory.
