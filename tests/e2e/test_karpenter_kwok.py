@@ -65,11 +65,30 @@ def stack_keys(tas: bool) -> Obj:
                 },
             }
         ],
-        "components": {"kueue": {"trainJobIntegration": True, "tas": {"enabled": tas}}},
+        "components": {"kueue": {"trainJobIntegration": True, "tas": {"enabled": tas}, **without_tas(tas)}},
         "queues": {},
         "dataCache": {"enabled": False},
         "teams": [{"name": TEAM, "quota": {POOL: {"gpus": 8 * NODES}}, "members": {"users": [MEMBER]}}],
     }
+
+
+#: Kueue 0.19.2 refuses to start with TopologyAwareScheduling off while these default-on gates that need it stay on
+#: ("conflicting feature gates detected", cmd/kueue/main.go); `tas.enabled: false` alone does not turn them off.
+TAS_DEPENDENT_GATES = (
+    "TASProfileMixed",
+    "TASHandleOverlappingFlavors",
+    "TASFailedNodeReplacement",
+    "TASFailedNodeReplacementFailFast",
+    "TASReplaceNodeOnPodTermination",
+    "TASReplaceNodeOnNodeTaints",
+    "TASMultiLayerTopology",
+    "TASRecomputeAssignmentWithinSchedulingCycle",
+)
+
+
+def without_tas(tas: bool) -> Obj:
+    """The Kueue feature gates a stack must set itself to run Kueue 0.19.2 without TAS (product finding)."""
+    return {} if tas else {"featureGates": dict.fromkeys(TAS_DEPENDENT_GATES, False)}
 
 
 @contextmanager
