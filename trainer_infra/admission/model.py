@@ -60,7 +60,7 @@ class AdmissionSettings:
     #: the accelerator resources the stack's pools offer (what messages tell members to request)
     accelerators: tuple[str, ...] = ()
     #: `storage.mountPath`, where every runtime mounts the TrainJob's own directory of the team claim; None: no
-    #: storage (tenancy/admission/job_directory.py)
+    #: storage (storage/admission.py)
     workspace: str | None = None
 
 

@@ -6,25 +6,16 @@ from __future__ import annotations
 from trainer_infra.admission.model import AdmissionRule
 from trainer_infra.core.registry import Registry
 from trainer_infra.datacache import admission as datacache
-from trainer_infra.tenancy.admission import (
-    devices,
-    job_directory,
-    patches,
-    pod_security,
-    pods,
-    queues,
-    requests,
-    services,
-    write_back,
-)
+from trainer_infra.storage import admission as storage
+from trainer_infra.tenancy.admission import devices, patches, pod_security, pods, queues, requests, services, write_back
 
 RULES: Registry[AdmissionRule] = Registry(
     requests.KNOWN_TEAM,
     *pods.RULES,  # one per rule of manifests/pod_rules.py
     devices.DEVICE_ENV,
     devices.RESOURCE_CLAIMS,
-    job_directory.JOB_NAME,
-    job_directory.JOB_DIRECTORY_MOUNT,
+    storage.JOB_NAME,
+    storage.JOB_DIRECTORY_MOUNT,
     datacache.DEPUTY_PODS,
     pod_security.SECCOMP,
     pod_security.APPARMOR,
@@ -38,7 +29,7 @@ RULES: Registry[AdmissionRule] = Registry(
     requests.SUSPEND,
     queues.POD_QUEUE,
     devices.TRAINER_DEVICE_ENV,
-    job_directory.TRAINER_JOB_NAME,
+    storage.TRAINER_JOB_NAME,
     datacache.INITIALIZER_ENV,
     datacache.DEPUTY_RUNTIME,
     patches.CONTROLLER_LABELS,
