@@ -29,7 +29,8 @@ pytestmark = SANDBOX_MARKS
 Obj = dict[str, Any]
 RUNTIME = "torch-distributed"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
-STEPS = 30
+#: the first run trains until it is preempted (at most this many steps); the resumed run this many more
+MAX_STEPS, RESUMED_STEPS = 900, 5
 HISTORY = "history.log"
 
 
@@ -57,9 +58,9 @@ def _train(member: Member, func: Callable[[], None], priority: str, resources: d
 
 
 def train_until_preempted() -> None:
-    """30 steps of a second; on SIGTERM rank 0 writes its checkpoint at the step it reached and stops (what the
-    grace period is for); every run starts from the checkpoint when there is one. `history.log` beside it keeps
-    what each run did."""
+    """Steps of a second until preempted (at most 900); on SIGTERM rank 0 writes its checkpoint at the step it
+    reached and stops (what the grace period is for); a run that starts from a checkpoint trains 5 more steps.
+    `history.log` beside the checkpoint keeps what each run did."""
     import os
     import signal
     import sys
@@ -96,8 +97,9 @@ def train_until_preempted() -> None:
     note(f"starts at step {first}")
     x = torch.linspace(-1, 1, 64).unsqueeze(1)
     done = first - 1
+    last = first + 5 if first else 900
     try:
-        for step in range(first, 30):
+        for step in range(first, last):
             optimizer.zero_grad()
             loss = torch.nn.functional.mse_loss(model(x), 3 * x + 1)
             loss.backward()
@@ -275,7 +277,7 @@ def test_a_preempted_job_checkpoints_on_sigterm_and_resumes_where_it_stopped(pla
     pods = me.list("v1", "Pod", ns, label_selector=selector)
     logs = "\n".join(me.log(p["metadata"]["name"], ns) for p in pods)
     steps = {int(line.split()[3]) for line in logs.splitlines() if line.startswith("rank 0 step ")}
-    assert steps == set(range(reached + 1, STEPS)), (reached, sorted(steps))
+    assert steps == set(range(reached + 1, reached + 1 + RESUMED_STEPS)), (reached, sorted(steps))
 
     # -- what the member reads about it: the TrainJob's events (`kubectl events --for trainjob/<name>`), the SDK's --
     kueue_said = [

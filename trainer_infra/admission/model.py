@@ -75,7 +75,7 @@ class AdmissionSettings:
     #: TrainJob's JobSet may carry what Trainer injects for it; None: nothing of it is admitted anywhere
     status_server_url: str | None = None
     #: `storage.mountPath`, where every runtime mounts the TrainJob's own directory of the team claim; None: no
-    #: storage (tenancy/admission/job_directory.py)
+    #: storage (storage/admission.py)
     workspace: str | None = None
 
 

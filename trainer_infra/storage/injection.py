@@ -19,7 +19,7 @@ mount takes `subPathExpr: jobs/$(TRAIN_JOB_NAME)`, with `TRAIN_JOB_NAME` from th
 JobSet puts that label on every pod (upstream's own cache runtime reads the TrainJob name the same way).
 Kubelet expands the variable from the container's env and refuses absolute or `..` results, so a job never
 leaves the claim; a member's TRAIN_JOB_NAME (`trainer.env`, a runtime patch) or mount at the mount path is refused
-at submit (`tenancy/admission/job_directory.py`), so no job lands in another's directory. A restarted JobSet
+at submit (`storage/admission.py`), so no job lands in another's directory. A restarted JobSet
 and a re-created TrainJob of the same name find their directory again: checkpoints go to `$CHECKPOINT_DIR`
 (= /workspace/checkpoints) for resume.
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from trainer_infra.admission.model import AdmissionRule
 from trainer_infra.core.registry import Registry
 from trainer_infra.datacache import admission as datacache
+from trainer_infra.storage import admission as storage
 from trainer_infra.tenancy.admission import (
     devices,
     images,
-    job_directory,
     patches,
     pod_security,
     pods,
@@ -26,8 +26,8 @@ RULES: Registry[AdmissionRule] = Registry(
     images.POD_IMAGES,
     devices.DEVICE_ENV,
     devices.RESOURCE_CLAIMS,
-    job_directory.JOB_NAME,
-    job_directory.JOB_DIRECTORY_MOUNT,
+    storage.JOB_NAME,
+    storage.JOB_DIRECTORY_MOUNT,
     datacache.DEPUTY_PODS,
     pod_security.SECCOMP,
     pod_security.APPARMOR,
@@ -42,6 +42,7 @@ RULES: Registry[AdmissionRule] = Registry(
     queues.POD_QUEUE,
     images.TRAINER_IMAGE,
     devices.TRAINER_DEVICE_ENV,
+from trainer_infra.storage import admission as storage
     status_server.TRAINER_STATUS_ENV,
     job_directory.TRAINER_JOB_NAME,
     datacache.INITIALIZER_ENV,

@@ -1,4 +1,5 @@
-"""Admission rules that keep a job's directory the job's: the runtime mounts the team claim at `storage.mountPath`
+"""The storage's admission rules, registered in `tenancy/admission/registry.py` like every other rule: they keep a
+job's directory the job's: the runtime mounts the team claim at `storage.mountPath`
 with `subPathExpr: jobs/$(TRAIN_JOB_NAME)`, and `TRAIN_JOB_NAME` is the pod's own JobSet-name label (downward
 API; `storage/injection.py`). That label is the TrainJob's name (Trainer names the JobSet after it, JobSet
 overwrites the label on every pod it creates: jobset 0.12.0 `labelAndAnnotateObject`; the controller-label rule
