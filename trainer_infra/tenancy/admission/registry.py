@@ -42,9 +42,8 @@ RULES: Registry[AdmissionRule] = Registry(
     queues.POD_QUEUE,
     images.TRAINER_IMAGE,
     devices.TRAINER_DEVICE_ENV,
-from trainer_infra.storage import admission as storage
     status_server.TRAINER_STATUS_ENV,
-    job_directory.TRAINER_JOB_NAME,
+    storage.TRAINER_JOB_NAME,
     datacache.INITIALIZER_ENV,
     datacache.DEPUTY_RUNTIME,
     patches.CONTROLLER_LABELS,
