@@ -124,6 +124,11 @@ def platform_with_karpenter(tmp_path: Path, *, tas: bool) -> Iterator[tuple[Sand
         yield sb, rendered_pool
 
 
+def unregistered(node: Obj) -> bool:
+    """Karpenter's taint until it registers the node (pkg/apis/v1/taints.go ``UnregisteredNoExecuteTaint``)."""
+    return any(t["key"] == f"{karpenter.GROUP}/unregistered" for t in node["spec"].get("taints", []))
+
+
 def pool_nodes(client: KubeClient) -> list[Obj]:
     return [n for n in client.list("v1", "Node") if n["metadata"].get("labels", {}).get(NODEPOOL_LABEL) == POOL]
 
@@ -146,7 +151,8 @@ def test_karpenter_launches_the_pools_nodes_for_an_admitted_trainjob_and_removes
         wait_admitted(admin, TEAM, name, 120, " onto the karpenter pool's flavor (quota, no nodes yet)")
 
         def launched() -> list[Obj] | bool:
-            nodes = [n for n in pool_nodes(admin) if node_ready(n)]
+            # registered: Karpenter has swapped its `unregistered` taint for the NodeClaim's labels and taints
+            nodes = [n for n in pool_nodes(admin) if node_ready(n) and not unregistered(n)]
             return nodes if len(nodes) == NODES else False
 
         nodes: list[Obj] = wait_for(f"Karpenter to launch {NODES} Ready nodes of pool {POOL}", launched, 240)
