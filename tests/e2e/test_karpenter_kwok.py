@@ -42,7 +42,7 @@ CONSOLIDATE_AFTER = 20  # seconds, the pool's `karpenter.consolidateAfter`
 NODEPOOL_LABEL = f"{karpenter.GROUP}/nodepool"  # what Karpenter labels its nodes with (pkg/apis/v1/labels.go)
 
 
-def stack_keys(tas: bool) -> Obj:
+def stack_keys() -> Obj:
     """The `local` stack's keys this test replaces: one karpenter GPU pool, one team with a quota on it."""
     machine = machine_table("eks").get(INSTANCE)
     assert machine is not None
@@ -65,37 +65,20 @@ def stack_keys(tas: bool) -> Obj:
                 },
             }
         ],
-        "components": {"kueue": {"trainJobIntegration": True, "tas": {"enabled": tas}, **without_tas(tas)}},
+        "components": {
+            "kueue": {"trainJobIntegration": True, "tas": {"enabled": False}}
+        },  # a karpenter pool under TAS is refused
         "queues": {},
         "dataCache": {"enabled": False},
         "teams": [{"name": TEAM, "quota": {POOL: {"gpus": 8 * NODES}}, "members": {"users": [MEMBER]}}],
     }
 
 
-#: Kueue 0.19.2 refuses to start with TopologyAwareScheduling off while these default-on gates that need it stay on
-#: ("conflicting feature gates detected", cmd/kueue/main.go); `tas.enabled: false` alone does not turn them off.
-TAS_DEPENDENT_GATES = (
-    "TASProfileMixed",
-    "TASHandleOverlappingFlavors",
-    "TASFailedNodeReplacement",
-    "TASFailedNodeReplacementFailFast",
-    "TASReplaceNodeOnPodTermination",
-    "TASReplaceNodeOnNodeTaints",
-    "TASMultiLayerTopology",
-    "TASRecomputeAssignmentWithinSchedulingCycle",
-)
-
-
-def without_tas(tas: bool) -> Obj:
-    """The Kueue feature gates a stack must set itself to run Kueue 0.19.2 without TAS (product finding)."""
-    return {} if tas else {"featureGates": dict.fromkeys(TAS_DEPENDENT_GATES, False)}
-
-
 @contextmanager
-def platform_with_karpenter(tmp_path: Path, *, tas: bool) -> Iterator[tuple[Sandbox, Obj]]:
+def platform_with_karpenter(tmp_path: Path) -> Iterator[tuple[Sandbox, Obj]]:
     """The render applied to a harness control plane with Karpenter (kwok provider) beside it; yields the sandbox
     and the rendered NodePool, once Karpenter reports the NodePool Ready."""
-    render = render_stack("local", tmp_path / "render", stack_keys(tas))
+    render = render_stack("local", tmp_path / "render", stack_keys())
     rendered_pool = next(o for o in render.objects if o["kind"] == "NodePool")
     objects = karpenter_kwok.on_kwok(render.objects)
     kwok_pool = copy.deepcopy(next(o for o in objects if o["kind"] == "NodePool"))
@@ -135,7 +118,7 @@ def pool_nodes(client: KubeClient) -> list[Obj]:
 
 def test_karpenter_launches_the_pools_nodes_for_an_admitted_trainjob_and_removes_them(tmp_path: Path) -> None:
     # TAS admits only onto nodes that exist (Kueue 0.19.2): a pool scaling from zero works without it
-    with platform_with_karpenter(tmp_path, tas=False) as (sb, rendered_pool):
+    with platform_with_karpenter(tmp_path) as (sb, rendered_pool):
         assert rendered_pool["spec"]["disruption"] == {
             "consolidationPolicy": "WhenEmpty",
             "consolidateAfter": f"{CONSOLIDATE_AFTER}s",
@@ -188,22 +171,3 @@ def test_karpenter_launches_the_pools_nodes_for_an_admitted_trainjob_and_removes
         removed = time.monotonic() - emptied
         print(f"nodes removed {removed:.1f} s after the pods were gone")
         assert removed >= CONSOLIDATE_AFTER - 5, "emptiness waits for consolidateAfter"
-
-
-@pytest.mark.xfail(
-    strict=True,
-    raises=TimeoutError,
-    reason="product finding: the karpenter backend reports no autoscaling range, so validate's TAS check "
-    "(nodepools/checks.py check_scaling_under_tas) lets a karpenter pool scaling from zero onto a TAS flavor, "
-    "where Kueue admits only onto nodes that exist and Karpenter sees no pod to launch nodes for",
-)
-def test_under_tas_a_job_on_a_karpenter_pool_scaling_from_zero_is_admitted(tmp_path: Path) -> None:
-    with platform_with_karpenter(tmp_path, tas=True) as (sb, _):
-        admin = sb.client
-        name = unique("kp-tas")
-        sb.user_client(MEMBER).create(trainjob(name, TEAM, gpus=8, nodes=NODES, queue="default"))
-        try:
-            wait_admitted(admin, TEAM, name, 90, " onto the pool's TAS flavor, no node yet")
-        except TimeoutError:
-            assert admin.list(karpenter.NODEPOOL_API, "NodeClaim") == [], "Karpenter launched nothing"
-            raise

@@ -19,7 +19,7 @@ import yaml
 from tests.helpers import render, stack_raw
 from tests.nodepools.test_cloud import gke_pool, gke_stack
 from tests.nodepools.test_karpenter_crds import pool as karpenter_pool
-from tests.pools_helpers import issues, kwok_pool, stack
+from tests.pools_helpers import issues, karpenter_stack, kwok_pool, stack
 from trainer_infra.cli import main
 from trainer_infra.nodepools import pids
 from trainer_infra.sandbox.chart_sandbox import REAL_NODE
@@ -92,9 +92,9 @@ def _node_class(raw: Obj) -> Obj:
 
 
 def test_karpenter_node_classes_carry_it_in_spec_kubelet_and_bottlerocket_user_data() -> None:
-    al2023 = _node_class(stack([{**karpenter_pool(), "podPidsLimit": 2048}]))
+    al2023 = _node_class(karpenter_stack([{**karpenter_pool(), "podPidsLimit": 2048}]))
     assert al2023["kubelet"] == {"podPidsLimit": 2048} and "userData" not in al2023
-    bottlerocket = _node_class(stack([karpenter_pool(node_class={"amiAlias": "bottlerocket@1.50.0"})]))
+    bottlerocket = _node_class(karpenter_stack([karpenter_pool(node_class={"amiAlias": "bottlerocket@1.50.0"})]))
     assert bottlerocket["kubelet"] == {"podPidsLimit": pids.DEFAULT}
     assert tomllib.loads(bottlerocket["userData"]) == {"settings": {"kubernetes": {"pod-pids-limit": pids.DEFAULT}}}
 
@@ -110,7 +110,7 @@ STATIC = {
 
 
 def test_validate_says_what_to_set_where_the_platform_does_not_configure_the_kubelet() -> None:
-    raw = stack([STATIC, karpenter_pool(nodeClassName="gpu-default"), kwok_pool()])
+    raw = karpenter_stack([STATIC, karpenter_pool(nodeClassName="gpu-default"), kwok_pool()])
     warnings = [w for w in validate(raw).warnings if "podPidsLimit" in w]
     assert warnings == [
         pids.unmanaged_warning("nodePools[0]", pids.DEFAULT),

@@ -103,7 +103,9 @@ def kueue_frameworks(cfg: KueueConfig, lws: bool = False) -> list[str]:
 
 
 def kueue_feature_gates(cfg: KueueConfig) -> dict[str, bool]:
-    return {"TopologyAwareScheduling": cfg.tas.enabled, **cfg.feature_gates}
+    """TAS off takes its default-on sub-gates with it (Kueue refuses to start otherwise); the stack's own win."""
+    tas_off = {} if cfg.tas.enabled else dict.fromkeys(kueue.TAS_DEPENDENT_GATES, False)
+    return {"TopologyAwareScheduling": cfg.tas.enabled, **tas_off, **cfg.feature_gates}
 
 
 def with_multikueue(values: dict[str, Any], multi_kueue: dict[str, str]) -> dict[str, Any]:

@@ -39,3 +39,17 @@ JOBSET_FRAMEWORK = f"{jobset.GROUP}/jobset"
 LEADERWORKERSET_FRAMEWORK = f"{lws.GROUP}/leaderworkerset"
 #: The controller of Kueue's ProvisioningRequest admission checks (pkg/controller/admissionchecks/provisioning).
 PROVISIONING_CONTROLLER = f"{GROUP}/provisioning-request"
+#: Feature gates that require TopologyAwareScheduling and are on by default (Kueue 0.19.2
+#: pkg/config/validation.go LoadAndValidateFeatureGates, pkg/features/kube_features.go): with TAS off and any of
+#: them on, the manager exits ("conflicting feature gates detected"). All of them are gates of 0.18.3 too.
+TAS_DEPENDENT_GATES = (
+    "TASBalancedPlacement",
+    "TASFailedNodeReplacement",
+    "TASFailedNodeReplacementFailFast",
+    "TASHandleOverlappingFlavors",
+    "TASMultiLayerTopology",
+    "TASProfileMixed",
+    "TASRecomputeAssignmentWithinSchedulingCycle",
+    "TASReplaceNodeOnNodeTaints",
+    "TASReplaceNodeOnPodTermination",
+)
