@@ -12,6 +12,7 @@ import yaml
 
 from tests.conformance import Conformance
 from tests.helpers import MINIMAL, STACKS, conformance_findings, plan_of, render, resource, stack_raw, with_changes
+from trainer_infra.core.upstream import kueue
 from trainer_infra.render.output import Rendered
 
 ALL_STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in STACKS.glob("Pulumi.*.yaml"))
@@ -82,6 +83,12 @@ def test_kueue_integrates_trainjobs_and_tas_is_configurable() -> None:
     off = render({**MINIMAL, "components": {"kueue": {"tas": {"enabled": False}}}})
     gates = next(r for r in off.releases if r["name"] == "kueue")["values"]["controllerManager"]["featureGates"]
     assert {"name": "TopologyAwareScheduling", "enabled": False} in gates
+    # Kueue exits when a default-on gate that requires TAS stays on (pkg/config/validation.go): they go with it,
+    # unless the stack sets one itself
+    assert {g["name"] for g in gates if g["enabled"] is False} >= set(kueue.TAS_DEPENDENT_GATES)
+    kept = {"tas": {"enabled": False}, "featureGates": {"TASProfileMixed": True}}
+    kept_gates = next(r for r in render({**MINIMAL, "components": {"kueue": kept}}).releases if r["name"] == "kueue")
+    assert {"name": "TASProfileMixed", "enabled": True} in kept_gates["values"]["controllerManager"]["featureGates"]
 
 
 def test_registry_and_chart_mirrors_rewrite_every_reference() -> None:
