@@ -334,6 +334,10 @@ class Sandbox:
                 f"--service-cluster-ip-range={SERVICE_CIDR}",
                 "--allow-privileged=true",
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                # the discovery doc's key URL, reached from pods (Trainer's status server verifies job tokens with
+                # it, pkg/statusserver/auth.go); without it the API server builds it from --advertise-address,
+                # 127.0.0.1, which in a pod is the pod itself
+                "--service-account-jwks-uri=https://kubernetes.default.svc.cluster.local/openid/v1/jwks",
                 f"--service-account-key-file={self.sa_keys.cert}",
                 f"--service-account-signing-key-file={self.sa_keys.key}",
                 "--profiling=false",
