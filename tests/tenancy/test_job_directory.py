@@ -116,6 +116,14 @@ def test_a_runtime_patch_mounting_at_the_job_directory_is_refused(objects: list[
     assert any("mounts something at /workspace other than the job's own directory" in r for r in refused), refused
 
 
+def test_a_runtime_patch_repeating_the_claim_mount_merges_and_passes(objects: list[Obj]) -> None:
+    """What `trainer-infra migrate` writes for a v1 job's claim mount at /workspace: it merges into the runtime's mount
+    by mountPath and keeps the job's own sub-path."""
+    patch = {"containers": [{"name": "node", "volumeMounts": [{"name": "initializer", "mountPath": "/workspace"}]}]}
+    refused = _refusals(objects, "TrainJob", _trainjob(patch_pod=patch))
+    assert not any("mounts something at /workspace" in r for r in refused), refused
+
+
 def test_a_jobset_whose_job_directory_is_steered_is_refused_whatever_the_route(objects: list[Obj]) -> None:
     """The backstop: what Trainer would make of a steering input (its env upsert, a merged mount) is refused in
     the JobSet it creates, so no pod ever mounts another job's directory."""

@@ -16,6 +16,7 @@ from trainer_infra.render.output import write
 BASE: dict[str, Any] = {
     **MINIMAL,
     "storage": {"nfs": {"server": "10.0.0.2", "share": "/exports"}},
+    "tenancy": {"images": {"allowedRegistries": ["registry.corp"]}},  # a stack validate has nothing to warn about
     "teams": [
         {"name": "nlp", "members": {"users": ["alice"]}, "storage": {"size": "100Gi"}},
         {"name": "vision", "members": {"users": ["bob"]}},

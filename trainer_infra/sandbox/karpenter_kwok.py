@@ -128,7 +128,7 @@ def start(sandbox: Sandbox, catalogue: list[Obj]) -> Process:
         "BATCH_MAX_DURATION": "5s",
     }
     env["KUBECONFIG"] = str(sandbox.kubeconfig)
-    log = sandbox.workdir / "logs" / "karpenter.log"
+    log = sandbox.workdir / "logs" / f"{BINARY}.log"
     proc = spawn("karpenter", karpenter.CORE_VERSION, sandbox.bin_dir / BINARY, [], log, sandbox.workdir, env)
     sandbox.processes.append(proc)  # stopped with the sandbox
     wait_process(proc, "Karpenter /readyz", lambda: http_ok(f"http://127.0.0.1:{health}/readyz"))

@@ -78,8 +78,10 @@ def _job_directory_mount(kind: AdmittedKind, settings: AdmissionSettings) -> str
     if path is None:
         return None
     if kind.name == "TrainJob":
-        # a runtime patch's mount at the mount path would replace the job's own
-        per = f"!has(c.volumeMounts) || size({_mounts_at('c', path)}) == 0"
+        # a runtime patch's mount at the mount path merges into the runtime's (by mountPath): only the claim volume
+        # with no sub-path of its own keeps the job's directory (what `migrate` writes for a v1 job's claim mount)
+        merged = f"m.name == '{VOLUME}' && !has(m.subPath) && !has(m.subPathExpr)"
+        per = f"!has(c.volumeMounts) || {_mounts_at('c', path)}.all(m, {merged})"
     else:
         own = (
             f"m.name == '{VOLUME}' && !has(m.subPath) && has(m.subPathExpr) && m.subPathExpr == {lit(SUB_PATH)} && "
