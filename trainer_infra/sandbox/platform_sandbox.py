@@ -104,7 +104,7 @@ def sandbox_extra() -> Obj:
     bomb on this shared machine, whose ``pid_max`` is often 32768, stops early) and a container's node disk is bounded
     small (``EPHEMERAL_LIMIT``), claims come from an ``existing`` class, the first team is ``restricted`` and also
     gets the MPI runtimes as TrainingRuntimes of its own, a failed job is restarted once, the images come through
-    ``images.registryMirror``, and ``waitForPodsReady`` allows the first pull of a stand-in image
+    ``images.registryMirror`` (and team images only from it), and ``waitForPodsReady`` allows the first pull of a stand-in image
     (``PODS_READY_TIMEOUT``)."""
     local = yaml.safe_load((CHECKOUT / "stacks" / "Pulumi.local.yaml").read_text())["config"]
     teams = local["trainer-platform:teams"]
@@ -113,7 +113,8 @@ def sandbox_extra() -> Obj:
     teams[0]["podSecurity"] = "restricted"
     components = local["trainer-platform:components"]
     components["kueue"]["waitForPodsReady"] = {"timeout": PODS_READY_TIMEOUT}
-    tenancy = {**local.get("trainer-platform:tenancy", {}), "ephemeralStorage": EPHEMERAL_STORAGE}
+    # images: the mirror only (the local stack's registries are for a cluster with the internet)
+    tenancy = {**local.get("trainer-platform:tenancy", {}), "images": {}, "ephemeralStorage": EPHEMERAL_STORAGE}
     return {
         "tenancy": tenancy,
         "components": components,
