@@ -104,8 +104,8 @@ def sandbox_extra() -> Obj:
     bomb on this shared machine, whose ``pid_max`` is often 32768, stops early) and a container's node disk is bounded
     small (``EPHEMERAL_LIMIT``), claims come from an ``existing`` class, the first team is ``restricted`` and also
     gets the MPI runtimes as TrainingRuntimes of its own, a failed job is restarted once, the images come through
-    ``images.registryMirror`` (and team images only from it), and ``waitForPodsReady`` allows the first pull of a stand-in image
-    (``PODS_READY_TIMEOUT``)."""
+    ``images.registryMirror`` (and team images only from it), and ``waitForPodsReady`` allows the first pull of a
+    stand-in image (``PODS_READY_TIMEOUT``)."""
     local = yaml.safe_load((CHECKOUT / "stacks" / "Pulumi.local.yaml").read_text())["config"]
     teams = local["trainer-platform:teams"]
     for team in teams:
