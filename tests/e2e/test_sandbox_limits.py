@@ -83,8 +83,16 @@ def test_a_job_filling_the_node_disk_is_evicted_and_the_other_teams_job_runs_on(
     done = wait_for("the evicted job to fail", lambda: finished(sb.admin, who.namespace, "filler"), 300)
     conditions = {c["type"]: c["status"] for c in done["status"]["conditions"]}
     assert conditions.get("Failed") == "True", done["status"]
-    wl = workload_of(sb.admin, who.namespace, "filler") or {}
-    assert any(c["type"] == "Finished" and c["status"] == "True" for c in wl["status"]["conditions"]), wl
+
+    def workload_finished() -> Obj | None:
+        # Kueue marks the Workload finished after the TrainJob's Failed condition, a moment later
+        wl = workload_of(sb.admin, who.namespace, "filler") or {}
+        done = any(
+            c["type"] == "Finished" and c["status"] == "True" for c in wl.get("status", {}).get("conditions", [])
+        )
+        return wl if done else None
+
+    wl = wait_for("Kueue to finish the evicted job's Workload", workload_finished, 60)
     cluster_queue = wl["status"]["admission"]["clusterQueue"]
     wait_for("the evicted job's GPUs to be free", lambda: _gpus_reserved(sb, cluster_queue) == 0, 120)
 
