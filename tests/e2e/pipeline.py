@@ -9,13 +9,15 @@ A cold 2-core machine spent a third of CI's time with a core idle: the sessions 
   test tools no cluster session needs (``TOOLS``, once the real node's binaries are built) and runs their session;
 - the **platform lane** builds the Pulumi toolchain meanwhile (its own cache folder and log; Go's caches are safe to
   share), then the real node's binaries (after the control plane's: one ``Builder`` at a time, its lock), then runs
-  the node session while the toolchain may still build, then the install session, then the sandbox session; the
-  runtime stand-in images download beside them, before the sandbox session needs them.
+  the node session while the toolchain may still build, then the install session and, beside it, the sandbox
+  session (once the runtime stand-in images, downloaded beside the node session, are there).
 
-The sessions that start a real node (node, install, sandbox) never overlap: the kubelet's host-wide kernel settings,
-containerd's shim sockets (``/run/containerd/s``) and libcni's cache are host state (tests/e2e/README.md). The harness
-session starts no node and runs no Pulumi, so it overlaps any of them. Every part's output is prefixed with its
-name; the end prints each part's start, duration and result.
+Two real nodes run at once (install, sandbox) and share no host state but what ``host_share.py`` hands from the
+first node to start to the last to stop (the kubelet's kernel settings, folders at fixed places): each session's
+node is in a network and mount namespace of its own, the sandbox's with private ``/run/containerd`` and libcni
+cache, the install session's shim sockets and CNI cache entries named by its own node (tests/e2e/README.md). The
+node session stays before them (it is short). The harness session starts no node and runs no Pulumi, so it overlaps
+any of them. Every part's output is prefixed with its name; the end prints each part's start, duration and result.
 """
 
 from __future__ import annotations
@@ -165,6 +167,7 @@ class Pipeline:
         """The toolchain beside the control plane's build, the node's binaries, then the real-node sessions in turn."""
         toolchain = Lane(self, "toolchain", self.toolchain) if self.plan.installed or self.plan.sandbox else None
         images: Lane | None = None
+        sandbox: Lane | None = None
         try:
             built.wait()
             # after the control plane's build (``Builder`` holds a lock): what it failed to build is not tried twice
@@ -176,16 +179,24 @@ class Pipeline:
             if self.plan.node:
                 self.timed("session: node", lambda: self.session("node", self.plan.node, in_netns=True))
             toolchain_ok = toolchain is None or toolchain.join()
+            # the sandbox session beside the install session: both mostly wait for controllers, and their nodes
+            # share no host state but what host_share.py hands from the first to start to the last to stop
+            sandbox = (
+                Lane(self, "sandbox", lambda: self.sandbox(images)) if self.plan.sandbox and toolchain_ok else None
+            )
             if self.plan.installed and toolchain_ok and self.timed("build: before install", self.before_install):
                 self.timed("session: install", lambda: self.session("install", self.plan.installed, in_netns=True))
-            if self.plan.sandbox and toolchain_ok and (images is None or images.join()):
-                self.timed("session: sandbox", lambda: self.session("sandbox", self.plan.sandbox, in_netns=False))
         finally:
             node_built.set()
-            # a background build still running (a failure above) is waited for: no go build outlives the run
-            for background in (toolchain, images):
+            # a background part still running (a failure above) is waited for: no go build outlives the run
+            for background in (toolchain, images, sandbox):
                 if background is not None:
                     background.join()
+
+    def sandbox(self, images: Lane | None) -> bool:
+        if images is not None and not images.join():
+            return False
+        return self.timed("session: sandbox", lambda: self.session("sandbox", self.plan.sandbox, in_netns=False))
 
     def toolchain(self) -> bool:
         return self.timed("build: Pulumi toolchain", self.build_toolchain)

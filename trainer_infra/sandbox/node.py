@@ -36,7 +36,7 @@ from trainer_infra.core.images import ImagesConfig, mirror_image
 from trainer_infra.core.upstream import kubernetes
 from trainer_infra.core.upstream.containerd import CRI_NAMESPACE
 from trainer_infra.nodepools import pids
-from trainer_infra.sandbox import leftovers, netns
+from trainer_infra.sandbox import host_share, leftovers, netns
 from trainer_infra.sandbox.build import KUBE_COMMANDS, PAUSE_VERSION, Builder, BuildError
 from trainer_infra.sandbox.chart_registry import ChartRegistry
 from trainer_infra.sandbox.controlplane import KUBELET_CLIENT_USER, Sandbox
@@ -262,6 +262,7 @@ class RealNode:
     ) -> None:
         self.sandbox = sandbox
         self.workdir = workdir.resolve()
+        self.holder = host_share.holder_name(self.workdir)
         self.registry_hosts = dict(registry_hosts)
         self.registry_ca = registry_ca
         self.sandbox_image = sandbox_image
@@ -407,7 +408,12 @@ class RealNode:
     def start(self) -> RealNode:
         """containerd, then the kubelet; returns when the Node is Ready. On failure everything is undone."""
         preflight(self.workdir)
-        self._snapshot = self.snapshot()
+        here = self.snapshot()
+        # the host-wide parts as they were before the first node now running changed them (host_share.py)
+        original = host_share.join(
+            self.holder, host_share.HostState(sysctls=here.sysctls, folders=tuple(here.host_paths))
+        )
+        self._snapshot = Snapshot(here.devices, here.rules, here.shims, list(original.folders), dict(original.sysctls))
         self._atexit = True
         start_or_undo(self._start, self.stop)
         return self
@@ -555,8 +561,7 @@ class RealNode:
             self._remove_network,
             self._restore_rules,
             self._remove_cgroups,
-            self._remove_host_paths,
-            self._restore_sysctls,
+            self._restore_host,
         ]
         errors: list[BaseException] = []
         for step in steps:
@@ -586,23 +591,23 @@ class RealNode:
             _run(["ip", "link", "delete", self.bridge], check=False)
         _run(["ip", "addr", "del", f"{self.node_ip}/32", "dev", "lo"], check=False)
 
-    def _remove_host_paths(self) -> None:
-        """Folders containerd, the CNI plugins and the kubelet create at fixed places (empty once all is
-        stopped): removed when they did not exist before this node, and nothing but folders is in them."""
+    def _restore_host(self) -> None:
+        """This node's container log links; then, when it is the last node running on the host, the kernel
+        settings as they were and the folders containerd, the CNI plugins and the kubelet create at fixed places
+        (empty once all is stopped: removed when they did not exist before, and nothing but folders is in them)."""
         for link in self._log_links():
             link.unlink(missing_ok=True)
+        if self._snapshot is None or host_share.leave(self.holder) is None:
+            return
         for path in self._new_host_paths():
             if not any(p.is_file() or p.is_symlink() for p in path.rglob("*")):
                 shutil.rmtree(path)
+        for key, value in self._snapshot.sysctls.items():
+            (Path("/proc/sys") / key).write_text(value)
 
     def _new_host_paths(self) -> list[Path]:
         before = set(self._snapshot.host_paths) if self._snapshot else set(_existing(HOST_PATHS))
         return [Path(p) for p in _existing(HOST_PATHS) if p not in before]
-
-    def _restore_sysctls(self) -> None:
-        if self._snapshot is not None:
-            for key, value in self._snapshot.sysctls.items():
-                (Path("/proc/sys") / key).write_text(value)
 
     def _drain(self) -> None:
         """Cordon the node, delete its pods and let the kubelet stop them (their mounts and network go with them).
@@ -741,6 +746,8 @@ class RealNode:
         ]
         state = self.workdir / "containerd" / "state" / "io.containerd.runtime.v2.task" / CRI_NAMESPACE
         sysctls = {k: (Path("/proc/sys") / k).read_text().strip() for k in KUBELET_SYSCTLS}
+        # another node running now holds the host-wide parts (host_share.py): they are its to restore
+        alone = not host_share.others(self.holder)
         return {
             "processes": leftovers.processes_of(self.workdir),
             "mounts": mounts_under(self.workdir, *self._new_netns()),
@@ -750,10 +757,12 @@ class RealNode:
             "shim sockets": sorted(set(_shim_sockets()) - set(snap.shims) - set(_foreign_shim_sockets(self.socket))),
             "pod network namespaces": [str(p) for p in self._new_netns()],
             "container log links": [str(p) for p in self._log_links()],
-            "host folders": [str(p) for p in self._new_host_paths()],
+            "host folders": [str(p) for p in self._new_host_paths()] if alone else [],
             "CNI cache": [str(p) for p in self._cni_cache()],
             "cgroups": cgroups,
-            "kernel settings": [f"{k}={v} (was {snap.sysctls[k]})" for k, v in sysctls.items() if v != snap.sysctls[k]],
+            "kernel settings": [f"{k}={v} (was {snap.sysctls[k]})" for k, v in sysctls.items() if v != snap.sysctls[k]]
+            if alone
+            else [],
         }
 
 
