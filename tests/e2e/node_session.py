@@ -23,11 +23,13 @@ import pytest
 
 from trainer_infra.sandbox import cluster_network as net
 from trainer_infra.sandbox import node as node_mod
+from trainer_infra.sandbox import node_host
 from trainer_infra.sandbox.build import Builder
 from trainer_infra.sandbox.chart_registry import ChartRegistry
 from trainer_infra.sandbox.cluster_network import ClusterNetwork, NetworkSandbox
 from trainer_infra.sandbox.interrupts import uninterruptible
-from trainer_infra.sandbox.node import MIRROR, NodeError, RealNode, publish
+from trainer_infra.sandbox.node import MIRROR, RealNode, publish
+from trainer_infra.sandbox.node_host import NodeError
 from trainer_infra.sandbox.oci_images import Image, Layer, image, pause_image
 
 Obj = dict[str, Any]
@@ -128,7 +130,7 @@ class NodeSession:
 
 @pytest.fixture(scope="session")
 def node_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeSession]:
-    node_mod.preflight(tmp_path_factory.getbasetemp())
+    node_host.preflight(tmp_path_factory.getbasetemp())
     net.preflight()
     times: dict[str, float] = {}
     sandbox = NetworkSandbox(tmp_path_factory.mktemp("node-sandbox"))

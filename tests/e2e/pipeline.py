@@ -36,7 +36,7 @@ from typing import IO
 from trainer_infra.sandbox import netns, runtime_images
 from trainer_infra.sandbox.build import Builder, BuildError
 from trainer_infra.sandbox.interrupts import wait_to_end
-from trainer_infra.sandbox.node import NodeError
+from trainer_infra.sandbox.node_host import NodeError
 from trainer_infra.sandbox.toolchain import Toolchain
 from trainer_infra.sandbox.versions import CHECKOUT, VersionSet
 

@@ -22,8 +22,8 @@ from trainer_infra.sandbox import netns, runtime_images
 from trainer_infra.sandbox.build import Builder, BuildError
 from trainer_infra.sandbox.interrupts import wait_to_end
 from trainer_infra.sandbox.karpenter_kwok import BINARY as KARPENTER_BINARY
-from trainer_infra.sandbox.node import NodeError
-from trainer_infra.sandbox.node import preflight as node_preflight
+from trainer_infra.sandbox.node_host import NodeError
+from trainer_infra.sandbox.node_host import preflight as node_preflight
 from trainer_infra.sandbox.toolchain import Toolchain
 from trainer_infra.sandbox.versions import CHECKOUT, VersionSet, module_dir
 

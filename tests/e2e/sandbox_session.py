@@ -151,7 +151,7 @@ def attach(state: Path) -> RunningSandbox:
 @pytest.fixture(scope="session")
 def platform_sandbox() -> Iterator[RunningSandbox]:
     """``make sandbox-up`` in a short state directory (the node's containerd sockets live under it, and pytest's
-    ``tmp_path`` can be longer than containerd accepts: ``node.SOCKET_PATH_MAX``); at the end ``make
+    ``tmp_path`` can be longer than containerd accepts: ``node_host.SOCKET_PATH_MAX``); at the end ``make
     sandbox-down``, which must leave no process, listener or mount (checked again from here).
 
     ``E2E_SANDBOX_DIR=<state directory>``: the scenarios on a sandbox that already runs (a developer's

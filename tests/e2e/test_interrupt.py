@@ -27,7 +27,7 @@ import pytest
 
 from trainer_infra.sandbox import leftovers
 from trainer_infra.sandbox.kube import FatalWaitError, wait_for
-from trainer_infra.sandbox.node import CGROUP_FS, CNI_CACHE, NETNS_DIR, SHIM_SOCKETS
+from trainer_infra.sandbox.node_host import CGROUP_FS, CNI_CACHE, NETNS_DIR, SHIM_SOCKETS
 from trainer_infra.sandbox.versions import CHECKOUT
 
 pytestmark = [
@@ -73,7 +73,7 @@ def running(work: Path) -> dict[str, list[str]]:
 
 
 def test_ctrl_c_during_the_first_pulumi_up_leaves_nothing(tmp_path: Path) -> None:
-    top = Path(tempfile.mkdtemp(prefix="ctrlc-"))  # short: containerd's socket path limit (node.SOCKET_PATH_MAX)
+    top = Path(tempfile.mkdtemp(prefix="ctrlc-"))  # short: containerd's socket path limit (node_host.SOCKET_PATH_MAX)
     work = top / "session"
     before = host_state()
     log_path = tmp_path / "session.log"

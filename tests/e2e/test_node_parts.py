@@ -18,7 +18,7 @@ import pytest
 from tests.e2e.node_session import busybox_image
 from tests.e2e.test_toolchain_parts import _chart_archive, _get
 from trainer_infra.core.images import mirror_image
-from trainer_infra.sandbox import node as node_mod
+from trainer_infra.sandbox import node_host
 from trainer_infra.sandbox.chart_registry import ChartRegistry
 from trainer_infra.sandbox.controlplane import Sandbox
 from trainer_infra.sandbox.node import RealNode
@@ -117,10 +117,10 @@ def test_every_file_of_the_node_stays_in_its_work_directory(tmp_path: Path) -> N
 
 def test_a_missing_package_is_named_with_the_command_that_installs_it(monkeypatch: pytest.MonkeyPatch) -> None:
     makefile = (CHECKOUT / "Makefile").read_text()
-    assert f"NODE_PACKAGES := {' '.join(node_mod.PACKAGES)}\n" in makefile  # what `make e2e-node-deps` installs
-    monkeypatch.setattr(node_mod, "PACKAGES", {"containerd": ("/nonexistent/containerd",)})
-    with pytest.raises(node_mod.NodeError, match=r"\['containerd'\] are not installed: run `make e2e-node-deps`"):
-        node_mod.preflight()
+    assert f"NODE_PACKAGES := {' '.join(node_host.PACKAGES)}\n" in makefile  # what `make e2e-node-deps` installs
+    monkeypatch.setattr(node_host, "PACKAGES", {"containerd": ("/nonexistent/containerd",)})
+    with pytest.raises(node_host.NodeError, match=r"\['containerd'\] are not installed: run `make e2e-node-deps`"):
+        node_host.preflight()
 
 
 def test_a_disk_too_full_for_a_node_session_is_named_with_what_to_delete(
@@ -129,31 +129,31 @@ def test_a_disk_too_full_for_a_node_session_is_named_with_what_to_delete(
     """A full disk made the kubelet fail far from the cause (image GC, evictions): the preflight refuses at once,
     naming the path, its free space and what to delete."""
     free = shutil.disk_usage(tmp_path).free
-    monkeypatch.setattr(node_mod, "NODE_SESSION_DISK", free + 2**40)  # this disk, a session needing 1 TB more
-    with pytest.raises(node_mod.NodeError) as refused:
-        node_mod.preflight(tmp_path / "basetemp" / "node0")  # not created yet: its nearest existing folder is measured
+    monkeypatch.setattr(node_host, "NODE_SESSION_DISK", free + 2**40)  # this disk, a session needing 1 TB more
+    with pytest.raises(node_host.NodeError) as refused:
+        node_host.preflight(tmp_path / "basetemp" / "node0")  # not created yet: its nearest existing folder is measured
     message = str(refused.value)
     assert f"the disk holding {tmp_path}/basetemp/node0 has " in message and " GB free" in message, message
     assert "rm -rf --one-file-system <basetemp>" in message, message
-    monkeypatch.setattr(node_mod, "NODE_SESSION_DISK", 0)
+    monkeypatch.setattr(node_host, "NODE_SESSION_DISK", 0)
     try:
-        node_mod.preflight(tmp_path)
-    except node_mod.NodeError as other:  # other prerequisites may be missing where unit tests run; not the space
+        node_host.preflight(tmp_path)
+    except node_host.NodeError as other:  # other prerequisites may be missing where unit tests run; not the space
         assert "GB free" not in str(other)
 
 
 def test_preflight_names_a_node_folder_too_deep_for_containerd_sockets(tmp_path: Path) -> None:
     """containerd exits at start on a socket path over 104 characters: said before anything starts, with the fix."""
-    deep = tmp_path / ("d" * (node_mod.SOCKET_PATH_MAX - len(str(tmp_path))))
-    with pytest.raises(node_mod.NodeError) as err:
-        node_mod.preflight(deep, in_session=False)
+    deep = tmp_path / ("d" * (node_host.SOCKET_PATH_MAX - len(str(tmp_path))))
+    with pytest.raises(node_host.NodeError) as err:
+        node_host.preflight(deep, in_session=False)
     assert f"{deep}/containerd/containerd.sock.ttrpc" in str(err.value) and "shorter directory" in str(err.value)
     # a short folder passes that check (not tmp_path: pytest's own grows past the limit once its run counter has three
     # digits, /tmp/pytest-of-root/pytest-103/popen-gw0/<test>0, as on a developer's machine)
     short = Path(tempfile.mkdtemp(prefix="n", dir="/tmp"))
     try:
-        node_mod.preflight(short, in_session=False)
-    except node_mod.NodeError as other:
+        node_host.preflight(short, in_session=False)
+    except node_host.NodeError as other:
         assert "containerd's socket" not in str(other), other
     finally:
         short.rmdir()

@@ -28,6 +28,7 @@ from trainer_infra.core.upstream import kubernetes
 from trainer_infra.observability.objects import COMPONENT_LABEL, MONITORING
 from trainer_infra.sandbox import cluster_network as net
 from trainer_infra.sandbox import node as node_mod
+from trainer_infra.sandbox import node_host
 from trainer_infra.sandbox.build import Builder
 from trainer_infra.sandbox.chart_registry import ChartRegistry
 from trainer_infra.sandbox.cluster_network import NETWORK_BINARIES, ClusterNetwork
@@ -130,12 +131,12 @@ class ChartSandbox(Sandbox):
         super()._check_binaries()
         missing = [n for n in (*NODE_SANDBOX_BINARIES, *NETWORK_BINARIES) if not (self.bin_dir / n).exists()]
         if missing:
-            raise node_mod.NodeError(
+            raise node_host.NodeError(
                 f"binaries {missing} are missing in {self.bin_dir}: run trainer-infra sandbox build --node"
             )
 
     def _start(self) -> None:
-        node_mod.preflight()
+        node_host.preflight()
         net.preflight()
         self._start_control_plane()
         self._system_node()

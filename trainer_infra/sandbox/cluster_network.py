@@ -36,7 +36,8 @@ from trainer_infra.sandbox.build import COREDNS_VERSION, Builder, BuildError
 from trainer_infra.sandbox.controlplane import SERVICE_CIDR
 from trainer_infra.sandbox.interrupts import uninterruptible
 from trainer_infra.sandbox.kube import ApiError, wait_for
-from trainer_infra.sandbox.node import NodeError, NodeSandbox, RealNode, start_or_undo
+from trainer_infra.sandbox.node import NodeSandbox, RealNode, start_or_undo
+from trainer_infra.sandbox.node_host import NodeError
 from trainer_infra.sandbox.oci_images import Image, Layer, image
 from trainer_infra.sandbox.processes import TIMEOUT, Process, free_port, spawn, terminate, wait_process
 
@@ -76,7 +77,7 @@ class NetworkSandbox(NodeSandbox):
 
 
 def preflight() -> None:
-    """Name every missing kernel feature with what fixes it (``node.preflight`` checks the packages first);
+    """Name every missing kernel feature with what fixes it (``node_host.preflight`` checks the packages first);
     nothing falls back to running without enforcement."""
     problems = []
     if not BRIDGE_NF.exists():

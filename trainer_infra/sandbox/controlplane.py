@@ -28,14 +28,13 @@ import yaml
 
 from trainer_infra.core.upstream import kubernetes
 from trainer_infra.core.upstream.jobset import CONFIG_API as JOBSET_CONFIG_API
-from trainer_infra.core.upstream.kueue import BATCH_JOB_FRAMEWORK, JOBSET_FRAMEWORK, TRAINJOB_FRAMEWORK
 from trainer_infra.core.upstream.kueue import CONFIG_GROUP as KUEUE_CONFIG_GROUP
 from trainer_infra.core.upstream.lws import CONFIG_API as LWS_CONFIG_API
 from trainer_infra.core.upstream.lws import GO_MODULE as LWS_MODULE
-from trainer_infra.core.upstream.trainer import CONFIG_API as TRAINER_CONFIG_API
 from trainer_infra.nodepools.kwok import FAKE_DISK, KWOK_ANNOTATION, KWOK_MANAGED_NODES
 from trainer_infra.sandbox.apply import apply_objects
 from trainer_infra.sandbox.charts import ChartIdentities, chart_identities
+from trainer_infra.sandbox.controller_configs import kueue_config, manager_config, trainer_config
 from trainer_infra.sandbox.interrupts import uninterruptible
 from trainer_infra.sandbox.kube import ApiError, KubeClient, wait_for
 from trainer_infra.sandbox.kwok_stages import kwok_stages
@@ -67,8 +66,6 @@ SERVICE_CIDR = "10.96.0.0/16"
 POD_CIDR = "10.244.0.0/16"
 #: Kueue ignores --config paths for its metrics certificate (cmd/kueue/main.go).
 KUEUE_METRICS_CERT_DIR = Path("/etc/kueue/metrics/certs")
-#: Kueue frameworks the platform uses; the others stay off so their webhooks are no-ops.
-KUEUE_FRAMEWORKS = (BATCH_JOB_FRAMEWORK, JOBSET_FRAMEWORK, TRAINJOB_FRAMEWORK)
 #: the API server's user towards kubelets (kubeadm's name)
 KUBELET_CLIENT_USER = "kube-apiserver-kubelet-client"
 #: the aggregation layer's client (kubeadm's name): the only identity whose X-Remote-* headers extension servers trust
@@ -543,7 +540,6 @@ class Sandbox:
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": dict(MANAGED_BY)}}
             )
         self._install_chart_rbac()
-        cfg_dir = self.workdir / "config"
         p = self.ports
         v = self.versions
 
@@ -568,28 +564,16 @@ class Sandbox:
         kueue_certs = self.workdir / "certs" / "kueue"
         self._webhook_certs(kueue_certs)
         self._ensure_kueue_metrics_certs()
-        kueue_cfg = cfg_dir / "kueue.yaml"
-        kueue_cfg.write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": self.versions.api_version(KUEUE_CONFIG_GROUP),
-                    "kind": "Configuration",
-                    "namespace": "kueue-system",
-                    "leaderElection": {"leaderElect": False},
-                    "internalCertManagement": {"enable": False},
-                    "webhook": {"port": p.kueue_webhook, "host": "127.0.0.1", "certDir": str(kueue_certs)},
-                    "health": {"healthProbeBindAddress": f"127.0.0.1:{p.kueue_health}"},
-                    "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
-                    **self.kueue_settings,
-                    # the render's metric settings (enableClusterQueueResources), served here
-                    "metrics": {
-                        **self.kueue_settings.get("metrics", {}),
-                        "bindAddress": f"127.0.0.1:{p.kueue_metrics}",
-                    },
-                    # VisibilityOnDemand serves from a fixed /visibility cert dir: off in the sandbox.
-                    "featureGates": {**self.kueue_settings.get("featureGates", {}), "VisibilityOnDemand": False},
-                }
-            )
+        kueue_cfg = self._write_config(
+            "kueue",
+            kueue_config(
+                self.versions.api_version(KUEUE_CONFIG_GROUP),
+                p.kueue_webhook,
+                p.kueue_health,
+                p.kueue_metrics,
+                kueue_certs,
+                self.kueue_settings,
+            ),
         )
         kueue = self._spawn(
             "kueue-manager",
@@ -604,23 +588,8 @@ class Sandbox:
 
         trainer_tmp = self.workdir / "trainer-tmp"
         self._webhook_certs(trainer_tmp / "k8s-webhook-server" / "serving-certs")
-        trainer_cfg = cfg_dir / "trainer.yaml"
-        trainer_cfg.write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": TRAINER_CONFIG_API,
-                    "kind": "Configuration",
-                    "leaderElection": {"leaderElect": False},
-                    "certManagement": {"enable": False},
-                    "webhook": {"port": p.trainer_webhook, "host": "127.0.0.1"},
-                    "metrics": {"bindAddress": f"127.0.0.1:{p.trainer_metrics}", "secureServing": True},
-                    "health": {
-                        "healthProbeBindAddress": f"127.0.0.1:{p.trainer_health}",
-                        "readinessEndpointName": "readyz",
-                        "livenessEndpointName": "healthz",
-                    },
-                }
-            )
+        trainer_cfg = self._write_config(
+            "trainer", trainer_config(p.trainer_webhook, p.trainer_health, p.trainer_metrics)
         )
         controllers = [(jobset, p.jobset_health), (kueue, p.kueue_health)]
         if self.runs("lws"):
@@ -652,25 +621,14 @@ class Sandbox:
     def _controller_config(
         self, name: str, api_version: str, webhook_port: int, health_port: int, metrics: str = "0"
     ) -> Path:
-        """A controller-runtime manager's config for loopback: no leader election, no internal cert
-        management (our CA's serving cert in certs/<name>), webhook and health on 127.0.0.1, metrics at
-        `metrics` ("0": off)."""
+        """A controller-runtime manager's config file, its serving certificate from our CA in certs/<name>."""
         certs = self.workdir / "certs" / name
         self._webhook_certs(certs)
+        return self._write_config(name, manager_config(api_version, webhook_port, health_port, certs, metrics))
+
+    def _write_config(self, name: str, config: Obj) -> Path:
         path = self.workdir / "config" / f"{name}.yaml"
-        path.write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": api_version,
-                    "kind": "Configuration",
-                    "leaderElection": {"leaderElect": False},
-                    "internalCertManagement": {"enable": False},
-                    "webhook": {"port": webhook_port, "host": "127.0.0.1", "certDir": str(certs)},
-                    "metrics": {"bindAddress": metrics},
-                    "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
-                }
-            )
-        )
+        path.write_text(yaml.safe_dump(config))
         return path
 
     def _start_lws(self) -> Process:
@@ -728,42 +686,17 @@ class Sandbox:
     # -- webhooks -------------------------------------------------------------
     def webhook_configurations(self) -> list[Obj]:
         """Upstream webhook configurations of the pinned versions, pointed at our ports."""
-        v = self.versions
-        up = self.shared / "upstream"
-        return [
-            *localize(
-                load_upstream_webhooks(up / "jobset" / f"v{v.jobset}"),
-                "jobset",
-                self.ports.jobset_webhook,
-                self.ca.cert_pem,
-            ),
-            *localize(
-                load_upstream_webhooks(up / "kueue" / f"v{v.kueue}"),
-                "kueue",
-                self.ports.kueue_webhook,
-                self.ca.cert_pem,
-            ),
-            *(
-                localize(
-                    load_upstream_webhooks(up / "trainer" / f"v{v.trainer}"),
-                    "trainer",
-                    self.ports.trainer_webhook,
-                    self.ca.cert_pem,
-                )
-                if self.runs("trainer")
-                else []
-            ),
-            *(
-                localize(
-                    load_kustomized_webhooks(self.lws_module() / "config" / "webhook"),
-                    "lws",
-                    self.ports.lws_webhook,
-                    self.ca.cert_pem,
-                )
-                if self.runs("lws")
-                else []
-            ),
+        v, p, up = self.versions, self.ports, self.shared / "upstream"
+        sources = [
+            ("jobset", load_upstream_webhooks(up / "jobset" / f"v{v.jobset}"), p.jobset_webhook),
+            ("kueue", load_upstream_webhooks(up / "kueue" / f"v{v.kueue}"), p.kueue_webhook),
         ]
+        if self.runs("trainer"):
+            sources.append(("trainer", load_upstream_webhooks(up / "trainer" / f"v{v.trainer}"), p.trainer_webhook))
+        if self.runs("lws"):
+            lws = load_kustomized_webhooks(self.lws_module() / "config" / "webhook")
+            sources.append(("lws", lws, p.lws_webhook))
+        return [cfg for name, configs, port in sources for cfg in localize(configs, name, port, self.ca.cert_pem)]
 
     def _register_webhooks(self) -> None:
         for cfg in self.webhook_configurations():

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import hashlib
 import json
 import os
 import shutil
@@ -42,68 +41,31 @@ from trainer_infra.sandbox.chart_registry import ChartRegistry
 from trainer_infra.sandbox.controlplane import KUBELET_CLIENT_USER, Sandbox
 from trainer_infra.sandbox.interrupts import uninterruptible
 from trainer_infra.sandbox.kube import ApiError, wait_for
+from trainer_infra.sandbox.node_host import (
+    BUILTIN_CHAINS,
+    CGROUP_FS,
+    CGROUP_HIERARCHIES,
+    CNI_CACHE,
+    CONTAINER_LOG_LINKS,
+    HOST_PATHS,
+    KUBELET_SYSCTLS,
+    NodeError,
+    Snapshot,
+    containerd_socket,
+    existing,
+    foreign_shim_sockets,
+    iptables_rules,
+    mounts_under,
+    preflight,
+    run_host,
+    shim_socket,
+    shim_sockets,
+)
 from trainer_infra.sandbox.oci_images import Image
-from trainer_infra.sandbox.processes import TIMEOUT, Process, SandboxError, spawn, terminate, wait_process
+from trainer_infra.sandbox.processes import TIMEOUT, Process, spawn, terminate, wait_process
 
-#: Debian packages of the node, and the files of each that the node uses.
-PACKAGES: dict[str, tuple[str, ...]] = {
-    "containerd": ("/usr/bin/containerd", "/usr/bin/containerd-shim-runc-v2", "/usr/bin/ctr"),
-    "runc": ("/usr/sbin/runc",),
-    "containernetworking-plugins": tuple(f"/usr/lib/cni/{p}" for p in ("bridge", "host-local", "loopback", "portmap")),
-    "iptables": ("/usr/sbin/iptables",),
-    "busybox-static": ("/bin/busybox",),
-    "mmdebstrap": ("/usr/bin/mmdebstrap",),  # builds the runtime stand-in images (runtime_images.py)
-    "libcap2-bin": ("/usr/sbin/setcap",),  # sshd's file capability in the MPI stand-in, as upstream's
-    "python3-pip": ("/usr/lib/python3/dist-packages/pip",),  # installs the stand-ins' PyPI wheels (JAX, MLX)
-    # cluster networking (cluster_network.py): kube-router's policies are ipsets; the tests read conntrack
-    "ipset": ("/usr/sbin/ipset",),
-    "conntrack": ("/usr/sbin/conntrack",),
-}
-INSTALL = "apt-get install -y --no-install-recommends " + " ".join(PACKAGES)
-#: cgroup v1 controllers the kubelet and runc need (this machine kind mounts each at /sys/fs/cgroup/<name>)
-CGROUP_CONTROLLERS = ("cpu", "cpuacct", "cpuset", "memory", "pids", "devices", "freezer", "blkio")
-#: the kubelet wants its cgroupRoot in every v1 hierarchy, the named ``systemd`` one included (runc also mirrors
-#: the path into the cgroup v2 ``unified`` hierarchy of this hybrid layout: cleaned up too)
-CGROUP_HIERARCHIES = (*CGROUP_CONTROLLERS, "systemd")
-#: folders containerd 1.6 (shim sockets, FIFOs, pod network namespaces), libcni (its result cache), the kubelet
-#: (container log links) and a controller-manager at its defaults (flex volumes) create at fixed places
-HOST_PATHS = (
-    "/run/containerd",
-    "/var/run/netns",
-    "/var/lib/cni",
-    "/usr/libexec/kubernetes",
-    "/var/log/containers",
-    "/var/log/pods",
-    "/var/lib/kubelet",
-    "/etc/cni",
-    "/opt/cni",
-)
-CGROUP_FS = Path("/sys/fs/cgroup")
-#: kernel settings the kubelet sets at start (pkg/kubelet/cm: setupKernelTunables); restored by ``stop``
-KUBELET_SYSCTLS = (
-    "vm/overcommit_memory",
-    "vm/panic_on_oom",
-    "kernel/panic",
-    "kernel/panic_on_oops",
-    "kernel/keys/root_maxkeys",
-    "kernel/keys/root_maxbytes",
-)
-#: free space a node session needs where its work folders are: containerd's unpacked images and snapshots (the
-#: stand-ins: 0.5-0.7 GB each), pod volumes and logs; each session keeps 3-4 GB. A full disk shows first as
-#: kubelet image-GC and eviction errors, far from the cause, so ``preflight`` refuses to start below it.
-NODE_SESSION_DISK = 5 * 2**30
-#: containerd's default place for pod network namespaces, shared by every node on the host: ours go under each node's
-#: containerd state (``netns_mounts_under_state_dir``), so nothing of theirs may appear here; resolved, as the mount
-#: table names it (/var/run is a link to /run)
-NETNS_DIR = Path("/var/run/netns").resolve()
-#: libcni's result cache (containerd 1.6 keeps the default)
-CNI_CACHE = Path("/var/lib/cni/results")
 #: the CNI network's name (its cache files start with it)
 CNI_NETWORK = "trainer-platform-e2e"
-#: the kubelet links each container's log here (hard-coded), to the file in its ``podLogsDir``
-CONTAINER_LOG_LINKS = Path("/var/log/containers")
-#: the shims' sockets (containerd 1.6 hard-codes this directory)
-SHIM_SOCKETS = Path("/run/containerd/s")
 #: the pod sandbox image, as upstream names it (published through the mirror like every other image)
 PAUSE_IMAGE = f"{kubernetes.PAUSE_REPOSITORY}:{PAUSE_VERSION}"
 #: ``images.registryMirror`` as an air-gapped stack sets it; nothing resolves this name but containerd's hosts file
@@ -127,106 +89,6 @@ def start_or_undo(start: Callable[[], None], stop: Callable[[], None]) -> None:
     except BaseException:
         stop()
         raise
-
-
-class NodeError(SandboxError):
-    """The real node cannot start here (a package, kernel feature or privilege is missing) or failed."""
-
-
-#: containerd refuses longer socket paths ("unix socket path too long (> 104)", its ttrpc listener)
-SOCKET_PATH_MAX = 104
-
-
-def containerd_socket(workdir: Path) -> Path:
-    """The node's containerd socket (containerd adds ``.ttrpc`` beside it): inside the node's folder, so its path
-    length follows the folder's."""
-    return workdir / "containerd" / "containerd.sock"
-
-
-def preflight(workdir: Path | None = None, *, in_session: bool = True) -> None:
-    """Name every missing prerequisite with the command that fixes it; never fall back to kwok. ``workdir``: where
-    the node's folders go (its disk needs ``NODE_SESSION_DISK`` free). ``in_session=False``: what can be checked
-    before the session's namespaces exist (the runner, before it builds anything)."""
-    problems = []
-    if workdir is not None:
-        existing = next(p for p in (workdir.resolve(), *workdir.resolve().parents) if p.exists())
-        free = shutil.disk_usage(existing).free
-        if free < NODE_SESSION_DISK:
-            problems.append(
-                f"the disk holding {workdir} has {free / 2**30:.1f} GB free, a node session needs "
-                f"{NODE_SESSION_DISK / 2**30:.0f} GB (containerd's images and snapshots, pod volumes): delete earlier "
-                "sessions' folders (each node session keeps 3-4 GB in its --basetemp, pytest keeps the last 3 "
-                "under /tmp/pytest-of-<user>: `rm -rf --one-file-system <basetemp>`), then `df -h` the path again"
-            )
-        ttrpc = f"{containerd_socket(workdir.absolute())}.ttrpc"
-        if len(ttrpc) > SOCKET_PATH_MAX:
-            problems.append(
-                f"containerd's socket {ttrpc} would be {len(ttrpc)} characters long, containerd refuses more than "
-                f"{SOCKET_PATH_MAX}: use a shorter directory (`--dir` of the sandbox, `--basetemp` of pytest)"
-            )
-    if os.geteuid() != 0:
-        problems.append("it must run as root (containerd, runc, mounts, cgroups)")
-    missing = sorted({pkg for pkg, files in PACKAGES.items() for f in files if not Path(f).exists()})
-    if missing:
-        problems.append(f"Debian packages {missing} are not installed: run `make e2e-node-deps` (= `{INSTALL}`)")
-    absent = [c for c in CGROUP_HIERARCHIES if not (CGROUP_FS / c / "cgroup.procs").exists()]
-    if absent:
-        problems.append(
-            f"cgroup v1 controllers {absent} are not mounted under {CGROUP_FS} (this harness drives the cgroup v1 "
-            "hierarchy this machine kind has; a cgroup v2 host needs cgroupDriver/cgroupRoot handling it lacks)"
-        )
-    if in_session and not netns.private():
-        problems.append(
-            f"it must run in a network namespace of its own (found devices {netns.devices()}): "
-            "run it through `make e2e-node` (the e2e runner starts the session with `unshare --net --mount`)"
-        )
-    if problems:
-        raise NodeError("the real node cannot start: " + "; ".join(problems))
-
-
-def _run(cmd: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if check and proc.returncode != 0:
-        raise NodeError(f"`{' '.join(cmd)}` failed ({proc.returncode}): {proc.stderr.strip() or proc.stdout.strip()}")
-    return proc
-
-
-def mounts_under(*roots: Path) -> list[str]:
-    """Mount points (this mount namespace) inside any of ``roots``, deepest first (the order to unmount)."""
-    found = []
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        point = line.split()[4].replace("\\040", " ")
-        if any(point == str(r) or point.startswith(f"{r}/") for r in roots):
-            found.append(point)
-    return sorted(set(found), key=lambda p: (-p.count("/"), p))
-
-
-#: iptables-save's lines for the built-in chains (their policies stay; every other chain is someone's)
-BUILTIN_CHAINS = (":INPUT ", ":OUTPUT ", ":FORWARD ", ":PREROUTING ", ":POSTROUTING ")
-
-
-def iptables_rules() -> list[str]:
-    """Every user chain and rule of this network namespace: ``<tool> <table>: <line of iptables-save>``."""
-    lines = []
-    for tool in ("iptables", "ip6tables"):
-        table = ""
-        for line in _run([f"{tool}-save"], check=False).stdout.splitlines():
-            if line.startswith("*"):
-                table = line[1:]
-            elif line.startswith("-A") or (line.startswith(":") and not line.startswith(BUILTIN_CHAINS)):
-                lines.append(f"{tool} {table}: {line}")
-    return sorted(lines)
-
-
-@dataclass
-class Snapshot:
-    """What the node's namespaces held before it started: ``stop`` returns to it, ``leftovers`` compare with it."""
-
-    devices: list[str]
-    rules: list[str]
-    shims: list[str]
-    host_paths: list[str]
-    sysctls: dict[str, str]
 
 
 @dataclass
@@ -422,8 +284,8 @@ class RealNode:
         return Snapshot(
             devices=netns.devices(),
             rules=iptables_rules(),
-            shims=_shim_sockets(),
-            host_paths=_existing(HOST_PATHS),
+            shims=shim_sockets(),
+            host_paths=existing(HOST_PATHS),
             sysctls={k: (Path("/proc/sys") / k).read_text().strip() for k in KUBELET_SYSCTLS},
         )
 
@@ -433,7 +295,7 @@ class RealNode:
         self._dir("logs")
         self._write_files()
         self._make_cgroups()
-        _run(["ip", "addr", "add", f"{self.node_ip}/32", "dev", "lo"])
+        run_host(["ip", "addr", "add", f"{self.node_ip}/32", "dev", "lo"])
         start = time.monotonic()
         containerd = self._spawn(
             "containerd", "/usr/bin/containerd", ["--config", str(self.workdir / "containerd.toml")]
@@ -498,7 +360,7 @@ class RealNode:
         if name == "kubelet":
             version = self.sandbox.versions.kubernetes
         else:  # `containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+deb12u3`
-            version = _run([binary, "--version"]).stdout.split()[2]
+            version = run_host([binary, "--version"]).stdout.split()[2]
         proc = spawn(name, version, Path(binary), args, self.workdir / "logs" / f"{name}.log", self.workdir)
         self.processes.append(proc)
         return proc
@@ -533,7 +395,7 @@ class RealNode:
 
     def ctr(self, *args: str) -> subprocess.CompletedProcess[str]:
         """containerd's own CLI against this node's containerd, in the CRI namespace."""
-        return _run(["ctr", "--address", str(self.socket), "--namespace", CRI_NAMESPACE, *args], check=False)
+        return run_host(["ctr", "--address", str(self.socket), "--namespace", CRI_NAMESPACE, *args], check=False)
 
     def tasks(self) -> list[str]:
         """Container tasks containerd runs (pod sandboxes included)."""
@@ -579,7 +441,7 @@ class RealNode:
 
     def _unmount(self) -> None:
         for point in mounts_under(self.workdir, *self._new_netns()):
-            _run(["umount", "--lazy", point], check=False)
+            run_host(["umount", "--lazy", point], check=False)
         for path in self._new_netns():
             path.unlink(missing_ok=True)
         # a sandbox the kubelet did not stop (it was removed above) never had its CNI DEL: drop its cached results
@@ -588,8 +450,8 @@ class RealNode:
 
     def _remove_network(self) -> None:
         if self.bridge in netns.devices():
-            _run(["ip", "link", "delete", self.bridge], check=False)
-        _run(["ip", "addr", "del", f"{self.node_ip}/32", "dev", "lo"], check=False)
+            run_host(["ip", "link", "delete", self.bridge], check=False)
+        run_host(["ip", "addr", "del", f"{self.node_ip}/32", "dev", "lo"], check=False)
 
     def _restore_host(self) -> None:
         """This node's container log links; then, when it is the last node running on the host, the kernel
@@ -606,8 +468,8 @@ class RealNode:
             (Path("/proc/sys") / key).write_text(value)
 
     def _new_host_paths(self) -> list[Path]:
-        before = set(self._snapshot.host_paths) if self._snapshot else set(_existing(HOST_PATHS))
-        return [Path(p) for p in _existing(HOST_PATHS) if p not in before]
+        before = set(self._snapshot.host_paths) if self._snapshot else set(existing(HOST_PATHS))
+        return [Path(p) for p in existing(HOST_PATHS) if p not in before]
 
     def _drain(self) -> None:
         """Cordon the node, delete its pods and let the kubelet stop them (their mounts and network go with them).
@@ -708,7 +570,7 @@ class RealNode:
         before = set(self._snapshot.rules) if self._snapshot else set()
         for tool in ("iptables", "ip6tables"):
             kept, table, changed = [], "", False
-            for line in _run([f"{tool}-save"], check=False).stdout.splitlines():
+            for line in run_host([f"{tool}-save"], check=False).stdout.splitlines():
                 if line.startswith("*"):
                     table = line[1:]
                 ours = line.startswith("-A") or (line.startswith(":") and not line.startswith(BUILTIN_CHAINS))
@@ -754,7 +616,7 @@ class RealNode:
             "network devices": sorted(set(netns.devices()) - set(snap.devices)),
             "iptables rules": sorted(set(iptables_rules()) - set(snap.rules)),
             "container tasks": sorted(p.name for p in state.glob("*")) if state.is_dir() else [],
-            "shim sockets": sorted(set(_shim_sockets()) - set(snap.shims) - set(_foreign_shim_sockets(self.socket))),
+            "shim sockets": sorted(set(shim_sockets()) - set(snap.shims) - set(foreign_shim_sockets(self.socket))),
             "pod network namespaces": [str(p) for p in self._new_netns()],
             "container log links": [str(p) for p in self._log_links()],
             "host folders": [str(p) for p in self._new_host_paths()] if alone else [],
@@ -787,32 +649,3 @@ class NodeSandbox(Sandbox):
 
 def _nothing() -> None:
     return None
-
-
-def _existing(paths: tuple[str, ...]) -> list[str]:
-    return [p for p in paths if Path(p).exists()]
-
-
-def _shim_sockets() -> list[str]:
-    return sorted(str(p) for p in SHIM_SOCKETS.glob("*")) if SHIM_SOCKETS.is_dir() else []
-
-
-def shim_socket(address: Path | str, namespace: str, task: str) -> Path:
-    """Where containerd 1.6 puts a shim's socket: ``/run/containerd/s/<sha256 of address/namespace/id>``."""
-    return SHIM_SOCKETS / hashlib.sha256(f"{address}/{namespace}/{task}".encode()).hexdigest()
-
-
-def _foreign_shim_sockets(own: Path) -> list[str]:
-    """The sockets of live shims serving another containerd (another session's node: the directory is the host's)."""
-    found = []
-    for pid in leftovers.pids():
-        try:
-            args = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
-        except OSError:
-            continue
-        if not any(a.endswith("containerd-shim-runc-v2") for a in args[:1]):
-            continue
-        flags = dict(zip(args[1::2], args[2::2], strict=False))
-        if {"-address", "-namespace", "-id"} <= flags.keys() and flags["-address"] != str(own):
-            found.append(str(shim_socket(flags["-address"], flags["-namespace"], flags["-id"])))
-    return found

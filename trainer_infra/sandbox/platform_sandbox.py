@@ -42,11 +42,11 @@ from trainer_infra.core.upstream import nvidia
 from trainer_infra.core.upstream.containerd import CRI_NAMESPACE
 from trainer_infra.nodepools import pids
 from trainer_infra.nodepools.static import node_names
-from trainer_infra.sandbox import leftovers
-from trainer_infra.sandbox import node as node_mod
+from trainer_infra.sandbox import leftovers, node_host
 from trainer_infra.sandbox.chart_sandbox import REAL_NODE, ChartSandbox
 from trainer_infra.sandbox.interrupts import uninterruptible
-from trainer_infra.sandbox.node import MIRROR, NodeError, containerd_socket, publish
+from trainer_infra.sandbox.node import MIRROR, publish
+from trainer_infra.sandbox.node_host import NodeError, containerd_socket
 from trainer_infra.sandbox.oci_images import Image
 from trainer_infra.sandbox.versions import CHECKOUT, VersionSet, cache_root
 from trainer_infra.stack.load import raw_from_stack_document
@@ -342,7 +342,7 @@ def serve(workdir: Path, port: int) -> int:
         base = sandbox_stack()
         render = render_stack("local", run / "render" / "out", extra=sandbox_extra())
         check_versions(render, VersionSet.from_env())
-        node_mod.preflight(run)
+        node_host.preflight(run)
         images, unserved = runtime_images(render)
         if unserved:
             print(
@@ -485,7 +485,7 @@ def _prepare() -> None:
     from trainer_infra.sandbox.build import Builder
     from trainer_infra.sandbox.toolchain import Toolchain
 
-    node_mod.preflight(in_session=False)
+    node_host.preflight(in_session=False)
     toolchain = Toolchain()
     toolchain.preflight()
     Builder(VersionSet.from_env()).build(node=True)
