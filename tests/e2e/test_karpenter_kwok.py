@@ -27,6 +27,7 @@ from trainer_infra.sandbox import karpenter_kwok
 from trainer_infra.sandbox.apply import apply_objects, bind_claims
 from trainer_infra.sandbox.controlplane import Sandbox
 from trainer_infra.sandbox.kube import KubeClient, wait_for
+from trainer_infra.sandbox.processes import Process, wait_process
 from trainer_infra.sandbox.render import check_versions, kueue_settings, render_stack
 
 pytestmark = [
@@ -75,9 +76,9 @@ def stack_keys() -> Obj:
 
 
 @contextmanager
-def platform_with_karpenter(tmp_path: Path) -> Iterator[tuple[Sandbox, Obj]]:
-    """The render applied to a harness control plane with Karpenter (kwok provider) beside it; yields the sandbox
-    and the rendered NodePool, once Karpenter reports the NodePool Ready."""
+def platform_with_karpenter(tmp_path: Path) -> Iterator[tuple[Sandbox, Process, Obj]]:
+    """The render applied to a harness control plane with Karpenter (kwok provider) beside it; yields the sandbox,
+    Karpenter's process and the rendered NodePool, once Karpenter reports the NodePool Ready."""
     render = render_stack("local", tmp_path / "render", stack_keys())
     rendered_pool = next(o for o in render.objects if o["kind"] == "NodePool")
     objects = karpenter_kwok.on_kwok(render.objects)
@@ -94,17 +95,18 @@ def platform_with_karpenter(tmp_path: Path) -> Iterator[tuple[Sandbox, Obj]]:
     with sb:
         check_versions(render, sb.versions)
         start = time.monotonic()
-        karpenter_kwok.start(sb, karpenter_kwok.instance_types([INSTANCE], ["on-demand"]))
+        proc = karpenter_kwok.start(sb, karpenter_kwok.instance_types([INSTANCE], ["on-demand"]))
         print(f"Karpenter {karpenter.CORE_VERSION} ready in {time.monotonic() - start:.1f} s")
         apply_objects(sb.client, objects)
         bind_claims(sb.client, [o for o in render.objects if o["kind"] == "PersistentVolumeClaim"])
-        wait_for(
+        wait_process(
+            proc,
             f"NodePool {POOL} to be Ready (its KWOKNodeClass resolved)",
             lambda: has_condition(sb.client.get(karpenter.NODEPOOL_API, "NodePool", POOL), "Ready"),
             90,
         )
         assert pool_nodes(sb.client) == [], "the pool scales from zero"
-        yield sb, rendered_pool
+        yield sb, proc, rendered_pool
 
 
 def unregistered(node: Obj) -> bool:
@@ -116,9 +118,26 @@ def pool_nodes(client: KubeClient) -> list[Obj]:
     return [n for n in client.list("v1", "Node") if n["metadata"].get("labels", {}).get(NODEPOOL_LABEL) == POOL]
 
 
+def progress(client: KubeClient) -> str:
+    """Where Karpenter is: each NodeClaim's lifecycle conditions and each pool node's readiness and taints (what a
+    timed-out wait shows)."""
+    claims = [
+        f"{c['metadata']['name']} "
+        + ",".join(
+            f"{k['type']}={k['status']}({k.get('reason', '')})" for k in c.get("status", {}).get("conditions", [])
+        )
+        for c in client.list(karpenter.NODEPOOL_API, "NodeClaim")
+    ]
+    nodes = [
+        f"{n['metadata']['name']} ready={node_ready(n)} taints={[t['key'] for t in n['spec'].get('taints', [])]}"
+        for n in pool_nodes(client)
+    ]
+    return f"NodeClaims: {claims}; nodes: {nodes}"
+
+
 def test_karpenter_launches_the_pools_nodes_for_an_admitted_trainjob_and_removes_them(tmp_path: Path) -> None:
     # TAS admits only onto nodes that exist (Kueue 0.19.2): a pool scaling from zero works without it
-    with platform_with_karpenter(tmp_path) as (sb, rendered_pool):
+    with platform_with_karpenter(tmp_path) as (sb, proc, rendered_pool):
         assert rendered_pool["spec"]["disruption"] == {
             "consolidationPolicy": "WhenEmpty",
             "consolidateAfter": f"{CONSOLIDATE_AFTER}s",
@@ -136,9 +155,11 @@ def test_karpenter_launches_the_pools_nodes_for_an_admitted_trainjob_and_removes
         def launched() -> list[Obj] | bool:
             # registered: Karpenter has swapped its `unregistered` taint for the NodeClaim's labels and taints
             nodes = [n for n in pool_nodes(admin) if node_ready(n) and not unregistered(n)]
-            return nodes if len(nodes) == NODES else False
+            if len(nodes) != NODES:
+                raise AssertionError(progress(admin))  # the last one is in the timeout's message
+            return nodes
 
-        nodes: list[Obj] = wait_for(f"Karpenter to launch {NODES} Ready nodes of pool {POOL}", launched, 240)
+        nodes: list[Obj] = wait_process(proc, f"Karpenter to launch {NODES} Ready nodes of pool {POOL}", launched, 240)
         print(f"{NODES} nodes Ready {time.monotonic() - submitted:.1f} s after the TrainJob was created")
         for node in nodes:
             labels = node["metadata"]["labels"]
@@ -163,7 +184,8 @@ def test_karpenter_launches_the_pools_nodes_for_an_admitted_trainjob_and_removes
         admin.delete(*TJ, name, TEAM)
         wait_for("the TrainJob's pods to be gone", lambda: not admin.list("v1", "Pod", TEAM), 90)
         emptied = time.monotonic()
-        wait_for(
+        wait_process(
+            proc,
             f"Karpenter to remove the empty nodes (consolidateAfter {CONSOLIDATE_AFTER}s)",
             lambda: not pool_nodes(admin) and not admin.list(karpenter.NODEPOOL_API, "NodeClaim"),
             CONSOLIDATE_AFTER + 180,

@@ -88,7 +88,14 @@ def test_on_kwok_changes_only_the_node_class_reference() -> None:
 
 def test_the_fake_cloud_offers_the_instance_type_as_ec2_publishes_it() -> None:
     [p5] = karpenter_kwok.instance_types(["p5.48xlarge"], ["on-demand", "spot"])
-    assert p5["resources"] == {"cpu": "192", "memory": "2048Gi", "pods": "100", "nvidia.com/gpu": "8"}
+    assert p5["resources"] == {
+        "cpu": "192",
+        "memory": "2048Gi",
+        "pods": "100",
+        "nvidia.com/gpu": "8",
+        # the rendered EC2NodeClass's disk: a team pod requests ephemeral-storage and fits only with one
+        "ephemeral-storage": "20Gi",
+    }
     capacity_types = [o["Requirements"][0]["values"] for o in p5["offerings"]]
     assert capacity_types == [["on-demand"], ["spot"]]
     with pytest.raises(KeyError, match="not in the eks machine table"):

@@ -71,8 +71,11 @@ def on_kwok(objects: list[Obj]) -> list[Obj]:
 def instance_types(names: list[str], capacity_types: list[str]) -> list[Obj]:
     """The fake cloud's catalogue (kwok/cloudprovider/helpers.go ``InstanceTypeOptions``): each EC2 instance type
     with the capacity the eks machine table gives it (vCPUs, memory, GPUs, max pods: what EC2 publishes and
-    Karpenter's AWS provider reports as capacity), offered in every capacity type asked for. Karpenter compares
-    NodePool limits with this capacity; the kwok provider's allocatable is it minus 100m CPU and 10Mi."""
+    Karpenter's AWS provider reports as capacity) and the disk that provider reports for the rendered node class
+    (no block device mappings: its default root volume), offered in every capacity type asked for. Karpenter
+    compares NodePool limits with this capacity; the kwok provider's allocatable is it minus 100m CPU and 10Mi.
+    Without a disk no team pod fits: each requests ephemeral-storage (tenancy/ephemeral_storage.py), and
+    Karpenter reports "no instance type has enough resources"."""
     table = machine_table("eks")
     out: list[Obj] = []
     for name in names:
@@ -80,7 +83,12 @@ def instance_types(names: list[str], capacity_types: list[str]) -> list[Obj]:
         if machine is None:
             raise KeyError(f"{name} is not in the eks machine table (nodepools/machine_types/eks.yaml)")
         facts = machine.facts
-        resources = {"cpu": str(facts.vcpu), "memory": f"{facts.memory_gib}Gi", "pods": str(facts.max_pods)}
+        resources = {
+            "cpu": str(facts.vcpu),
+            "memory": f"{facts.memory_gib}Gi",
+            "pods": str(facts.max_pods),
+            kubernetes.EPHEMERAL_STORAGE: karpenter.DEFAULT_NODE_DISK,
+        }
         if facts.gpu is not None:
             resources[facts.gpu.resource] = str(facts.gpu.count)
         offerings = [

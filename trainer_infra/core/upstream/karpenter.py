@@ -29,6 +29,11 @@ EC2_NODECLASS_API = f"{AWS_GROUP}/v1"
 CAPACITY_TYPE_LABEL = f"{GROUP}/capacity-type"
 #: NodePool template label domains Karpenter's CRD rejects (karpenter.sh_nodepools.yaml CEL rules).
 RESTRICTED_LABEL_DOMAINS = (kubernetes.DOMAIN, "k8s.io", GROUP, AWS_GROUP)
+#: The node disk (ephemeral-storage capacity) Karpenter v1.15.2's AWS provider reports for an EC2NodeClass without
+#: block device mappings or instance store policy: the root volume it gives every AMI family by default
+#: (karpenter-provider-aws pkg/providers/instancetype/types.go ``ephemeralStorage``,
+#: pkg/providers/amifamily/resolver.go ``DefaultEBS`` 20Gi; bottlerocket's data volume is 20Gi too).
+DEFAULT_NODE_DISK = "20Gi"
 #: Labels Karpenter v1.15.2 puts on reserved and placement-group nodes (karpenter-provider-aws pkg/apis/v1/labels.go).
 RESERVATION_ID_LABEL = f"{AWS_GROUP}/capacity-reservation-id"
 RESERVATION_TYPE_LABEL = f"{AWS_GROUP}/capacity-reservation-type"
