@@ -154,6 +154,12 @@ def _pending_because(client: KubeClient, member: Member, name: str, words: str) 
     return wl if reserved and reserved["status"] == "False" and words in reserved["message"] else None
 
 
+def _waiting(client: KubeClient, member: Member, name: str) -> Obj | None:
+    wl = _own_workload(client, member, name)
+    reserved = _condition(wl, "QuotaReserved") if wl else None
+    return wl if wl is not None and (reserved is None or reserved["status"] == "False") else None
+
+
 def test_a_member_cannot_take_another_jobs_directory(platform_sandbox: RunningSandbox) -> None:
     """The issue's attack: a TrainJob whose TRAIN_JOB_NAME names another job of the team. Refused at submit, with
     the reason; nothing is created."""
@@ -223,10 +229,7 @@ def test_a_preempted_job_checkpoints_on_sigterm_and_resumes_where_it_stopped(pla
     assert first_pod["spec"]["terminationGracePeriodSeconds"] == GRACE_SECONDS, first_pod["spec"]
 
     # -- place in the queue and why: two more jobs of the same priority wait (no quota left), in order --------
-    waiting = [
-        _train(member, say_done, "low", {"gpu": 1, "cpu": "250m", "memory": "512Mi"}),
-        _train(member, say_done, "low", {"gpu": 1, "cpu": "250m", "memory": "512Mi"}),
-    ]
+    waiting = [_train(member, say_done, "low", {"gpu": 1, "cpu": "250m", "memory": "512Mi"})]
     # the queue's head is tried and told why; the one behind it waits its turn (pending, no quota)
     head = wait_for(
         f"{waiting[0]} to wait for quota",
@@ -234,7 +237,12 @@ def test_a_preempted_job_checkpoints_on_sigterm_and_resumes_where_it_stopped(pla
         60,
     )
     print(f"[queue] {waiting[0]} over quota: QuotaReserved {_condition(head, 'QuotaReserved')}", flush=True)
-    behind = wait_for(f"{waiting[1]} to wait", lambda: _pending_because(me, member, waiting[1], ""), 60)
+    # Kueue orders one priority by creation time, in whole seconds, then by UID (Kueue 0.19.2
+    # pkg/cache/queue/cluster_queue.go baseCompareFunc): the second job comes a second later to be second
+    time.sleep(1.5)
+    waiting.append(_train(member, say_done, "low", {"gpu": 1, "cpu": "250m", "memory": "512Mi"}))
+    # the one behind it has a Workload without quota (Kueue may not try it before the head: no condition yet)
+    behind = wait_for(f"{waiting[1]}'s Workload, without quota", lambda: _waiting(me, member, waiting[1]), 60)
     print(f"[queue] {waiting[1]} behind it: QuotaReserved {_condition(behind, 'QuotaReserved')}", flush=True)
     workloads = [workload(me, ns, n)["metadata"]["name"] for n in waiting]
     positions = wait_for("the visibility API to list both", lambda: _listing(me, member, workloads), 60)
