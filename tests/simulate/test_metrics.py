@@ -7,7 +7,8 @@ import math
 import pytest
 
 from trainer_infra.simulate import metrics
-from trainer_infra.simulate.metrics import Admission, JobOutcome
+from trainer_infra.simulate.metrics import JobOutcome
+from trainer_infra.simulate.work import Admission
 
 
 def job(

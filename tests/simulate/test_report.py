@@ -7,9 +7,10 @@ import json
 from pathlib import Path
 
 from tests.simulate.test_metrics import JOBS
-from trainer_infra.simulate.metrics import Admission, JobOutcome
+from trainer_infra.simulate.metrics import JobOutcome
 from trainer_infra.simulate.report import conservation, summary, table, write
 from trainer_infra.simulate.run import Run
+from trainer_infra.simulate.work import Admission
 
 
 def run(**changes: object) -> Run:

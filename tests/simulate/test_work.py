@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from trainer_infra.simulate import metrics
-from trainer_infra.simulate.metrics import Admission, JobOutcome
+from trainer_infra.simulate.metrics import JobOutcome
 from trainer_infra.simulate.report import lag_per_admission
-from trainer_infra.simulate.work import checkpoint_before, resume_point, stretches
+from trainer_infra.simulate.work import Admission, checkpoint_before, resume_point, stretches
 
 PREEMPTED = "Preempted/InClusterQueue"
 

@@ -11,35 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from trainer_infra.simulate import work
-
-#: The reasons Kueue gives an eviction that frees quota for another workload.
-PREEMPTION_REASONS = ("Preempted", "InClusterQueue", "InCohortReclamation", "InCohortFairSharing")
-
-
-@dataclass(frozen=True)
-class Admission:
-    """One stretch during which a job held quota: from `Admitted` to its end (None: still held at run end)."""
-
-    start: float
-    end: float | None = None
-    #: "finished", "evicted" or "" while still held
-    ended_by: str = ""
-    reason: str = ""
-    #: when the replay first saw one of this admission's pods `Running` (None: none ran)
-    running: float | None = None
-    #: the job's progress (trace seconds of work) its pods resumed from: they ran `duration − resumed_from`
-    resumed_from: float = 0.0
-
-    def length(self, until: float) -> float:
-        return max(0.0, (until if self.end is None else self.end) - self.start)
-
-    def overlap(self, lo: float, hi: float, until: float) -> float:
-        end = until if self.end is None else self.end
-        return max(0.0, min(end, hi) - max(self.start, lo))
-
-    @property
-    def preempted(self) -> bool:
-        return self.ended_by == "evicted" and any(r in self.reason for r in PREEMPTION_REASONS)
+from trainer_infra.simulate.work import Admission
 
 
 @dataclass

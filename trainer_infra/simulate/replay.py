@@ -26,9 +26,9 @@ from trainer_infra.sandbox.kube import ApiError, KubeClient
 from trainer_infra.sandbox.kwok_stages import DURATION_ANNOTATION
 from trainer_infra.sandbox.versions import VersionSet
 from trainer_infra.simulate.facts import StackFacts
-from trainer_infra.simulate.metrics import Admission, JobOutcome
+from trainer_infra.simulate.metrics import JobOutcome
 from trainer_infra.simulate.trace import TraceRow
-from trainer_infra.simulate.work import DEFAULT_CHECKPOINT_SECONDS, resume_point
+from trainer_infra.simulate.work import DEFAULT_CHECKPOINT_SECONDS, Admission, resume_point
 
 Obj = dict[str, Any]
 TRAINJOB = (TRAINER_API_VERSION, "TrainJob")
@@ -121,18 +121,9 @@ class Replay:
         self.jobs: dict[str, JobOutcome] = {}
         self.row_of: dict[str, TraceRow] = {}
         for row in self.rows:
-            team = facts.teams[row.team]
-            key = f"{team.name}/{row.name}"
+            key = f"{facts.teams[row.team].name}/{row.name}"
             self.row_of[key] = row
-            self.jobs[key] = JobOutcome(
-                str(row.name),
-                row.team,
-                team.cluster_queue,
-                row.total_accelerators,
-                row.duration,
-                row.submit,
-                checkpoint=row.checkpoint_interval(checkpoint),
-            )
+            self.jobs[key] = facts.outcome(row, checkpoint)
         #: job → the progress its TrainJob's pods resume from (what its duration annotation was last set to)
         self.resumes_from: dict[str, float] = {}
         #: jobs whose pods must be given a shorter duration before they run again: job → progress to resume from

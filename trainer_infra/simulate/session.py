@@ -53,19 +53,7 @@ def partition(
         if why is None:
             replay.append(row)
             continue
-        team = facts.teams[row.team]
-        never.append(
-            JobOutcome(
-                str(row.name),
-                row.team,
-                team.cluster_queue,
-                row.total_accelerators,
-                row.duration,
-                row.submit,
-                never_admissible=why,
-                checkpoint=row.checkpoint_interval(checkpoint),
-            )
-        )
+        never.append(facts.outcome(row, checkpoint, never_admissible=why))
     return replay, never
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 #: Trace seconds of work between a job's checkpoints when its trace row gives none. Half an hour: a job shorter
 #: than that never checkpoints (it restarts from scratch, as before), so the default credits checkpoints only to
@@ -26,19 +25,34 @@ DEFAULT_CHECKPOINT_SECONDS = 1800.0
 _EPSILON = 1e-9
 
 
-class AdmissionLike(Protocol):
-    """One stretch during which a job held quota (metrics.Admission)."""
+#: The reasons Kueue gives an eviction that frees quota for another workload.
+PREEMPTION_REASONS = ("Preempted", "InClusterQueue", "InCohortReclamation", "InCohortFairSharing")
+
+
+@dataclass(frozen=True)
+class Admission:
+    """One stretch during which a job held quota: from `Admitted` to its end (None: still held at run end)."""
+
+    start: float
+    end: float | None = None
+    #: "finished", "evicted" or "" while still held
+    ended_by: str = ""
+    reason: str = ""
+    #: when the replay first saw one of this admission's pods `Running` (None: none ran)
+    running: float | None = None
+    #: the job's progress (trace seconds of work) its pods resumed from: they ran `duration − resumed_from`
+    resumed_from: float = 0.0
+
+    def length(self, until: float) -> float:
+        return max(0.0, (until if self.end is None else self.end) - self.start)
+
+    def overlap(self, lo: float, hi: float, until: float) -> float:
+        end = until if self.end is None else self.end
+        return max(0.0, min(end, hi) - max(self.start, lo))
 
     @property
-    def start(self) -> float: ...
-    @property
-    def end(self) -> float | None: ...
-    @property
-    def ended_by(self) -> str: ...
-    @property
-    def running(self) -> float | None: ...
-    @property
-    def resumed_from(self) -> float: ...
+    def preempted(self) -> bool:
+        return self.ended_by == "evicted" and any(r in self.reason for r in PREEMPTION_REASONS)
 
 
 @dataclass(frozen=True)
@@ -68,7 +82,7 @@ def checkpoint_before(progress: float, interval: float) -> float:
     return math.floor(progress / interval + _EPSILON) * interval
 
 
-def stretches(admissions: Sequence[AdmissionLike], duration: float, interval: float, until: float) -> list[Stretch]:
+def stretches(admissions: Sequence[Admission], duration: float, interval: float, until: float) -> list[Stretch]:
     """Each admission's work, lag and loss. An admission starts its pods at its `resumed_from` (what the replay
     gave them); a job resumed from behind its last checkpoint (the replay could not shorten its pods in time)
     runs that stretch again, and the rerun counts as lost."""
@@ -106,6 +120,6 @@ def stretches(admissions: Sequence[AdmissionLike], duration: float, interval: fl
     return out
 
 
-def resume_point(admissions: Sequence[AdmissionLike], duration: float, interval: float, until: float) -> float:
+def resume_point(admissions: Sequence[Admission], duration: float, interval: float, until: float) -> float:
     """The progress a job resumes from after its last eviction: its last checkpoint (0: from scratch)."""
     return max((s.kept_until for s in stretches(admissions, duration, interval, until)), default=0.0)
