@@ -6,7 +6,10 @@ a fresh control plane (trainer-infra simulate):
 - flat: one BestEffortFIFO ClusterQueue with the whole capacity, every team's LocalQueue pointing to it
   (the utilisation a single shared queue reaches, with no isolation at all);
 - partitions: each team's nominal quota, no cohort (no borrowing, no lending, no reclaim).
-Prints the table, writes each run's report and plots under `--out` (default build/bench-scheduling/).
+Each configuration runs `--repeat` times (default 2): the table gives every figure with its repeat, so the
+run-to-run spread is read beside the differences. Preempted jobs resume from their last checkpoint (`--checkpoint`).
+Prints the table, writes each run's report and plots under `--out` (default build/bench-scheduling/: `derived`,
+`derived-2`, ...).
 No assertion: the numbers go into docs/simulate.md and the issue.
 
 The stack is `local` with its teams replaced by four (quotas sum to the 256 GPUs): nlp (weight 3, 96 GPUs),
@@ -33,9 +36,10 @@ from trainer_infra.simulate.baselines import flat_fifo, static_partitions
 from trainer_infra.simulate.facts import stack_facts
 from trainer_infra.simulate.generate import TraceShape, generate
 from trainer_infra.simulate.generate import summary as trace_summary
-from trainer_infra.simulate.report import summary, table, write
+from trainer_infra.simulate.report import table, write
 from trainer_infra.simulate.session import simulate
 from trainer_infra.simulate.trace import dump_trace
+from trainer_infra.simulate.work import DEFAULT_CHECKPOINT_SECONDS
 from trainer_infra.stack.build import build_plan
 from trainer_infra.stack.load import raw_from_stack_document
 from trainer_infra.stack.validate import validate
@@ -74,6 +78,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--compression", type=float, default=200.0, help="trace seconds per wall second")
     p.add_argument("--max-wall", type=float, default=4500.0, help="bound of each replay, wall seconds")
     p.add_argument("--configs", nargs="+", default=["derived", "flat", "partitions"])
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=2,
+        help="runs of each configuration, one after the other: the table gives every figure with its repeats, the "
+        "run-to-run spread beside the differences between configurations (default: %(default)s)",
+    )
+    p.add_argument(
+        "--checkpoint",
+        type=float,
+        default=DEFAULT_CHECKPOINT_SECONDS,
+        help="trace seconds of work between a job's checkpoints (0: preempted jobs restart from scratch; "
+        "default: %(default)s)",
+    )
     p.add_argument("--out", type=Path, default=ROOT / "build" / "bench-scheduling")
     p.add_argument(
         "--table-only",
@@ -82,8 +100,11 @@ def main(argv: list[str] | None = None) -> int:
         "as separate processes, e.g. one per machine or namespace, each with its own --configs)",
     )
     args = p.parse_args(argv)
+    if args.repeat < 1:
+        p.error("--repeat must be at least 1")
+    runs = [(name, run_dir(name, k)) for name in args.configs for k in range(1, args.repeat + 1)]
     if args.table_only:
-        return print_table(args.out, args.configs)
+        return print_table(args.out, runs)
 
     objects, releases = bench_stack()
     configs = {"derived": objects, "flat": flat_fifo(objects), "partitions": static_partitions(objects)}
@@ -101,10 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "trace.csv").write_text(dump_trace(rows))
     print(f"trace: {trace_summary(rows)}; capacity {facts.capacity}; compression {args.compression:g}×", flush=True)
-    results: list[tuple[str, dict[str, Any]]] = []
-    for name in args.configs:
+    for name, folder in runs:
         started = time.monotonic()
-        print(f"== {name}", flush=True)
+        print(f"== {folder}", flush=True)
         run = simulate(
             stack_facts(configs[name]),
             releases,
@@ -113,18 +133,27 @@ def main(argv: list[str] | None = None) -> int:
             bound=args.max_wall,
             label=name,
             progress=lambda line: print(f"   {line}", flush=True),
+            checkpoint=args.checkpoint,
         )
         # fairness is judged against the stack's weights, and "within quota" against its quotas, in every configuration
         run.weights, run.quotas = facts.weights(), facts.team_quotas()
-        write(run, args.out / name)
-        results.append((name, summary(run)))
-        print(f"   {name}: {time.monotonic() - started:.0f} s wall", flush=True)
-    return print_table(args.out, [name for name, _ in results])
+        write(run, args.out / folder)
+        print(f"   {folder}: {time.monotonic() - started:.0f} s wall", flush=True)
+    return print_table(args.out, runs)
 
 
-def print_table(out: Path, configs: list[str]) -> int:
-    """The comparison of the configurations' reports under `out` (table.json beside them)."""
-    results = [(name, json.loads((out / name / "summary.json").read_text())) for name in configs]
+def run_dir(config: str, k: int) -> str:
+    """The report folder of a configuration's k-th run: `derived`, then `derived-2`, ..."""
+    return config if k == 1 else f"{config}-{k}"
+
+
+def print_table(out: Path, runs: list[tuple[str, str]]) -> int:
+    """The comparison of the runs' reports under `out` (table.json beside them); a run not there is left out."""
+    results = [
+        (name, json.loads((out / folder / "summary.json").read_text()))
+        for name, folder in runs
+        if (out / folder / "summary.json").exists()
+    ]
     print(table(results))
     for name, s in results:
         m = s.get("machine", {})
@@ -133,6 +162,13 @@ def print_table(out: Path, configs: list[str]) -> int:
             f"compression {s['compression']:g}×, overhead per job {s['overhead_wall_seconds']['mean']} wall s, "
             f"load average {m.get('load_average_mean')} (max {m.get('load_average_max')}) on {m.get('cpus')} CPUs"
         )
+        lag = s.get("lag_per_admission")
+        if lag:
+            print(
+                f"{name}: lag per admission (of {lag['admissions']}): mean {lag['wall_seconds']['mean']} wall s = "
+                f"{lag['trace_minutes']['mean']} trace min, p95 {lag['wall_seconds']['p95']} wall s = "
+                f"{lag['trace_minutes']['p95']} trace min; held utilisation (lag included) {s.get('held_utilisation')}"
+            )
         inside = s.get("within_quota")
         if inside:
             p95 = ", ".join(f"{t} {w['p95'] / 60:.0f}" for t, w in inside["waits"].items() if w["p95"] is not None)
@@ -143,7 +179,10 @@ def print_table(out: Path, configs: list[str]) -> int:
                 f"{r} {v['count']} ({v['accelerator_seconds'] / 3600:.0f} acc-h)" for r, v in reasons.items()
             )
             print(f"{name}: preemptions by reason: {lost}")
-    (out / "table.json").write_text(json.dumps(dict(results), indent=2) + "\n")
+    table_json: dict[str, list[dict[str, Any]]] = {}
+    for name, s in results:
+        table_json.setdefault(name, []).append(s)
+    (out / "table.json").write_text(json.dumps(table_json, indent=2) + "\n")
     return 0
 
 

@@ -7,13 +7,20 @@ import math
 import pytest
 
 from trainer_infra.simulate import metrics
-from trainer_infra.simulate.metrics import Admission, JobOutcome
+from trainer_infra.simulate.metrics import JobOutcome
+from trainer_infra.simulate.work import Admission
 
 
-def job(name: str, team: str, acc: int, created: float, *spans: tuple[float, float, str, str]) -> JobOutcome:
-    admissions = [Admission(a, b, how, why) for a, b, how, why in spans]
+def job(
+    name: str, team: str, acc: int, created: float, *spans: tuple[float, float, str, str], duration: float = 0
+) -> JobOutcome:
+    """A job whose pods run from each admission's start (no lag); its duration, unless given, is its last
+    admission's length."""
+    admissions = [Admission(a, b, how, why, running=a) for a, b, how, why in spans]
     finished = admissions[-1].end if admissions and admissions[-1].ended_by == "finished" else None
-    return JobOutcome(name, team, f"cq-{team}", acc, 10, created, created, admissions, finished=finished)
+    if not duration:
+        duration = spans[-1][1] - spans[-1][0] if spans else 10
+    return JobOutcome(name, team, f"cq-{team}", acc, duration, created, created, admissions, finished=finished)
 
 
 # capacity 8: A (a, 4 acc) runs 0-10; B (b, 8 acc) waits 0-10, runs 10-20; C (a, 4 acc) waits 5-20, runs 20-25
@@ -23,17 +30,21 @@ C = job("C", "a", 4, 5, (20, 25, "finished", ""))
 JOBS = [A, B, C]
 
 
-def test_utilisation_is_admitted_accelerator_seconds_over_capacity_times_makespan() -> None:
+def test_utilisation_is_what_the_jobs_ran_over_capacity_times_makespan_without_lag() -> None:
+    # no lag here: the jobs ran exactly what they held
     assert metrics.accelerator_seconds(JOBS, 25) == 4 * 10 + 8 * 10 + 4 * 5  # 140
     assert metrics.makespan(JOBS, 25) == 25
     assert metrics.utilisation(JOBS, 8, 25) == pytest.approx(140 / (8 * 25))  # 0.7
+    assert metrics.held_utilisation(JOBS, 8, 25) == pytest.approx(0.7)
 
 
 def test_goodput_leaves_out_what_preemption_threw_away() -> None:
-    # D (b, 8 acc) held 0-5, was preempted, ran again 10-20: 40 of its 120 accelerator-seconds were thrown away
+    # D (b, 8 acc, 10 s, never checkpoints) held 0-5, was preempted, ran again 10-20: 40 of its 120
+    # accelerator-seconds were thrown away
     d = job("D", "b", 8, 0, (0, 5, "evicted", "Preempted/InCohortReclamation"), (10, 20, "finished", ""))
     assert metrics.utilisation([d], 8, 20) == pytest.approx(120 / 160)
     assert metrics.goodput([d], 8, 20) == pytest.approx(80 / 160)
+    assert metrics.goodput([d], 8, 20, from_scratch=True) == pytest.approx(80 / 160)
 
 
 def test_waits_per_team_are_admitted_minus_created_nearest_rank() -> None:
@@ -86,10 +97,14 @@ def test_preemptions_and_the_work_they_threw_away() -> None:
     d = job("D", "a", 2, 0, (0, 6, "evicted", "Preempted/InClusterQueue"), (8, 18, "finished", ""))
     timeout = job("E", "a", 2, 0, (0, 3, "evicted", "PodsReadyTimeout"), (3, 13, "finished", ""))
     reclaim = "Preempted/InCohortReclamation"
-    f = job("F", "b", 4, 0, (0, 2, "evicted", reclaim), (3, 4, "evicted", reclaim), (5, 6, "finished", ""))
+    f = job("F", "b", 4, 0, (0, 2, "evicted", reclaim), (3, 4, "evicted", reclaim), (5, 8, "finished", ""))
     result = metrics.preemptions([d, timeout, f])
     assert (result.count, result.lost_accelerator_seconds, result.other_evictions) == (3, 24, 1)
-    assert result.by_reason == {"InClusterQueue": (1, 12), "InCohortReclamation": (2, 12)}
+    assert result.lost_from_scratch == 24  # none of them checkpoints: both ways agree
+    assert result.by_reason == {
+        "InClusterQueue": metrics.Lost(1, 12, 12),
+        "InCohortReclamation": metrics.Lost(2, 12, 12),
+    }
     assert d.pending_spans(20) == [(6, 8)]
     assert metrics.accelerator_seconds([d], 20) == 2 * 6 + 2 * 10
 
@@ -107,7 +122,7 @@ def test_usage_series_per_cluster_queue() -> None:
 
 
 def test_a_running_job_counts_until_the_run_stopped() -> None:
-    running = job("R", "a", 4, 0, (2, math.inf, "", ""))
-    running.admissions[0] = Admission(2)
+    running = job("R", "a", 4, 0, (2, math.inf, "", ""), duration=100)
+    running.admissions[0] = Admission(2, running=2)
     assert running.status == "running"
     assert metrics.accelerator_seconds([running], 12) == 40

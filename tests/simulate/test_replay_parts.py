@@ -3,16 +3,18 @@ after the row's duration, the baselines the bench compares with, and the Cluster
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from tests.helpers import render, stack_raw
+from trainer_infra.manifests.runtime import JOBSET_NAME_LABEL
+from trainer_infra.sandbox.kube import ApiError, KubeClient
 from trainer_infra.sandbox.kwok_stages import DURATION_ANNOTATION, kwok_duration_stage
 from trainer_infra.sandbox.versions import BINARIES, BuildError, VersionSet, check_binaries
 from trainer_infra.simulate.baselines import FLAT, PARTITIONS, flat_fifo, static_partitions
 from trainer_infra.simulate.facts import StackFacts, stack_facts
-from trainer_infra.simulate.replay import trainjob
+from trainer_infra.simulate.replay import Replay, duration_patch, trainjob
 from trainer_infra.simulate.trace import TraceRow
 
 
@@ -117,3 +119,63 @@ def test_the_package_runs_the_binaries_the_build_makes() -> None:
     from trainer_infra.sandbox.build import Builder
 
     assert tuple(t.name for t in Builder(VersionSet()).targets() if not (t.tool or t.node or t.opt_in)) == BINARIES
+
+
+class Patches:
+    """The replay's client, as far as resuming a job goes: refuses the first patch as Trainer does while the
+    JobSet still has active pods, then takes them."""
+
+    def __init__(self) -> None:
+        self.applied: list[dict[str, Any]] = []
+        self.refusals = 1
+
+    def apply(self, obj: dict[str, Any], *, field_manager: str) -> dict[str, Any]:
+        if self.refusals:
+            self.refusals -= 1
+            raise ApiError(
+                422, "RuntimePatches cannot be modified when the JobSet's ReplicatedJob node is still active"
+            )
+        self.applied.append(obj)
+        return obj
+
+
+def test_a_preempted_job_runs_again_only_what_is_left_after_its_last_checkpoint(local: StackFacts) -> None:
+    # 2 nodes, 3,600 s of work, a checkpoint every 900 s, replayed at 60×: preempted after its pods ran 2,000 s,
+    # it keeps its checkpoint at 1,800 and its pods run the 1,800 s left (30 wall s) when admitted again
+    row = TraceRow(submit=0, team="vision", nodes=2, accelerators=8, duration=3600, name="long", checkpoint=900)
+    client = Patches()
+    replay = Replay(cast(KubeClient, client), local, [row], compression=60, bound=10, checkpoint=0)
+    clock = iter([0.0, 100.0, 2100.0, 2200.0, 2300.0, 4100.0])
+    replay.now = lambda: next(clock)  # type: ignore[method-assign]
+    owner = {"ownerReferences": [{"kind": "TrainJob", "name": "long"}], "namespace": "vision"}
+
+    def workload(**conditions: str) -> dict[str, Any]:
+        return {
+            "metadata": owner,
+            "status": {
+                "conditions": [{"type": k, "status": v, "reason": "InClusterQueue"} for k, v in conditions.items()]
+            },
+        }
+
+    pod = {"metadata": {"namespace": "vision", "uid": "p1", "labels": {JOBSET_NAME_LABEL: "long"}}, "status": {}}
+    replay._on_workload("ADDED", workload(Admitted="True"))  # t 0
+    replay._on_pod("MODIFIED", {**pod, "status": {"phase": "Running"}})  # t 100
+    replay._on_workload("MODIFIED", workload(Admitted="False", Evicted="True", Preempted="True"))  # t 2,100
+    replay._resume()  # refused: the JobSet's pods are still going
+    assert replay.to_resume == {"vision/long": 1800} and client.applied == []
+    replay._resume()
+    (patch,) = client.applied
+    assert patch["metadata"] == {"name": "long", "namespace": "vision"}
+    (entry,) = patch["spec"]["runtimePatches"]
+    assert entry == duration_patch(row, local, 30.0)
+    (replicated,) = entry["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    assert replicated["template"]["spec"]["template"]["metadata"]["annotations"] == {DURATION_ANNOTATION: "30.000s"}
+    replay._on_workload("MODIFIED", workload(Admitted="True"))  # t 2,200
+    replay._on_pod("MODIFIED", {**pod, "metadata": {**pod["metadata"], "uid": "p2"}, "status": {"phase": "Running"}})
+    replay._on_workload("MODIFIED", workload(Finished="True"))  # t 4,100
+    job = replay.jobs["vision/long"]
+    first, second = job.admissions
+    assert (first.running, first.end, first.ended_by) == (100, 2100, "evicted")
+    assert (second.start, second.running, second.resumed_from, second.end) == (2200, 2300, 1800, 4100)
+    # it ran 2,000 + 1,800 s of work, lost the 200 since its checkpoint, and held quota 100 s before each run
+    assert [(s.work, s.lost, s.lag) for s in job.stretches(4100)] == [(2000, 200, 100), (1800, 0, 100)]

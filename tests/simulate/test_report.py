@@ -7,9 +7,10 @@ import json
 from pathlib import Path
 
 from tests.simulate.test_metrics import JOBS
-from trainer_infra.simulate.metrics import Admission, JobOutcome
+from trainer_infra.simulate.metrics import JobOutcome
 from trainer_infra.simulate.report import conservation, summary, table, write
 from trainer_infra.simulate.run import Run
+from trainer_infra.simulate.work import Admission
 
 
 def run(**changes: object) -> Run:
@@ -66,3 +67,30 @@ def test_conservation_counts_the_pods_that_finished_the_job_not_a_preempted_atte
     assert c["finished_accelerator_seconds"] == 8 * 12  # the last admission held 6-18
     assert c["pod_overrun_wall_seconds"] == {"mean": 0.004, "min": 0.0, "max": 0.008}  # (0.5 and 0 s) / 60
     assert c["overhead_wall_seconds"]["max"] == 0.033  # (12 - 10) / 60
+
+
+def test_the_bench_table_gives_every_figure_of_a_configuration_with_its_repeat() -> None:
+    first, second = summary(run()), summary(run())
+    second["goodput"], second["preemptions"] = 0.65, 3
+    older = {k: v for k, v in summary(run()).items() if k not in ("goodput_from_scratch", "lag_per_admission")}
+    lines = table([("derived", first), ("flat", older), ("derived", second)]).splitlines()
+    head = lines[0].split("  ")
+    assert [c.strip() for c in head if c.strip()][:5] == ["config", "runs", "util", "goodput", "goodput scratch"]
+    derived, flat = lines[1], lines[2]
+    assert derived.startswith("derived") and "0.700 / 0.700" in derived and "0.700 / 0.650" in derived
+    assert "0 / 3" in derived
+    assert flat.startswith("flat") and " - " in flat  # a figure an older report lacks is shown as missing
+
+
+def test_the_summary_reports_the_lag_and_both_goodputs() -> None:
+    s = summary(run(compression=60.0))
+    # JOBS hold exactly their durations from their pods' start: no lag, nothing lost
+    assert s["lag_per_admission"]["admissions"] == 3 and s["lag_per_admission"]["wall_seconds"]["max"] == 0
+    assert s["goodput"] == s["goodput_from_scratch"] == s["held_utilisation"] == 0.7
+    assert s["accelerator_seconds"]["ran"] == s["accelerator_seconds"]["held"] == 140
+    assert s["checkpoints"] == {
+        "default_seconds": 0.0,
+        "jobs_that_checkpoint": 0,
+        "resume_failures": 0,
+        "resumed_admissions": 0,
+    }

@@ -90,3 +90,17 @@ def test_the_generator_is_seeded_and_round_trips_through_both_formats() -> None:
     assert durations[-1] > 20 * durations[len(durations) // 2]  # heavy tail
     demand = {t: sum(r.accelerator_seconds for r in rows if r.team == t) for t in "abcd"}
     assert demand["a"] > demand["d"]
+
+
+def test_a_row_may_give_its_checkpoint_interval_and_a_trace_without_one_still_loads() -> None:
+    text = HEADER.rstrip("\n") + ",checkpoint\n0,nlp,1,8,3600,,,900\n0,nlp,1,8,3600,,,0\n0,nlp,1,8,3600,,,\n"
+    every, never, default = parse_trace(text, "csv")
+    assert [r.checkpoint_interval(1800) for r in (every, never, default)] == [900, 0, 1800]
+    with pytest.raises(TraceError, match="line 2: checkpoint"):
+        parse_trace(HEADER.rstrip("\n") + ",checkpoint\n0,nlp,1,8,3600,,,-5\n", "csv")
+    old = parse_trace(HEADER + "0,nlp,1,8,3600,,\n", "csv")
+    assert old[0].checkpoint is None
+    # written back, a trace without intervals has no such column: an older replay reads it as before
+    assert dump_trace(old).splitlines()[0] == "submit,team,nodes,accelerators,duration,priority,runtime,name"
+    assert parse_trace(dump_trace([every, never, default]), "csv") == [every, never, default]
+    assert parse_trace(dump_trace([every, never], "jsonl"), "jsonl") == [every, never]

@@ -12,6 +12,7 @@ from trainer_infra.core.errors import ConfigError, ConfigIssue
 from trainer_infra.simulate.facts import StackFacts
 from trainer_infra.simulate.generate import TraceShape, generate, parse_weights, summary
 from trainer_infra.simulate.trace import dump_trace, load_trace, trace_format
+from trainer_infra.simulate.work import DEFAULT_CHECKPOINT_SECONDS
 
 
 def add_trace_arguments(p: argparse.ArgumentParser) -> None:
@@ -68,6 +69,13 @@ def add_simulate_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument(
+        "--checkpoint",
+        type=float,
+        default=DEFAULT_CHECKPOINT_SECONDS,
+        help="trace seconds of work between checkpoints of a job whose trace row gives none; a preempted job "
+        "resumes from its last one (0: jobs restart from scratch; default: %(default)s)",
+    )
+    p.add_argument(
         "--build",
         action="store_true",
         help="first build the control plane's binaries that are missing (`trainer-infra sandbox build`: needs Go "
@@ -91,6 +99,8 @@ def cmd_simulate(args: argparse.Namespace, facts: StackFacts, releases: list[dic
 
     if args.compression <= 0 or args.max_wall <= 0:
         raise ConfigError([ConfigIssue("arguments", "--compression and --max-wall must be positive")])
+    if not 0 <= args.checkpoint < float("inf"):
+        raise ConfigError([ConfigIssue("arguments", "--checkpoint must be 0 (never) or a number of seconds", None)])
     rows = load_trace(Path(args.trace))
     try:
         facts.check(rows)
@@ -112,6 +122,7 @@ def cmd_simulate(args: argparse.Namespace, facts: StackFacts, releases: list[dic
             bound=args.max_wall,
             label=stack,
             progress=lambda line: print(line, file=sys.stderr, flush=True),
+            checkpoint=args.checkpoint,
         )
     except BuildError as exc:
         print(f"trainer-infra simulate: {exc}", file=sys.stderr)
@@ -125,8 +136,15 @@ def cmd_simulate(args: argparse.Namespace, facts: StackFacts, releases: list[dic
     data = json.loads((out / "summary.json").read_text())
     print(f"{'complete' if run.stopped_early == '' else 'INCOMPLETE'}: report in {out}/")
     print(
-        f"  utilisation {data['utilisation']}, weighted fairness {data['weighted_fairness']}, "
+        f"  utilisation {data['utilisation']}, goodput {data['goodput']} (from scratch "
+        f"{data['goodput_from_scratch']}), weighted fairness {data['weighted_fairness']}, "
         f"preemptions {data['preemptions']}, jobs {data['status']}"
+    )
+    lag = data["lag_per_admission"]
+    print(
+        f"  controllers' lag per admission: mean {lag['wall_seconds']['mean']} wall s "
+        f"({lag['trace_minutes']['mean']} trace min), p95 {lag['wall_seconds']['p95']} wall s "
+        f"({lag['trace_minutes']['p95']} trace min)"
     )
     for team, wait in data["waits"].items():
         print(f"  {team}: wait p50 {wait['p50']} s, p95 {wait['p95']} s, max {wait['max']} s (trace time)")

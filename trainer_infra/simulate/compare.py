@@ -74,7 +74,7 @@ def differences(base: Summary, head: Summary) -> list[str]:
 
 def render(base: Summary, head: Summary, *, markdown: bool = True) -> str:
     """Per team: wait p50/p95 (trace minutes) and share of the admitted accelerator-seconds, base → head;
-    then the fleet's utilisation, weighted fairness and preemptions."""
+    then the fleet's utilisation, goodput both ways, weighted fairness and preemptions."""
     teams = sorted(set(base["waits"]) | set(head["waits"]) | set(base.get("team_shares", {})))
     rows: list[list[str]] = [["team", "p50 wait (min)", "p95 wait (min)", "share of the fleet"]]
     for team in teams:
@@ -87,6 +87,8 @@ def render(base: Summary, head: Summary, *, markdown: bool = True) -> str:
         rows.append(cells)
     fleet: list[tuple[str, str, Callable[[float], str]]] = [
         ("utilisation", "utilisation", lambda v: f"{v:.3f}"),
+        ("goodput (jobs resume from their last checkpoint)", "goodput", lambda v: f"{v:.3f}"),
+        ("goodput if preempted jobs restarted from scratch", "goodput_from_scratch", lambda v: f"{v:.3f}"),
         ("weighted fairness", "weighted_fairness", lambda v: f"{v:.3f}"),
         ("preemptions", "preemptions", lambda v: f"{v:.0f}"),
         ("accelerator-hours thrown away by preemption", "preempted_accelerator_seconds", lambda v: f"{v / 3600:,.0f}"),

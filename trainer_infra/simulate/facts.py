@@ -18,6 +18,7 @@ from trainer_infra.core.quantity import quantity
 from trainer_infra.core.upstream import nvidia
 from trainer_infra.core.upstream.kueue import TOPOLOGY_ANNOTATIONS
 from trainer_infra.nodepools.labels import POOL_LABEL
+from trainer_infra.simulate.metrics import JobOutcome
 from trainer_infra.simulate.trace import TraceError, TraceRow
 
 Obj = dict[str, Any]
@@ -128,6 +129,20 @@ class StackFacts:
             borrow = lendable if quota.borrowing_limit is None else min(lendable, quota.borrowing_limit)
             total += quota.nominal + borrow
         return total
+
+    def outcome(self, row: TraceRow, checkpoint: float, never_admissible: str = "") -> JobOutcome:
+        """The record of a row's job before it is replayed (`checkpoint`: the interval of a row giving none)."""
+        team = self.teams[row.team]
+        return JobOutcome(
+            str(row.name),
+            row.team,
+            team.cluster_queue,
+            row.total_accelerators,
+            row.duration,
+            row.submit,
+            never_admissible=never_admissible,
+            checkpoint=row.checkpoint_interval(checkpoint),
+        )
 
     def never_admissible(self, row: TraceRow) -> str | None:
         """Why Kueue can never admit this job, or None."""

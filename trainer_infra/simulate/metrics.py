@@ -10,30 +10,8 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-#: The reasons Kueue gives an eviction that frees quota for another workload.
-PREEMPTION_REASONS = ("Preempted", "InClusterQueue", "InCohortReclamation", "InCohortFairSharing")
-
-
-@dataclass(frozen=True)
-class Admission:
-    """One stretch during which a job held quota: from `Admitted` to its end (None: still held at run end)."""
-
-    start: float
-    end: float | None = None
-    #: "finished", "evicted" or "" while still held
-    ended_by: str = ""
-    reason: str = ""
-
-    def length(self, until: float) -> float:
-        return max(0.0, (until if self.end is None else self.end) - self.start)
-
-    def overlap(self, lo: float, hi: float, until: float) -> float:
-        end = until if self.end is None else self.end
-        return max(0.0, min(end, hi) - max(self.start, lo))
-
-    @property
-    def preempted(self) -> bool:
-        return self.ended_by == "evicted" and any(r in self.reason for r in PREEMPTION_REASONS)
+from trainer_infra.simulate import work
+from trainer_infra.simulate.work import Admission
 
 
 @dataclass
@@ -54,6 +32,12 @@ class JobOutcome:
     never_admissible: str = ""
     #: each pod that ran to the end: (Running, Succeeded, its accelerators), as the replay saw them
     pod_runs: list[tuple[float, float, int]] = field(default_factory=list)
+    #: trace seconds of work between the job's checkpoints (0: it never checkpoints, an eviction loses all)
+    checkpoint: float = 0.0
+
+    def stretches(self, until: float) -> list[work.Stretch]:
+        """What each admission ran, held and lost (work.py)."""
+        return work.stretches(self.admissions, self.duration, self.checkpoint, until)
 
     @property
     def first_admitted(self) -> float | None:
@@ -109,8 +93,36 @@ class JobOutcome:
 
 
 def accelerator_seconds(jobs: Iterable[JobOutcome], until: float) -> float:
-    """Σ accelerators × time held, over every admission (also those later evicted)."""
+    """Σ accelerators × time held, over every admission (also those later evicted): quota held, lag included."""
     return sum(j.accelerators * a.length(until) for j in jobs for a in j.admissions)
+
+
+@dataclass(frozen=True)
+class Work:
+    """The fleet's accelerator-seconds by what they did (Σ accelerators × each admission's `work.Stretch`)."""
+
+    #: quota held by admissions (`accelerator_seconds`)
+    held: float
+    #: what the jobs' pods ran: the trace's durations, and what preempted admissions ran before their eviction
+    ran: float
+    #: quota held while no work ran: the controllers' lag (held − ran)
+    lag: float
+    #: work evictions threw away, each job resuming from its last checkpoint
+    lost: float
+    #: work evictions threw away, counting every interrupted admission's work as lost (restart from scratch)
+    lost_from_scratch: float
+
+
+def fleet_work(jobs: Iterable[JobOutcome], until: float) -> Work:
+    held = ran = lag = lost = scratch = 0.0
+    for job in jobs:
+        for s in job.stretches(until):
+            held += job.accelerators * s.held
+            ran += job.accelerators * s.work
+            lag += job.accelerators * s.lag
+            lost += job.accelerators * s.lost
+            scratch += job.accelerators * s.lost_from_scratch
+    return Work(held, ran, lag, lost, scratch)
 
 
 def team_shares(jobs: Iterable[JobOutcome], until: float) -> dict[str, float]:
@@ -131,22 +143,40 @@ def makespan(jobs: Sequence[JobOutcome], until: float) -> float:
     return max(ends) - min(created)
 
 
+def available(jobs: Sequence[JobOutcome], capacity: int, until: float) -> float:
+    """The fleet's accelerator-seconds over the makespan, less those admissions held in the controllers' lag:
+    what a configuration had to run work on, neither credited nor charged for the control plane's latency."""
+    return max(0.0, capacity * makespan(jobs, until) - fleet_work(jobs, until).lag)
+
+
+def _share(part: float, jobs: Sequence[JobOutcome], capacity: int, until: float) -> float:
+    whole = available(jobs, capacity, until) if capacity > 0 else 0.0
+    return part / whole if whole > 0 else 0.0
+
+
 def utilisation(jobs: Sequence[JobOutcome], capacity: int, until: float) -> float:
-    """Admitted accelerator-seconds / (capacity × makespan)."""
+    """Accelerator-seconds the jobs ran / `available`: the trace's durations, and what preempted admissions ran."""
+    return _share(fleet_work(jobs, until).ran, jobs, capacity, until)
+
+
+def goodput(jobs: Sequence[JobOutcome], capacity: int, until: float, *, from_scratch: bool = False) -> float:
+    """Accelerator-seconds the jobs ran and kept / `available`. Kept: each job resumes from its last checkpoint;
+    with `from_scratch`, every interrupted admission's work counts as thrown away."""
+    done = fleet_work(jobs, until)
+    return _share(done.ran - (done.lost_from_scratch if from_scratch else done.lost), jobs, capacity, until)
+
+
+def held_utilisation(jobs: Sequence[JobOutcome], capacity: int, until: float) -> float:
+    """Admitted accelerator-seconds / (capacity × makespan): quota held, the controllers' lag included."""
     span = makespan(jobs, until)
     if capacity <= 0 or span <= 0:
         return 0.0
     return accelerator_seconds(jobs, until) / (capacity * span)
 
 
-def goodput(jobs: Sequence[JobOutcome], capacity: int, until: float) -> float:
-    """Utilisation without the preempted stretches: the share of the fleet that did work kept (a preempted
-    job restarts from scratch, so what it held until the preemption was thrown away)."""
-    span = makespan(jobs, until)
-    if capacity <= 0 or span <= 0:
-        return 0.0
-    kept = accelerator_seconds(jobs, until) - preemptions(jobs).lost_accelerator_seconds
-    return kept / (capacity * span)
+def lags(jobs: Iterable[JobOutcome], until: float) -> list[float]:
+    """Each admission's lag (trace seconds): quota held without the job's work running."""
+    return [s.lag for j in jobs for s in j.stretches(until)]
 
 
 def percentile(values: Sequence[float], p: float) -> float:
@@ -247,15 +277,28 @@ def within_quota(quotas: Mapping[str, int]) -> Callable[[JobOutcome], bool]:
 
 
 @dataclass(frozen=True)
+class Lost:
+    """Evictions and the accelerator-seconds of work they threw away."""
+
+    count: int
+    #: each job resuming from its last checkpoint
+    from_checkpoint: float
+    #: each interrupted admission's work lost (a restart from scratch)
+    from_scratch: float
+
+
+@dataclass(frozen=True)
 class Preemptions:
     count: int
-    #: accelerator-seconds of preempted admissions (the work a restart from scratch throws away)
+    #: work preemptions threw away, each job resuming from its last checkpoint (accelerator-seconds)
     lost_accelerator_seconds: float
+    #: work preemptions threw away if every preempted job restarted from scratch
+    lost_from_scratch: float
     #: evictions for other reasons (e.g. PodsReadyTimeout)
     other_evictions: int
-    #: per Kueue reason (`InCohortReclamation`, `InCohortFairSharing`, `InClusterQueue`): (count, lost
-    #: accelerator-seconds), which of Kueue's rules threw the work away
-    by_reason: dict[str, tuple[int, float]]
+    #: per Kueue reason (`InCohortReclamation`, `InCohortFairSharing`, `InClusterQueue`): which of Kueue's
+    #: rules threw the work away
+    by_reason: dict[str, Lost]
 
 
 def preemption_reason(reason: str) -> str:
@@ -264,20 +307,22 @@ def preemption_reason(reason: str) -> str:
 
 
 def preemptions(jobs: Iterable[JobOutcome]) -> Preemptions:
-    count, lost, other = 0, 0.0, 0
-    by_reason: dict[str, tuple[int, float]] = {}
+    count, lost, scratch, other = 0, 0.0, 0.0, 0
+    by_reason: dict[str, Lost] = {}
     for job in jobs:
-        for adm in job.admissions:
+        # an open admission is never preempted: the end of the run does not matter here
+        for adm, done in zip(job.admissions, job.stretches(until=0.0), strict=True):
             if adm.preempted:
-                thrown = job.accelerators * adm.length(adm.start if adm.end is None else adm.end)
                 count += 1
+                thrown, all_of_it = job.accelerators * done.lost, job.accelerators * done.lost_from_scratch
                 lost += thrown
+                scratch += all_of_it
                 reason = preemption_reason(adm.reason)
-                n, acc = by_reason.get(reason, (0, 0.0))
-                by_reason[reason] = (n + 1, acc + thrown)
+                was = by_reason.get(reason, Lost(0, 0.0, 0.0))
+                by_reason[reason] = Lost(was.count + 1, was.from_checkpoint + thrown, was.from_scratch + all_of_it)
             elif adm.ended_by == "evicted":
                 other += 1
-    return Preemptions(count, lost, other, dict(sorted(by_reason.items())))
+    return Preemptions(count, lost, scratch, other, dict(sorted(by_reason.items())))
 
 
 def admission_rate_at_depth(jobs: Sequence[JobOutcome], depth: int, until: float) -> tuple[float, float] | None:

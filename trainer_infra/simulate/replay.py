@@ -13,6 +13,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import urllib3
@@ -25,13 +26,16 @@ from trainer_infra.sandbox.kube import ApiError, KubeClient
 from trainer_infra.sandbox.kwok_stages import DURATION_ANNOTATION
 from trainer_infra.sandbox.versions import VersionSet
 from trainer_infra.simulate.facts import StackFacts
-from trainer_infra.simulate.metrics import Admission, JobOutcome
+from trainer_infra.simulate.metrics import JobOutcome
 from trainer_infra.simulate.trace import TraceRow
+from trainer_infra.simulate.work import DEFAULT_CHECKPOINT_SECONDS, Admission, resume_point
 
 Obj = dict[str, Any]
 TRAINJOB = (TRAINER_API_VERSION, "TrainJob")
 MANAGER = "trainer-platform.io/simulate"
 SUBMIT_BATCH = 20
+#: Passes of the replay loop (≥ 0.5 wall s apart) a job's shorter duration is retried before its pods keep the older
+RESUME_TRIES = 60
 
 
 def pod_accelerators(pod: Obj, resource: str) -> int:
@@ -49,8 +53,6 @@ def trainjob(row: TraceRow, facts: StackFacts, compression: float) -> Obj:
     labels = {QUEUE_LABEL: team.local_queue}
     if row.priority:
         labels[PRIORITY_LABEL] = row.priority
-    seconds = row.duration / compression
-    pod_meta = {"metadata": {"annotations": {DURATION_ANNOTATION: f"{seconds:.3f}s"}}}
     runtime = row.runtime or facts.default_runtime
     return {
         "apiVersion": TRAINJOB[0],
@@ -65,21 +67,27 @@ def trainjob(row: TraceRow, facts: StackFacts, compression: float) -> Obj:
                     "requests": {facts.resource: str(row.accelerators)},
                 },
             },
-            "runtimePatches": [
-                {
-                    "manager": MANAGER,
-                    "trainingRuntimeSpec": {
-                        "template": {
-                            "spec": {
-                                "replicatedJobs": [
-                                    {"name": name, "template": {"spec": {"template": pod_meta}}}
-                                    for name in facts.replicated_jobs.get(runtime, ("node",))
-                                ]
-                            }
-                        }
-                    },
+            "runtimePatches": [duration_patch(row, facts, row.duration / compression)],
+        },
+    }
+
+
+def duration_patch(row: TraceRow, facts: StackFacts, wall_seconds: float) -> Obj:
+    """Our entry of the TrainJob's `runtimePatches`: every pod carries how long it runs (kwok's stage delay).
+    Trainer keys the entries by manager, so re-applying it changes ours only."""
+    pod_meta = {"metadata": {"annotations": {DURATION_ANNOTATION: f"{wall_seconds:.3f}s"}}}
+    runtime = row.runtime or facts.default_runtime
+    return {
+        "manager": MANAGER,
+        "trainingRuntimeSpec": {
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {"name": name, "template": {"spec": {"template": pod_meta}}}
+                        for name in facts.replicated_jobs.get(runtime, ("node",))
+                    ]
                 }
-            ],
+            }
         },
     }
 
@@ -98,6 +106,7 @@ class Replay:
         sample_every: float = 2.0,
         progress: Callable[[str], None] = lambda _: None,
         versions: VersionSet | None = None,
+        checkpoint: float = DEFAULT_CHECKPOINT_SECONDS,
     ) -> None:
         kueue_api = (versions or VersionSet()).api_version(KUEUE_GROUP)
         self.workload = (kueue_api, "Workload")
@@ -110,11 +119,18 @@ class Replay:
         self.sample_every = sample_every
         self.progress = progress
         self.jobs: dict[str, JobOutcome] = {}
+        self.row_of: dict[str, TraceRow] = {}
         for row in self.rows:
-            team = facts.teams[row.team]
-            self.jobs[f"{team.name}/{row.name}"] = JobOutcome(
-                str(row.name), row.team, team.cluster_queue, row.total_accelerators, row.duration, row.submit
-            )
+            key = f"{facts.teams[row.team].name}/{row.name}"
+            self.row_of[key] = row
+            self.jobs[key] = facts.outcome(row, checkpoint)
+        #: job → the progress its TrainJob's pods resume from (what its duration annotation was last set to)
+        self.resumes_from: dict[str, float] = {}
+        #: jobs whose pods must be given a shorter duration before they run again: job → progress to resume from
+        self.to_resume: dict[str, float] = {}
+        #: re-admissions whose pods ran their whole last duration again (the resume reached them too late)
+        self.resume_failures: list[str] = []
+        self.resume_tries: dict[str, int] = {}
         self.samples: list[tuple[float, str, int]] = []
         self.stopped_early = ""
         self.start = 0.0
@@ -145,23 +161,27 @@ class Replay:
             return bool(conds.get(kind, {}).get("status") == "True")
 
         t = self.now()
+        key = f"{wl['metadata'].get('namespace')}/{owner}"
         with self.lock:
             held = bool(job.admissions) and job.admissions[-1].end is None
             if true("Finished"):
                 if held:
-                    job.admissions[-1] = Admission(job.admissions[-1].start, t, "finished")
+                    job.admissions[-1] = replace(job.admissions[-1], end=t, ended_by="finished")
                 if job.finished is None:
                     job.finished = t
                 return
             if true("Admitted") and not held:
-                job.admissions.append(Admission(t))
+                job.admissions.append(Admission(t, resumed_from=self.resumes_from.get(key, 0.0)))
                 assignments = wl.get("status", {}).get("admission", {}).get("podSetAssignments", [])
                 flavors = assignments[0].get("flavors", {}) if assignments else {}
                 job.flavor = flavors.get(self.facts.resource, next(iter(flavors.values()), ""))
             elif held and not true("Admitted"):
                 evicted, preempted = conds.get("Evicted", {}), conds.get("Preempted", {})
                 reason = "/".join(r for r in (evicted.get("reason"), preempted.get("reason")) if r)
-                job.admissions[-1] = Admission(job.admissions[-1].start, t, "evicted", reason or "unknown")
+                job.admissions[-1] = replace(job.admissions[-1], end=t, ended_by="evicted", reason=reason or "unknown")
+                resume = resume_point(job.admissions, job.duration, job.checkpoint, t)
+                if resume != self.resumes_from.get(key, 0.0):
+                    self.to_resume[key] = resume
 
     def _on_pod(self, kind: str, pod: Obj) -> None:
         """When each pod started running and how long it ran: what the trace's durations must add up to."""
@@ -177,6 +197,9 @@ class Replay:
                 self.running_since[uid] = t
                 if job.started is None:
                     job.started = t
+                last = job.admissions[-1] if job.admissions else None
+                if last is not None and last.end is None and last.running is None:
+                    job.admissions[-1] = replace(last, running=t)
             elif phase == "Succeeded" and uid in self.running_since and uid not in self.counted:
                 self.counted.add(uid)
                 job.pod_runs.append((self.running_since[uid], t, pod_accelerators(pod, self.facts.resource)))
@@ -196,6 +219,51 @@ class Replay:
                     return
                 self.progress(f"watch of {api[1]} restarted: {exc}")
                 time.sleep(0.5)
+
+    def _resume(self) -> None:
+        """Give each evicted job's pods the work left after its last checkpoint, before Kueue admits it again.
+
+        Trainer 2.2.1 takes a change of `runtimePatches` only while the TrainJob is suspended and its JobSet has
+        no active pod (`checkRuntimePatchesImmutability`, pkg/runtime/framework/plugins/jobset/jobset.go), and
+        builds the suspended JobSet again from it; JobSet 0.12.0 lets a suspended JobSet's pod template
+        annotations change (pkg/webhooks/jobset_webhook.go). Until both hold the patch is refused and retried;
+        a job admitted again before it lands runs the older duration, which its next admission records."""
+        with self.lock:
+            waiting = list(self.to_resume.items())
+        for key, resume in waiting:
+            row, namespace = self.row_of[key], key.split("/", 1)[0]
+            patch = {
+                "apiVersion": TRAINJOB[0],
+                "kind": TRAINJOB[1],
+                "metadata": {"name": str(row.name), "namespace": namespace},
+                "spec": {
+                    "runtimePatches": [duration_patch(row, self.facts, (row.duration - resume) / self.compression)]
+                },
+            }
+            try:
+                self.client.apply(patch, field_manager=MANAGER)
+            except (ApiError, OSError, urllib3.exceptions.HTTPError) as exc:
+                tries = self.resume_tries[key] = self.resume_tries.get(key, 0) + 1
+                message = exc.message if isinstance(exc, ApiError) else str(exc)
+                running_again = "suspended" in message and "active" not in message
+                if running_again or tries >= RESUME_TRIES:
+                    # the pods run the older duration, which the admission records; the metrics count the rerun
+                    self.progress(f"{key}: not resumed from its checkpoint at {resume:.0f} s: {message[:200]}")
+                    with self.lock:
+                        if self.to_resume.get(key) == resume:
+                            del self.to_resume[key]
+                            self.resume_failures.append(key)
+                continue  # its JobSet still had active pods, or the API server was busy: a later pass retries
+            self.resume_tries.pop(key, None)
+            with self.lock:
+                self.resumes_from[key] = resume
+                if self.to_resume.get(key) == resume:
+                    del self.to_resume[key]
+                job = self.jobs[key]
+                last = job.admissions[-1] if job.admissions else None
+                if last is not None and last.end is None and last.running is None:
+                    # admitted before the patch landed, but still suspended then: its pods get the new duration
+                    job.admissions[-1] = replace(last, resumed_from=resume)
 
     def _sample(self) -> None:
         """Accelerators each ClusterQueue has reserved, read from its status (the conservation check's input)."""
@@ -219,7 +287,7 @@ class Replay:
             w.start()
         deadline = self.start + self.bound
         pending = list(self.rows)
-        next_sample = 0.0
+        next_sample = next_resume = 0.0
         last_note = time.monotonic()
         done = False
         try:
@@ -239,6 +307,9 @@ class Replay:
                     except ApiError as exc:  # a webhook or policy of the stack refused it: reported, not waited on
                         self.jobs[key].never_admissible = f"refused when created: {exc.message[:300]}"
                         self.jobs[key].created = None
+                if self.to_resume and wall >= next_resume:
+                    self._resume()
+                    next_resume = time.monotonic() + 0.5
                 wall = time.monotonic()
                 if wall >= next_sample:
                     self._sample()

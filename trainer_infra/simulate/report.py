@@ -39,6 +39,7 @@ def summary(run: Run) -> dict[str, Any]:
         statuses[job.status] = statuses.get(job.status, 0) + 1
     rate = metrics.admission_rate_at_depth(replayed, DEPTH, run.until)
     pre = metrics.preemptions(replayed)
+    done = metrics.fleet_work(replayed, run.until)
     over = over_limit(run)
     return {
         "label": run.label,
@@ -63,7 +64,24 @@ def summary(run: Run) -> dict[str, Any]:
         "makespan": _round(metrics.makespan(replayed, run.until), 1),
         "utilisation": _round(metrics.utilisation(replayed, run.capacity, run.until)),
         "goodput": _round(metrics.goodput(replayed, run.capacity, run.until)),
+        "goodput_from_scratch": _round(metrics.goodput(replayed, run.capacity, run.until, from_scratch=True)),
+        "held_utilisation": _round(metrics.held_utilisation(replayed, run.capacity, run.until)),
         "admitted_accelerator_seconds": _round(metrics.accelerator_seconds(replayed, run.until), 1),
+        "accelerator_seconds": {
+            "available": _round(metrics.available(replayed, run.capacity, run.until), 1),
+            "held": _round(done.held, 1),
+            "ran": _round(done.ran, 1),
+            "lag": _round(done.lag, 1),
+            "lost": _round(done.lost, 1),
+            "lost_from_scratch": _round(done.lost_from_scratch, 1),
+        },
+        "lag_per_admission": lag_per_admission(metrics.lags(replayed, run.until), run.compression),
+        "checkpoints": {
+            "default_seconds": run.checkpoint,
+            "jobs_that_checkpoint": sum(1 for j in replayed if j.checkpoint > 0),
+            "resume_failures": len(run.resume_failures),
+            "resumed_admissions": sum(1 for j in replayed for a in j.admissions if a.resumed_from > 0),
+        },
         "weighted_fairness": _round(metrics.weighted_fairness(replayed, run.weights, WINDOW, run.until)),
         "weighted_shares": {
             t: _round(v) for t, v in metrics.weighted_shares(replayed, run.weights, WINDOW, run.until).items()
@@ -74,8 +92,14 @@ def summary(run: Run) -> dict[str, Any]:
         "waits": _waits(metrics.waits_by_team(jobs)),
         "preemptions": pre.count,
         "preempted_accelerator_seconds": round(pre.lost_accelerator_seconds, 1),
+        "preempted_accelerator_seconds_from_scratch": round(pre.lost_from_scratch, 1),
         "preemptions_by_reason": {
-            r: {"count": n, "accelerator_seconds": round(acc, 1)} for r, (n, acc) in pre.by_reason.items()
+            r: {
+                "count": lost.count,
+                "accelerator_seconds": round(lost.from_checkpoint, 1),
+                "accelerator_seconds_from_scratch": round(lost.from_scratch, 1),
+            }
+            for r, lost in pre.by_reason.items()
         },
         "other_evictions": pre.other_evictions,
         "admissions_per_second_at_depth": None
@@ -84,6 +108,24 @@ def summary(run: Run) -> dict[str, Any]:
         "cluster_queue_over_limit": over,
         "cluster_queue_samples": len(run.samples),
         **conservation(replayed, run.compression),
+    }
+
+
+def lag_per_admission(lags: Sequence[float], compression: float) -> dict[str, Any]:
+    """The controllers' lag per admission (quota held without work running), in wall seconds and in the trace
+    minutes it cost at this compression: the replay's artefact, apart from what the jobs did."""
+    wall = [lag / compression for lag in lags]
+    return {
+        "admissions": len(lags),
+        "wall_seconds": {
+            "mean": _round(sum(wall) / len(wall)) if wall else None,
+            "p95": _round(metrics.percentile(wall, 95)),
+            "max": _round(max(wall, default=math.nan)),
+        },
+        "trace_minutes": {
+            "mean": _round(sum(lags) / len(lags) / 60, 1) if lags else None,
+            "p95": _round(metrics.percentile(lags, 95) / 60, 1),
+        },
     }
 
 
@@ -108,15 +150,20 @@ def within_quota(run: Run, replayed: Sequence[JobOutcome]) -> dict[str, Any]:
 def conservation(jobs: Sequence[JobOutcome], compression: float) -> dict[str, Any]:
     """What the trace asked for against what the finished jobs' pods ran and what their last admission held.
 
-    `ran` is the conservation: each pod from Running to Succeeded, so it matches the trace's accelerator-seconds
-    up to the latency of kwok and the watch (`pod_overrun_wall_seconds`), whatever the machine's load. `held`
-    adds the controllers' latency between admission and the Workload's end (`overhead_wall_seconds`)."""
+    `ran` is the conservation: each pod of the last admission from Running to Succeeded, so it matches what that
+    admission was given (`given`: the trace's duration, less the progress a resumed job kept from its last
+    checkpoint) up to the latency of kwok and the watch (`pod_overrun_wall_seconds`), whatever the machine's
+    load. `held` adds the controllers' latency between admission and the Workload's end (`overhead_wall_seconds`)."""
     finished = [j for j in jobs if j.finished is not None and j.admissions]
     held = [j.admissions[-1].length(j.finished or 0.0) for j in finished]
-    overhead = [(h - j.duration) / compression for h, j in zip(held, finished, strict=True)]
-    overrun = [(end - start - j.duration) / compression for j in finished for start, end, _ in j.last_runs]
+    given = [j.duration - j.admissions[-1].resumed_from for j in finished]
+    overhead = [(h - g) / compression for h, g in zip(held, given, strict=True)]
+    overrun = [
+        (end - start - g) / compression for j, g in zip(finished, given, strict=True) for start, end, _ in j.last_runs
+    ]
     return {
         "trace_accelerator_seconds": round(sum(j.accelerators * j.duration for j in jobs), 1),
+        "given_accelerator_seconds": round(sum(j.accelerators * g for j, g in zip(finished, given, strict=True)), 1),
         "ran_accelerator_seconds": round(sum(j.ran for j in finished), 1),
         "finished_accelerator_seconds": round(sum(j.accelerators * h for h, j in zip(held, finished, strict=True)), 1),
         "pod_overrun_wall_seconds": _spread(overrun),
@@ -214,23 +261,46 @@ def write(run: Run, out: Path, plots: bool = True) -> list[str]:
     return []
 
 
-def table(rows: Sequence[tuple[str, dict[str, Any]]]) -> str:
-    """A fixed-width comparison of runs (`make bench-scheduling`)."""
-    teams = sorted({t for _, s in rows for t in s["waits"]})
-    head = ["config", "util", "goodput", "fairness", "preempt", "lost acc-h", *(f"p95 wait {t} (min)" for t in teams)]
-    lines = [head]
+def _figure(s: Mapping[str, Any], *path: str) -> float | None:
+    value: Any = s
+    for key in path:
+        value = value.get(key) if isinstance(value, Mapping) else None
+    return None if value is None else float(value)
+
+
+#: The bench table's columns: (heading, path into summary.json, format).
+TABLE_COLUMNS: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("util", ("utilisation",), "{:.3f}"),
+    ("goodput", ("goodput",), "{:.3f}"),
+    ("goodput scratch", ("goodput_from_scratch",), "{:.3f}"),
+    ("fairness", ("weighted_fairness",), "{:.3f}"),
+    ("preempt", ("preemptions",), "{:.0f}"),
+    ("lost acc-h", ("preempted_accelerator_seconds",), "{:.0f}"),
+    ("lost acc-h scratch", ("preempted_accelerator_seconds_from_scratch",), "{:.0f}"),
+    ("lag wall s mean", ("lag_per_admission", "wall_seconds", "mean"), "{:.1f}"),
+    ("lag wall s p95", ("lag_per_admission", "wall_seconds", "p95"), "{:.1f}"),
+)
+
+
+def table(rows: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+    """A fixed-width comparison of runs (`make bench-scheduling`). Runs of the same label are repeats of one
+    configuration: each cell gives every run's figure, `a / b`, so the run-to-run spread is read beside it."""
+    groups: dict[str, list[Mapping[str, Any]]] = {}
     for label, s in rows:
-        waits = [s["waits"].get(t, {}).get("p95") for t in teams]
-        lines.append(
-            [
-                label,
-                f"{s['utilisation']:.3f}" if s["utilisation"] is not None else "-",
-                f"{s['goodput']:.3f}" if s.get("goodput") is not None else "-",
-                f"{s['weighted_fairness']:.3f}" if s["weighted_fairness"] is not None else "-",
-                str(s["preemptions"]),
-                f"{s['preempted_accelerator_seconds'] / 3600:.0f}",
-                *("-" if w is None else f"{w / 60:.0f}" for w in waits),
-            ]
-        )
+        groups.setdefault(label, []).append(s)
+    teams = sorted({t for _, s in rows for t in s["waits"]})
+    hours = {"lost acc-h", "lost acc-h scratch"}
+    head = ["config", "runs", *(h for h, _, _ in TABLE_COLUMNS), *(f"p95 wait {t} (min)" for t in teams)]
+    lines = [head]
+    for label, runs in groups.items():
+        cells = [label, str(len(runs))]
+        for heading, path, fmt in TABLE_COLUMNS:
+            scale = 3600.0 if heading in hours else 1.0
+            values = [_figure(s, *path) for s in runs]
+            cells.append(" / ".join("-" if v is None else fmt.format(v / scale) for v in values))
+        for team in teams:
+            values = [_figure(s, "waits", team, "p95") for s in runs]
+            cells.append(" / ".join("-" if v is None else f"{v / 60:.0f}" for v in values))
+        lines.append(cells)
     widths = [max(len(r[i]) for r in lines) for i in range(len(head))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in lines)
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in lines)

@@ -38,3 +38,7 @@ class Run:
     load_average: list[float] = field(default_factory=list)
     #: team → the nominal quota of its ClusterQueue (accelerators): which jobs are within a team's own quota
     quotas: Mapping[str, int] = field(default_factory=dict)
+    #: trace seconds of work between checkpoints of a job whose trace row gives none (0: never)
+    checkpoint: float = 0.0
+    #: jobs admitted again before the replay could give their pods only the work left after their checkpoint
+    resume_failures: list[str] = field(default_factory=list)

@@ -22,6 +22,7 @@ from trainer_infra.simulate.metrics import JobOutcome
 from trainer_infra.simulate.run import Run
 from trainer_infra.simulate.timers import compressed_settings
 from trainer_infra.simulate.trace import TraceError, TraceRow
+from trainer_infra.simulate.work import DEFAULT_CHECKPOINT_SECONDS
 
 Obj = dict[str, Any]
 #: Chart name fragment → the control plane's version of that component.
@@ -41,7 +42,9 @@ def chart_mismatches(releases: Sequence[Obj], versions: Any) -> list[str]:
     return out
 
 
-def partition(facts: StackFacts, rows: Sequence[TraceRow]) -> tuple[list[TraceRow], list[JobOutcome]]:
+def partition(
+    facts: StackFacts, rows: Sequence[TraceRow], checkpoint: float = DEFAULT_CHECKPOINT_SECONDS
+) -> tuple[list[TraceRow], list[JobOutcome]]:
     """Rows to replay, and outcomes of the rows Kueue could never admit (reported, never submitted)."""
     facts.check(rows)
     replay, never = [], []
@@ -50,18 +53,7 @@ def partition(facts: StackFacts, rows: Sequence[TraceRow]) -> tuple[list[TraceRo
         if why is None:
             replay.append(row)
             continue
-        team = facts.teams[row.team]
-        never.append(
-            JobOutcome(
-                str(row.name),
-                row.team,
-                team.cluster_queue,
-                row.total_accelerators,
-                row.duration,
-                row.submit,
-                never_admissible=why,
-            )
-        )
+        never.append(facts.outcome(row, checkpoint, never_admissible=why))
     return replay, never
 
 
@@ -83,6 +75,7 @@ def simulate(
     bound: float,
     label: str = "",
     progress: Callable[[str], None] = print,
+    checkpoint: float = DEFAULT_CHECKPOINT_SECONDS,
 ) -> Run:
     """Replay `rows` on a fresh control plane running the render `facts` came from."""
     from trainer_infra.sandbox.apply import (
@@ -95,7 +88,7 @@ def simulate(
     from trainer_infra.sandbox.versions import VersionSet, check_binaries
     from trainer_infra.simulate.replay import Replay
 
-    replay_rows, never = partition(facts, rows)
+    replay_rows, never = partition(facts, rows, checkpoint)
     cpu: dict[str, float] = {}
     if threading.current_thread() is threading.main_thread():
         # a shell starts background commands with SIGINT ignored, and Python keeps it so: `kill -INT` (what a
@@ -127,7 +120,14 @@ def simulate(
         mark, cpu_mark = time.monotonic(), time.process_time()
         at_start = {proc.name: cpu_seconds(proc.pid) for proc in sandbox.processes}
         replay = Replay(
-            sandbox.client, facts, replay_rows, compression, bound=bound, progress=progress, versions=versions
+            sandbox.client,
+            facts,
+            replay_rows,
+            compression,
+            bound=bound,
+            progress=progress,
+            versions=versions,
+            checkpoint=checkpoint,
         )
         jobs = replay.run()
         phases["replay"] = time.monotonic() - mark
@@ -156,4 +156,6 @@ def simulate(
         cpu_seconds=cpu,
         load_average=replay.load,
         kueue_changes=kueue_changes,
+        checkpoint=checkpoint,
+        resume_failures=replay.resume_failures,
     )

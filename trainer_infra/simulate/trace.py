@@ -1,7 +1,8 @@
 """The workload trace `simulate` replays: one row per training job, read from CSV or JSON Lines.
 
 Columns (docs/simulate.md): `submit` (seconds after the trace starts), `team`, `nodes`, `accelerators`
-(per node), `duration` (seconds the job runs once admitted), optional `priority`, `runtime` and `name`.
+(per node), `duration` (seconds the job runs once admitted), optional `priority`, `runtime`, `name` and
+`checkpoint` (seconds of work between the job's checkpoints).
 A row is checked as a whole file at once: every bad row is named by its line and field, so a trace from a
 converter is fixed in one round.
 """
@@ -21,7 +22,7 @@ from trainer_infra.core.errors import ConfigError, ConfigIssue, format_path
 from trainer_infra.core.types import DnsLabel
 
 #: Column order of a written trace (CSV header).
-COLUMNS = ("submit", "team", "nodes", "accelerators", "duration", "priority", "runtime", "name")
+COLUMNS = ("submit", "team", "nodes", "accelerators", "duration", "priority", "runtime", "name", "checkpoint")
 REQUIRED = ("submit", "team", "nodes", "accelerators", "duration")
 #: Largest job the format accepts: a typo (1e9 nodes) is an error, not a never-admissible job.
 MAX_NODES = 100_000
@@ -40,6 +41,17 @@ class TraceRow(BaseModel):
     priority: str | None = Field(default=None, description="A WorkloadPriorityClass of the stack.")
     runtime: str | None = Field(default=None, description="A ClusterTrainingRuntime of the stack.")
     name: DnsLabel | None = Field(default=None, description="Job name (default: job-<line>).")
+    checkpoint: float | None = Field(
+        default=None,
+        ge=0,
+        allow_inf_nan=False,
+        description="Seconds of work between the job's checkpoints; 0: it never checkpoints (a preempted job "
+        "restarts from scratch); absent: the replay's default.",
+    )
+
+    def checkpoint_interval(self, default: float) -> float:
+        """Seconds of work between checkpoints: the row's own, else `default` (0: never checkpoints)."""
+        return default if self.checkpoint is None else self.checkpoint
 
     @property
     def total_accelerators(self) -> int:
@@ -135,12 +147,14 @@ def dump_trace(rows: Sequence[TraceRow], fmt: str = "csv") -> str:
     """A trace as text, in the column order above (what `load_trace` reads back unchanged)."""
     if fmt == "jsonl":
         return "".join(json.dumps(r.model_dump(exclude_none=True)) + "\n" for r in rows)
+    # the checkpoint column only when a row has one: a trace without it stays readable by an older replay
+    columns = COLUMNS if any(r.checkpoint is not None for r in rows) else COLUMNS[:-1]
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
+    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     for row in rows:
         record = row.model_dump()
-        writer.writerow({k: ("" if record[k] is None else _number(record[k])) for k in COLUMNS})
+        writer.writerow({k: ("" if record[k] is None else _number(record[k])) for k in columns})
     return out.getvalue()
 
 
