@@ -62,7 +62,6 @@ def train_until_preempted() -> None:
     """Steps of a second until preempted (at most 900); on SIGTERM rank 0 writes its checkpoint at the step it
     reached and stops (what the grace period is for); a run that starts from a checkpoint trains 5 more steps.
     `history.log` beside the checkpoint keeps what each run did."""
-    import os
     import signal
     import sys
     import time
@@ -199,11 +198,6 @@ def test_a_member_cannot_take_another_jobs_directory(platform_sandbox: RunningSa
     assert not me.exists(TJ, "TrainJob", "thief", member.namespace)
 
 
-@pytest.mark.skipif(
-    os.environ.get("E2E_PREEMPTION") != "1",
-    reason="not yet passing on the sandbox (it timed out waiting for the second pending job to wait): opt-in with "
-    "E2E_PREEMPTION=1 until it does; the preemption settings are unit-tested (tests/catalog/test_fault_tolerance.py)",
-)
 def test_a_preempted_job_checkpoints_on_sigterm_and_resumes_where_it_stopped(platform_sandbox: RunningSandbox) -> None:
     sb = platform_sandbox
     member = sb.member(0)
