@@ -8,9 +8,9 @@ the data cache's LeaderWorkerSet pods when the cache is on, cluster DNS, and egr
 (by default the internet without private, link-local — cloud metadata — and shared ranges), and with progress on,
 the team's training pods to the Trainer controller's pods on the status server's port only (its webhook and
 metrics ports stay closed: a member's pod has no business there). The team file service's pods (`storage/files.py`)
-get no allowance from any pod: the API server's proxy reaches them from the node, which NetworkPolicy never
-blocks ("traffic to and from the node where a Pod is running is always allowed", kubernetes.io/docs/concepts/
-services-networking/network-policies), or from `apiServerSources` (a managed control plane). Team claims are
+get no allowance from any pod: the API server's proxy reaches them from the node, which NetworkPolicy never blocks
+(k8s.io/api networking/v1 `NetworkPolicySpec.ingress`: traffic is allowed "if the traffic source is the pod's local
+node"), or from `apiServerSources` (a managed control plane). Team claims are
 mounted by the node (CSI on the host network): pods need no route to the storage server and get none.
 
 Enforcement needs a CNI that implements NetworkPolicy; the render is the same either way.
