@@ -195,7 +195,8 @@ def test_a_member_downloads_their_jobs_checkpoint_and_nothing_else(platform_sand
     for path in attempts:
         status, body = call(member.kubeconfig, "GET", proxy(ns, path))
         print(f"[model-out] GET {path}: {status} {body[:200]!r}", flush=True)
-        assert status in (400, 403, 404), (path, status, body)
+        # refused by the server, or by the API server before it (a redirect to the cleaned path is no content)
+        assert status in (301, 308, 400, 403, 404), (path, status, body)
         assert b"root:" not in body and b"KUBERNETES_SERVICE" not in body and b"PATH=" not in body, (path, body)
     for link in ("environ", "etc/passwd", "up/", "root/"):
         status, body = call(member.kubeconfig, "GET", proxy(ns, directory + link))

@@ -95,6 +95,10 @@ def test_a_traversal_is_refused(served: Served, path: str) -> None:
     assert b"not the team's" not in body
 
 
+def test_a_path_that_is_not_utf8_is_a_bad_request(served: Served) -> None:
+    assert fetch(served, "/jobs/%ff")[0] == 400
+
+
 def test_only_regular_files_and_directories(served: Served) -> None:
     status, body = fetch(served, "/jobs/train-1/fifo")  # opening a FIFO to read would hang the server
     assert status == 403 and b"not a regular file" in body

@@ -40,7 +40,10 @@ def components(raw_path: str) -> list[str]:
     path = urllib.parse.urlsplit(raw_path).path
     out = []
     for part in path.split("/"):
-        name = urllib.parse.unquote(part, errors="strict")
+        try:
+            name = urllib.parse.unquote(part, errors="strict")
+        except UnicodeDecodeError:
+            raise RefusedError(HTTPStatus.BAD_REQUEST, f"{raw_path!r}: not UTF-8 once decoded") from None
         if name in ("", "."):
             continue
         if name == ".." or "/" in name or "\x00" in name:
