@@ -18,6 +18,7 @@ outside it, and a member's job could already write there itself; the claim is wh
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,8 @@ SERVER_FILE = "file_server.py"
 CODE_MOUNT = "/srv/trainer-platform"
 ROOT = "/files"
 CLAIM_VOLUME, CODE_VOLUME = "claim", "code"
+#: on the pod template: the server code's hash
+CODE_ANNOTATION = "trainer-platform.io/file-server"
 #: the uid and gid the server reads as when runtimes.securityContext is off (the runtimes' own default otherwise)
 DEFAULT_ID = 1000
 
@@ -109,11 +112,13 @@ def files_objects(
     """ConfigMap (the server's code), Deployment and Service in the team namespace; `after`: the team claim."""
     ns = team.resolved_namespace
     labels = {TEAM_LABEL: team.name, **POD_LABELS}
+    code = server_code()
+    code_hash = hashlib.sha256(code.encode()).hexdigest()[:16]
     config_map = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": meta.metadata(NAME, ns, labels),
-        "data": {SERVER_FILE: server_code()},
+        "data": {SERVER_FILE: code},
     }
     deployment = {
         "apiVersion": "apps/v1",
@@ -123,7 +128,8 @@ def files_objects(
             "replicas": 1,
             "selector": {"matchLabels": dict(POD_LABELS)},
             "template": {
-                "metadata": {"labels": dict(sorted(labels.items()))},
+                # a new server rolls the pods (the ConfigMap's mount alone would change under the running one)
+                "metadata": {"labels": dict(sorted(labels.items())), "annotations": {CODE_ANNOTATION: code_hash}},
                 "spec": _pod_spec(claim, mirror, uid, gid),
             },
         },
@@ -139,5 +145,6 @@ def files_objects(
             "ports": [{"port": PORT, "targetPort": PORT, "protocol": "TCP"}],
         },
     }
-    cm = ManagedObject(config_map, after=after)
+    # the provider replaces a ConfigMap whose data changed; its fixed name allows a delete-first replacement only
+    cm = ManagedObject(config_map, after=after, delete_before_replace=True)
     return [cm, ManagedObject(deployment, after=(*after, cm.key)), ManagedObject(service, after=after)]
