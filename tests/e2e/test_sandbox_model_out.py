@@ -140,6 +140,7 @@ def test_a_member_downloads_their_jobs_checkpoint_and_nothing_else(platform_sand
     # imageID for it on the first run, so the digest is not compared)
     assert server["spec"]["containers"][0]["image"] in sb.doc["runtimeImages"], sb.doc["runtimeImages"]
     assert server["spec"]["automountServiceAccountToken"] is False
+    assert server["spec"]["nodeName"] == sb.node, server["spec"].get("nodeName")  # storage.files.nodeSelector
     name = unique("model-out")
     member.client().create(script_trainjob(member, name, 1, TRAIN, {}))
     job = wait_for(f"TrainJob {ns}/{name} to finish", lambda: finished(admin, ns, name), 300)

@@ -141,6 +141,11 @@ def test_off_leaves_no_server_no_proxy_right_and_no_extra_platform_image() -> No
     assert python.IMAGE not in str(_one(objects, "ValidatingAdmissionPolicy", None, policy_name("Pod")))
 
 
+def test_its_pods_go_where_the_node_selector_says() -> None:
+    objects = [o.manifest for o in plan_of(_raw(nodeSelector={"pool": "system"})).objects]
+    assert _one(objects, "Deployment")["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "system"}
+
+
 def test_an_unknown_key_is_an_error() -> None:
     with pytest.raises(ConfigError) as err:
         validate(_raw(enabled=True, writable=True))

@@ -38,7 +38,7 @@ from typing import Any
 
 import yaml
 
-from trainer_infra.core.upstream import nvidia
+from trainer_infra.core.upstream import kubernetes, nvidia
 from trainer_infra.core.upstream.containerd import CRI_NAMESPACE
 from trainer_infra.nodepools import pids
 from trainer_infra.nodepools.static import node_names
@@ -141,7 +141,11 @@ def sandbox_extra() -> Obj:
                 },
             }
         ],
-        "storage": {"existing": {"className": "e2e-host-directory"}},
+        # the team file service on the real node (the untainted kwok node would take it otherwise)
+        "storage": {
+            "existing": {"className": "e2e-host-directory"},
+            "files": {"nodeSelector": {kubernetes.HOSTNAME_LABEL: REAL_NODE}},
+        },
         "dataCache": {"enabled": False},
         "runtimes": {
             "enabled": RUNTIMES,

@@ -55,6 +55,10 @@ class FilesConfig(StrictModel):
         default=True,
         description="Run it in every team namespace (members get `get` on its `services/proxy`, nothing else).",
     )
+    node_selector: dict[str, str] = Field(
+        default_factory=dict,
+        description="Where its pods run (e.g. your system pool's label); it needs a node that mounts the claim.",
+    )
 
 
 def image(mirror: str | None) -> str:
@@ -66,7 +70,7 @@ def server_code() -> str:
     return (Path(__file__).parent / SERVER_FILE).read_text()
 
 
-def _pod_spec(claim: str, mirror: str | None, uid: int, gid: int) -> dict[str, Any]:
+def _pod_spec(claim: str, mirror: str | None, uid: int, gid: int, node_selector: dict[str, str]) -> dict[str, Any]:
     read_only = {"readOnly": True}
     container = {
         "name": "files",
@@ -89,7 +93,9 @@ def _pod_spec(claim: str, mirror: str | None, uid: int, gid: int) -> dict[str, A
             {"name": CODE_VOLUME, "mountPath": CODE_MOUNT, **read_only},
         ],
     }
+    placement = {"nodeSelector": dict(sorted(node_selector.items()))} if node_selector else {}
     return {
+        **placement,
         "automountServiceAccountToken": False,
         "enableServiceLinks": False,
         "securityContext": {
@@ -107,7 +113,7 @@ def _pod_spec(claim: str, mirror: str | None, uid: int, gid: int) -> dict[str, A
 
 
 def files_objects(
-    team: TeamConfig, claim: str, mirror: str | None, uid: int, gid: int, after: tuple[str, ...]
+    config: FilesConfig, team: TeamConfig, claim: str, mirror: str | None, ids: tuple[int, int], after: tuple[str, ...]
 ) -> list[ManagedObject]:
     """ConfigMap (the server's code), Deployment and Service in the team namespace; `after`: the team claim."""
     ns = team.resolved_namespace
@@ -130,7 +136,7 @@ def files_objects(
             "template": {
                 # a new server rolls the pods (the ConfigMap's mount alone would change under the running one)
                 "metadata": {"labels": dict(sorted(labels.items())), "annotations": {CODE_ANNOTATION: code_hash}},
-                "spec": _pod_spec(claim, mirror, uid, gid),
+                "spec": _pod_spec(claim, mirror, *ids, config.node_selector),
             },
         },
     }

@@ -79,5 +79,5 @@ def storage_plan(
         claim = team_claim(storage, team, after, allow_data_loss)
         objects.append(claim)
         if storage.files.enabled:
-            objects += files_objects(team, storage.claim_name, mirror, *file_ids, after=(claim.key,))
+            objects += files_objects(storage.files, team, storage.claim_name, mirror, file_ids, after=(claim.key,))
     return PlanPart(objects=tuple(objects))
