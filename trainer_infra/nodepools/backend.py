@@ -80,6 +80,10 @@ class NodePoolBackend(Protocol):
         """Whether the pool's nodes run a kubelet the platform does not configure (their per-pod PID limit is
         someone else's to set: validate says what to set)."""
 
+    def node_disk(self, pool: ResolvedPool) -> str | None:
+        """The disk (ephemeral-storage capacity) each node of the pool offers, when the platform's own rendering
+        fixes it; None when it is someone else's to size."""
+
     def objects(self, pool: ResolvedPool) -> list[ManagedObject]:
         """The objects the backend owns for one pool."""
 
@@ -128,6 +132,9 @@ class BackendDefaults:
 
     def kubelet_unmanaged(self, pool: ResolvedPool) -> bool:
         return False
+
+    def node_disk(self, pool: ResolvedPool) -> str | None:
+        return None
 
     def shared_objects(self, pools: list[ResolvedPool], mirror: str | None) -> list[ManagedObject]:
         return []

@@ -246,3 +246,19 @@ def kubelet_warnings(pools: tuple[ResolvedPool, ...]) -> list[str]:
         for p in pools
         if p.settings is not None and BACKENDS[p.config.backend].kubelet_unmanaged(p)
     ]
+
+
+def disk_warnings(pools: tuple[ResolvedPool, ...], container_max: str | None) -> list[str]:
+    """Pools whose nodes offer less disk than a member's container may ask for (``container_max``, the platform's
+    per-container bound): Kueue does not count node disk, so such a pod is admitted and then never gets a node."""
+    out = []
+    for p in pools:
+        disk = BACKENDS[p.config.backend].node_disk(p) if p.settings is not None else None
+        if container_max is not None and disk is not None and quantity(disk) < quantity(container_max):
+            out.append(
+                f"{p.at}: its nodes offer pods {disk} of disk ({p.config.backend}'s default volume), but "
+                f"tenancy.ephemeralStorage.max lets a container ask for up to {container_max}: a job asking for "
+                "more than the node has is admitted and never gets a node. Lower tenancy.ephemeralStorage.max, or "
+                "give the pool nodes with a larger volume of your own (karpenter: nodeClassName)"
+            )
+    return out

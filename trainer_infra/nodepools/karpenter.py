@@ -356,6 +356,10 @@ class KarpenterBackend(BackendDefaults):
     def kubelet_unmanaged(self, pool: ResolvedPool) -> bool:
         return pool.settings.node_class is None  # an existing EC2NodeClass (nodeClassName) is not ours to change
 
+    def node_disk(self, pool: ResolvedPool) -> str | None:
+        # the EC2NodeClass we render sets no blockDeviceMappings: its nodes get the provider's default volume
+        return karpenter.DEFAULT_NODE_DISK if pool.settings.node_class is not None else None
+
     def objects(self, pool: ResolvedPool) -> list[ManagedObject]:
         return karpenter_objects(pool)
 
