@@ -168,7 +168,7 @@ def test_validate_warns_when_a_container_may_ask_for_more_disk_than_a_karpenter_
     own, or a bound that fits, draws no warning."""
     warned = validate(karpenter_stack([pool()])).warnings
     assert any(w.startswith("nodePools[0]: its nodes offer pods 20Gi of disk") and "200Gi" in w for w in warned)
-    fits = {"tenancy": {"ephemeralStorage": {"defaultLimit": "10Gi", "max": "20Gi"}}}
+    fits: dict[str, Any] = {"tenancy": {"ephemeralStorage": {"defaultLimit": "10Gi", "max": "20Gi"}}}
     assert not [w for w in validate(karpenter_stack([pool()], **fits)).warnings if "of disk" in w]
     own = validate(karpenter_stack([pool(nodeClassName="gpu-default")])).warnings
     assert not [w for w in own if "of disk" in w]
