@@ -14,8 +14,9 @@ A cold 2-core machine spent a third of CI's time with a core idle: the sessions 
 
 Two real nodes could run at once (``host_share.py`` hands the host-wide state from the first node to start to the
 last to stop), but the install and sandbox sessions stay one after another: run side by side (2026-11-28), two
-sandbox scenarios failed under the load (tests/e2e/README.md). The harness session starts no node and runs no Pulumi, so it overlaps
-any of them. Every part's output is prefixed with its name; the end prints each part's start, duration and result.
+sandbox scenarios failed under the load (tests/e2e/README.md). The harness session starts no node and runs no
+Pulumi, so it overlaps any of them. Every part's output is prefixed with its name; the end prints each part's start,
+duration and result.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from typing import Any
 
 from trainer_infra.core.upstream.kueue import BATCH_JOB_FRAMEWORK, JOBSET_FRAMEWORK, TRAINJOB_FRAMEWORK
 from trainer_infra.core.upstream.trainer import CONFIG_API as TRAINER_CONFIG_API
+from trainer_infra.nodepools.kwok import KWOK_MANAGED_NODES
 
 Obj = dict[str, Any]
 
@@ -70,3 +71,50 @@ def trainer_config(webhook_port: int, health_port: int, metrics_port: int) -> Ob
             "livenessEndpointName": "healthz",
         },
     }
+
+
+def controller_manager_flags(
+    kubeconfig: Path, sa_key: Path, ca_cert: Path, service_cidr: str, workdir: Path
+) -> list[str]:
+    """kube-controller-manager on loopback, without the cloud's controllers and node IPAM (kwok and the real node
+    bring their own pod ranges)."""
+    return [
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        "--leader-elect=false",
+        "--bind-address=127.0.0.1",
+        "--secure-port=0",
+        f"--service-account-private-key-file={sa_key}",
+        f"--root-ca-file={ca_cert}",
+        f"--service-cluster-ip-range={service_cidr}",
+        "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller",
+        # its default, /usr/libexec/kubernetes/…, would be created on the host at every start
+        f"--flex-volume-plugin-dir={workdir / 'flexvolume'}",
+        "--v=1",
+    ]
+
+
+def scheduler_flags(kubeconfig: Path, port: int) -> list[str]:
+    return [
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        "--leader-elect=false",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={port}",
+        "--v=1",
+    ]
+
+
+def kwok_flags(kubeconfig: Path, config: Path, pod_cidr: str, port: int) -> list[str]:
+    """kwok managing only the nodes annotated as fake (the real node is the kubelet's)."""
+    return [
+        f"--kubeconfig={kubeconfig}",
+        f"--config={config}",
+        *KWOK_MANAGED_NODES,
+        f"--cidr={pod_cidr}",
+        "--node-ip=10.250.0.1",
+        "--node-lease-duration-seconds=40",
+        f"--server-address=127.0.0.1:{port}",
+    ]

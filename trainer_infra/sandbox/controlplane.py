@@ -19,7 +19,6 @@ import shutil
 import urllib.request
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -31,21 +30,27 @@ from trainer_infra.core.upstream.jobset import CONFIG_API as JOBSET_CONFIG_API
 from trainer_infra.core.upstream.kueue import CONFIG_GROUP as KUEUE_CONFIG_GROUP
 from trainer_infra.core.upstream.lws import CONFIG_API as LWS_CONFIG_API
 from trainer_infra.core.upstream.lws import GO_MODULE as LWS_MODULE
-from trainer_infra.nodepools.kwok import FAKE_DISK, KWOK_ANNOTATION, KWOK_MANAGED_NODES
 from trainer_infra.sandbox.apply import apply_objects
 from trainer_infra.sandbox.charts import ChartIdentities, chart_identities
-from trainer_infra.sandbox.controller_configs import kueue_config, manager_config, trainer_config
+from trainer_infra.sandbox.controller_configs import (
+    controller_manager_flags,
+    kueue_config,
+    kwok_flags,
+    manager_config,
+    scheduler_flags,
+    trainer_config,
+)
 from trainer_infra.sandbox.interrupts import uninterruptible
 from trainer_infra.sandbox.kube import ApiError, KubeClient, wait_for
-from trainer_infra.sandbox.kwok_stages import kwok_stages
+from trainer_infra.sandbox.kwok_stages import kwok_node, kwok_stages
 from trainer_infra.sandbox.pki import CertificateAuthority, CertPair, service_account_keypair
 from trainer_infra.sandbox.probes import has_condition, http_ok, https_ok, webhook_probes
 from trainer_infra.sandbox.processes import (
     TIMEOUT,
+    Endpoints,
     Process,
     SandboxError,
     exit_on_sigterm,
-    free_port,
     spawn,
     terminate,
     wait_process,
@@ -70,28 +75,6 @@ KUEUE_METRICS_CERT_DIR = Path("/etc/kueue/metrics/certs")
 KUBELET_CLIENT_USER = "kube-apiserver-kubelet-client"
 #: the aggregation layer's client (kubeadm's name): the only identity whose X-Remote-* headers extension servers trust
 FRONT_PROXY_CLIENT = "front-proxy-client"
-
-
-@dataclass
-class Endpoints:
-    """Ports chosen for this sandbox."""
-
-    etcd_client: int = field(default_factory=free_port)
-    etcd_peer: int = field(default_factory=free_port)
-    apiserver: int = field(default_factory=free_port)
-    scheduler: int = field(default_factory=free_port)
-    kwok: int = field(default_factory=free_port)
-    jobset_webhook: int = field(default_factory=free_port)
-    jobset_health: int = field(default_factory=free_port)
-    kueue_webhook: int = field(default_factory=free_port)
-    kueue_health: int = field(default_factory=free_port)
-    trainer_webhook: int = field(default_factory=free_port)
-    trainer_health: int = field(default_factory=free_port)
-    lws_webhook: int = field(default_factory=free_port)
-    lws_health: int = field(default_factory=free_port)
-    jobset_metrics: int = field(default_factory=free_port)
-    kueue_metrics: int = field(default_factory=free_port)
-    trainer_metrics: int = field(default_factory=free_port)
 
 
 class Sandbox:
@@ -386,58 +369,13 @@ class Sandbox:
         return self.ca.issue(name, user, organizations=groups, client=True)
 
     def _start_core_controllers(self) -> None:
-        p = self.ports
-        v = self.versions.kubernetes
-        kcm = self._spawn(
-            "kube-controller-manager",
-            v,
-            "kube-controller-manager",
-            [
-                f"--kubeconfig={self.kubeconfig}",
-                f"--authentication-kubeconfig={self.kubeconfig}",
-                f"--authorization-kubeconfig={self.kubeconfig}",
-                "--leader-elect=false",
-                "--bind-address=127.0.0.1",
-                "--secure-port=0",
-                f"--service-account-private-key-file={self.sa_keys.key}",
-                f"--root-ca-file={self.ca.cert_path}",
-                f"--service-cluster-ip-range={SERVICE_CIDR}",
-                "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller",
-                # its default, /usr/libexec/kubernetes/…, would be created on the host at every start
-                f"--flex-volume-plugin-dir={self.workdir / 'flexvolume'}",
-                "--v=1",
-            ],
-        )
-        sched = self._spawn(
-            "kube-scheduler",
-            v,
-            "kube-scheduler",
-            [
-                f"--kubeconfig={self.kubeconfig}",
-                f"--authentication-kubeconfig={self.kubeconfig}",
-                f"--authorization-kubeconfig={self.kubeconfig}",
-                "--leader-elect=false",
-                "--bind-address=127.0.0.1",
-                f"--secure-port={p.scheduler}",
-                "--v=1",
-            ],
-        )
+        p, v, kubeconfig = self.ports, self.versions.kubernetes, self.kubeconfig
+        flags = controller_manager_flags(kubeconfig, self.sa_keys.key, self.ca.cert_path, SERVICE_CIDR, self.workdir)
+        kcm = self._spawn("kube-controller-manager", v, "kube-controller-manager", flags)
+        sched = self._spawn("kube-scheduler", v, "kube-scheduler", scheduler_flags(kubeconfig, p.scheduler))
         kwok_config = self.workdir / "config" / "kwok.yaml"
         kwok_config.write_text(yaml.safe_dump_all(kwok_stages(self.versions.kwok), sort_keys=False))
-        kwok = self._spawn(
-            "kwok",
-            self.versions.kwok,
-            "kwok",
-            [
-                f"--kubeconfig={self.kubeconfig}",
-                f"--config={kwok_config}",
-                *KWOK_MANAGED_NODES,
-                f"--cidr={POD_CIDR}",
-                "--node-ip=10.250.0.1",
-                "--node-lease-duration-seconds=40",
-                f"--server-address=127.0.0.1:{p.kwok}",
-            ],
-        )
+        kwok = self._spawn("kwok", self.versions.kwok, "kwok", kwok_flags(kubeconfig, kwok_config, POD_CIDR, p.kwok))
         self._wait(
             kcm,
             "the default ServiceAccount (created by kube-controller-manager)",
@@ -743,29 +681,5 @@ class Sandbox:
         taints: list[Obj] | None = None,
         pod_cidr: str | None = None,
     ) -> Obj:
-        """A fake node managed by kwok (same shape as kwok's docs); kwok gives its Pods IPs from ``pod_cidr``."""
-        cap = {
-            "cpu": "32",
-            "memory": "256Gi",
-            "pods": "110",
-            kubernetes.EPHEMERAL_STORAGE: FAKE_DISK,
-            **(capacity or {}),
-        }
-        node = {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {
-                "name": name,
-                "annotations": {**KWOK_ANNOTATION, kubernetes.NODE_TTL_ANNOTATION: "0"},
-                "labels": {
-                    kubernetes.HOSTNAME_LABEL: name,
-                    kubernetes.OS_LABEL: "linux",
-                    kubernetes.ARCH_LABEL: "amd64",
-                    "type": "kwok",
-                    **(labels or {}),
-                },
-            },
-            "spec": {"taints": taints or [], **({"podCIDR": pod_cidr, "podCIDRs": [pod_cidr]} if pod_cidr else {})},
-            "status": {"capacity": cap, "allocatable": cap},
-        }
-        return self.client.apply(node)
+        """A fake node managed by kwok; kwok gives its Pods IPs from ``pod_cidr``."""
+        return self.client.apply(kwok_node(name, labels=labels, capacity=capacity, taints=taints, pod_cidr=pod_cidr))

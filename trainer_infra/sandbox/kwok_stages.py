@@ -7,7 +7,8 @@ from typing import Any
 
 import yaml
 
-from trainer_infra.core.upstream import jobset, kwok
+from trainer_infra.core.upstream import jobset, kubernetes, kwok
+from trainer_infra.nodepools.kwok import FAKE_DISK, KWOK_ANNOTATION
 from trainer_infra.sandbox.versions import module_dir
 
 Obj = dict[str, Any]
@@ -136,4 +137,33 @@ def _terminate_stage(name: str, selector: Obj, *, exit_code: str, reason: str, p
                 )
             },
         },
+    }
+
+
+def kwok_node(
+    name: str,
+    *,
+    labels: dict[str, str] | None = None,
+    capacity: dict[str, str] | None = None,
+    taints: list[dict[str, Any]] | None = None,
+    pod_cidr: str | None = None,
+) -> dict[str, Any]:
+    """A fake Node kwok manages (the shape of kwok's docs), with room for a disk-bounded team pod."""
+    cap = {"cpu": "32", "memory": "256Gi", "pods": "110", kubernetes.EPHEMERAL_STORAGE: FAKE_DISK, **(capacity or {})}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {**KWOK_ANNOTATION, kubernetes.NODE_TTL_ANNOTATION: "0"},
+            "labels": {
+                kubernetes.HOSTNAME_LABEL: name,
+                kubernetes.OS_LABEL: "linux",
+                kubernetes.ARCH_LABEL: "amd64",
+                "type": "kwok",
+                **(labels or {}),
+            },
+        },
+        "spec": {"taints": taints or [], **({"podCIDR": pod_cidr, "podCIDRs": [pod_cidr]} if pod_cidr else {})},
+        "status": {"capacity": cap, "allocatable": cap},
     }

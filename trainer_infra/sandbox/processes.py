@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -195,3 +195,25 @@ def terminate(proc: Process, grace: float = 10.0) -> None:
         return
     if proc.popen is not None:
         proc.popen.wait(timeout=5)
+
+
+@dataclass
+class Endpoints:
+    """Ports chosen for this sandbox."""
+
+    etcd_client: int = field(default_factory=free_port)
+    etcd_peer: int = field(default_factory=free_port)
+    apiserver: int = field(default_factory=free_port)
+    scheduler: int = field(default_factory=free_port)
+    kwok: int = field(default_factory=free_port)
+    jobset_webhook: int = field(default_factory=free_port)
+    jobset_health: int = field(default_factory=free_port)
+    kueue_webhook: int = field(default_factory=free_port)
+    kueue_health: int = field(default_factory=free_port)
+    trainer_webhook: int = field(default_factory=free_port)
+    trainer_health: int = field(default_factory=free_port)
+    lws_webhook: int = field(default_factory=free_port)
+    lws_health: int = field(default_factory=free_port)
+    jobset_metrics: int = field(default_factory=free_port)
+    kueue_metrics: int = field(default_factory=free_port)
+    trainer_metrics: int = field(default_factory=free_port)
