@@ -79,11 +79,7 @@ def controller_manager_flags(
     """kube-controller-manager on loopback, without the cloud's controllers and node IPAM (kwok and the real node
     bring their own pod ranges)."""
     return [
-        f"--kubeconfig={kubeconfig}",
-        f"--authentication-kubeconfig={kubeconfig}",
-        f"--authorization-kubeconfig={kubeconfig}",
-        "--leader-elect=false",
-        "--bind-address=127.0.0.1",
+        *_loopback_component(kubeconfig),
         "--secure-port=0",
         f"--service-account-private-key-file={sa_key}",
         f"--root-ca-file={ca_cert}",
@@ -95,13 +91,20 @@ def controller_manager_flags(
     ]
 
 
-def scheduler_flags(kubeconfig: Path, port: int) -> list[str]:
+def _loopback_component(kubeconfig: Path) -> list[str]:
+    """A core component as the sandbox runs it: the admin kubeconfig for everything, alone, on loopback."""
     return [
         f"--kubeconfig={kubeconfig}",
         f"--authentication-kubeconfig={kubeconfig}",
         f"--authorization-kubeconfig={kubeconfig}",
         "--leader-elect=false",
         "--bind-address=127.0.0.1",
+    ]
+
+
+def scheduler_flags(kubeconfig: Path, port: int) -> list[str]:
+    return [
+        *_loopback_component(kubeconfig),
         f"--secure-port={port}",
         "--v=1",
     ]
