@@ -1,7 +1,7 @@
 """The host state every real node on this machine shares: the kernel settings the kubelet sets at start and the
 folders containerd, libcni and the kubelet create at fixed places.
 
-Two nodes may run at once (CI runs the install and the sandbox sessions side by side). A node that restored what it
+Two nodes may run at once (a developer's `make sandbox-up` beside an e2e session). A node that restored what it
 saw at its own start would leave the host as the *other* node had set it, and one that removed the folders it saw
 appear would pull them from under the other. So the first node to start records the host as it was, and the last
 one to stop restores it. A record whose holders all died (a killed session) still holds the host's original state:
@@ -52,8 +52,7 @@ def leave(holder: str) -> HostState | None:
         record["holders"] = [h for h in record["holders"] if h != holder]
         if record["holders"] or "original" not in record:
             return None
-        original = _state(record.pop("original"))
-        return original
+        return _state(record.pop("original"))
 
 
 def others(holder: str) -> list[str]:
