@@ -77,6 +77,8 @@ class AdmissionSettings:
     #: `storage.mountPath`, where every runtime mounts the TrainJob's own directory of the team claim; None: no
     #: storage (storage/admission.py)
     workspace: str | None = None
+    #: the team file service runs in every team namespace (`storage/files.py`): its pods, a Deployment's, may run
+    file_server: bool = False
 
 
 def _always(settings: AdmissionSettings) -> bool:

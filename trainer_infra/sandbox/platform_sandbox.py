@@ -38,7 +38,7 @@ from typing import Any
 
 import yaml
 
-from trainer_infra.core.upstream import nvidia
+from trainer_infra.core.upstream import kubernetes, nvidia
 from trainer_infra.core.upstream.containerd import CRI_NAMESPACE
 from trainer_infra.nodepools import pids
 from trainer_infra.nodepools.static import node_names
@@ -51,6 +51,7 @@ from trainer_infra.sandbox.oci_images import Image
 from trainer_infra.sandbox.versions import CHECKOUT, VersionSet, cache_root
 from trainer_infra.stack.load import raw_from_stack_document
 from trainer_infra.stack.validate import shape
+from trainer_infra.storage import files
 
 Obj = dict[str, Any]
 CLONE_NEWNS, CLONE_NEWNET = 0x00020000, 0x40000000
@@ -140,7 +141,11 @@ def sandbox_extra() -> Obj:
                 },
             }
         ],
-        "storage": {"existing": {"className": "e2e-host-directory"}},
+        # the team file service on the real node (the untainted kwok node would take it otherwise)
+        "storage": {
+            "existing": {"className": "e2e-host-directory"},
+            "files": {"nodeSelector": {kubernetes.HOSTNAME_LABEL: REAL_NODE}},
+        },
         "dataCache": {"enabled": False},
         "runtimes": {
             "enabled": RUNTIMES,
@@ -203,7 +208,8 @@ def sandbox_stack() -> Obj:
 
 def runtime_images(render: Any) -> tuple[dict[str, Image], list[str]]:
     """The CPU stand-in of every runtime the render serves (its trainer image's reference without the mirror →
-    the image), and the runtimes left without one because their stand-in is not built (torch's must be)."""
+    the image), and the runtimes left without one because their stand-in is not built (torch's must be); the team
+    file service's image is torch's too."""
     from trainer_infra.sandbox.runtime_images import STAND_INS, TORCH, StandInError, stand_in_image
 
     read: dict[str, Image] = {}
@@ -221,6 +227,12 @@ def runtime_images(render: Any) -> tuple[dict[str, Image], list[str]]:
             if stand_in is TORCH:
                 raise
             missing.append(name)
+    # the team file service's python image: the torch stand-in has python3 (its standard library is all it runs)
+    for deployment in render.of_kind("Deployment"):
+        if deployment["metadata"]["name"] == files.NAME:
+            for container in deployment["spec"]["template"]["spec"]["containers"]:
+                upstream = container["image"].removeprefix(f"{MIRROR}/")
+                images[upstream] = read.get(TORCH.name) or read.setdefault(TORCH.name, stand_in_image(TORCH))
     return images, sorted(set(missing))
 
 

@@ -30,9 +30,11 @@ from trainer_infra.observability.plan import observability_plan
 from trainer_infra.queues.derive import cluster_queue_name
 from trainer_infra.queues.plan import queues_plan
 from trainer_infra.stack.validate import Validated
+from trainer_infra.storage import files
+from trainer_infra.storage.files import DEFAULT_ID
 from trainer_infra.storage.plan import storage_plan
 from trainer_infra.tenancy.images import image_admission
-from trainer_infra.tenancy.network import ControllerPort, NetworkSettings
+from trainer_infra.tenancy.network import ControllerPort, NetworkSettings, ProxiedPort
 from trainer_infra.tenancy.plan import tenancy_plan
 
 KIND_ORDER = ("Namespace", "CustomResourceDefinition", "StorageClass", "ClusterRole", "ClusterRoleBinding")
@@ -67,6 +69,8 @@ def plan_tenancy(v: Validated) -> PlanPart:
     runtimes = [o.manifest for o in served if o.manifest["kind"].endswith("TrainingRuntime")]
     cache = cache_deputy(cfg.data_cache, runtimes)
     platform_images = tuple(image for rt in runtimes for image in images_of(rt))
+    if files_on(v):
+        platform_images += (files.image(cfg.images.registry_mirror),)
     kueue_manages = kueue_settings(cfg).train_job_integration
     admission = AdmissionSettings(
         teams=tuple(
@@ -83,6 +87,7 @@ def plan_tenancy(v: Validated) -> PlanPart:
         images=image_admission(cfg.tenancy.images, cfg.images.registry_mirror, platform_images),
         status_server_url=None if (server := _status_server(v)) is None else server.base_url,
         workspace=cfg.storage.mount_path if cfg.storage is not None else None,
+        file_server=files_on(v),
     )
     net = cfg.tenancy.network_policies
     network = (
@@ -93,6 +98,11 @@ def plan_tenancy(v: Validated) -> PlanPart:
             dns_pod_labels=tuple(sorted(net.dns_pod_labels.items())),
             data_cache=cfg.data_cache.enabled,
             status_server=_status_port(v),
+            file_server=(
+                ProxiedPort(tuple(sorted(files.POD_LABELS.items())), files.PORT, tuple(net.api_server_sources))
+                if files_on(v)
+                else None
+            ),
         )
         if net.enabled
         else None
@@ -106,12 +116,23 @@ def plan_tenancy(v: Validated) -> PlanPart:
         admission=admission,
         network=network,
         ephemeral_storage=cfg.tenancy.ephemeral_storage,
+        file_service=files_on(v),
     )
+
+
+def file_ids(v: Validated) -> tuple[int, int]:
+    """The uid and gid the team file service reads as: the runtimes' (what their jobs write as)."""
+    sc = v.config.runtimes.security_context
+    return (sc.run_as_user, sc.run_as_group) if sc.enabled else (DEFAULT_ID, DEFAULT_ID)
+
+
+def files_on(v: Validated) -> bool:
+    return v.config.storage is not None and v.config.storage.files.enabled
 
 
 def plan_storage(v: Validated) -> PlanPart:
     cfg = v.config
-    return storage_plan(cfg.storage, cfg.teams, cfg.images.registry_mirror, cfg.allow_data_loss)
+    return storage_plan(cfg.storage, cfg.teams, cfg.images.registry_mirror, cfg.allow_data_loss, file_ids(v))
 
 
 def plan_data_cache(v: Validated) -> PlanPart:

@@ -10,6 +10,7 @@ from trainer_infra.core.model import StrictModel
 from trainer_infra.core.registry import model_with_settings
 from trainer_infra.core.types import DnsLabel, DnsSubdomain
 from trainer_infra.storage.backend import AbsolutePath, StorageBackend
+from trainer_infra.storage.files import FilesConfig
 from trainer_infra.storage.registry import BACKENDS
 
 
@@ -35,6 +36,7 @@ class Storage(StrictModel):
         "follows it; runtimes with the upstream initializers (torchtune) are served only with /workspace, the "
         "path those images write to.",
     )
+    files: FilesConfig = Field(default_factory=FilesConfig)
 
     @model_validator(mode="after")
     def _exactly_one_backend(self) -> Storage:

@@ -1,5 +1,5 @@
-"""`storage` → the StorageClass (plus what the backend runs, e.g. a sandbox NFS server) and one claim
-per team."""
+"""`storage` → the StorageClass (plus what the backend runs, e.g. a sandbox NFS server), one claim per team and,
+with `storage.files` on, the team's read-only file service over it (`files.py`)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from trainer_infra.core.objects import ManagedObject, PlanPart
 from trainer_infra.core.upstream import kubernetes
 from trainer_infra.manifests import meta
 from trainer_infra.storage.config import StorageConfig
+from trainer_infra.storage.files import DEFAULT_ID, files_objects
 from trainer_infra.teams.model import TeamConfig
 from trainer_infra.teams.protection import TEAM_LABEL, decommission_annotations, team_data_protected
 
@@ -62,7 +63,9 @@ def storage_plan(
     teams: Sequence[TeamConfig],
     mirror: str | None,
     allow_data_loss: bool,
+    file_ids: tuple[int, int] = (DEFAULT_ID, DEFAULT_ID),
 ) -> PlanPart:
+    """`file_ids`: the uid and gid the file service reads the claims as (the runtimes' own)."""
     if storage is None:
         return PlanPart()
     runs = storage.backend.objects(storage.settings, mirror)
@@ -72,5 +75,9 @@ def storage_plan(
     if sc is not None:
         objects.append(sc)
         after += (sc.key,)
-    objects += [team_claim(storage, team, after, allow_data_loss) for team in teams]
+    for team in teams:
+        claim = team_claim(storage, team, after, allow_data_loss)
+        objects.append(claim)
+        if storage.files.enabled:
+            objects += files_objects(storage.files, team, storage.claim_name, mirror, file_ids, after=(claim.key,))
     return PlanPart(objects=tuple(objects))

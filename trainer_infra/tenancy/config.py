@@ -43,6 +43,12 @@ class NetworkPoliciesConfig(StrictModel):
     dns_pod_labels: dict[str, str] = Field(
         default_factory=lambda: {"k8s-app": "kube-dns"}, description="Labels of the cluster DNS pods."
     )
+    api_server_sources: list[Cidr] = Field(
+        default_factory=list,
+        description="Where the API server's connections to pods come from when they do not start on the pod's "
+        "node (a managed control plane's range, its konnectivity agents' node range): the team file service "
+        "(storage.files) admits them on its port. [] : the node only, which NetworkPolicy never blocks.",
+    )
 
 
 class TenancyConfig(StrictModel):

@@ -7,7 +7,10 @@ Allowed: pods of the team's jobs among themselves (JobSet labels every pod with
 the data cache's LeaderWorkerSet pods when the cache is on, cluster DNS, and egress to the configured CIDRs
 (by default the internet without private, link-local — cloud metadata — and shared ranges), and with progress on,
 the team's training pods to the Trainer controller's pods on the status server's port only (its webhook and
-metrics ports stay closed: a member's pod has no business there). Team claims are
+metrics ports stay closed: a member's pod has no business there). The team file service's pods (`storage/files.py`)
+get no allowance from any pod: the API server's proxy reaches them from the node, which NetworkPolicy never blocks
+(k8s.io/api networking/v1 `NetworkPolicySpec.ingress`: traffic is allowed "if the traffic source is the pod's local
+node"), or from `apiServerSources` (a managed control plane). Team claims are
 mounted by the node (CSI on the host network): pods need no route to the storage server and get none.
 
 Enforcement needs a CNI that implements NetworkPolicy; the render is the same either way.
@@ -38,6 +41,16 @@ class ControllerPort:
 
 
 @dataclass(frozen=True)
+class ProxiedPort:
+    """A port of platform pods in each team namespace that only the API server's proxy opens (the team file
+    service): `sources`, where its connections come from when they do not start on the pod's node."""
+
+    pod_labels: tuple[tuple[str, str], ...]
+    port: int
+    sources: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class NetworkSettings:
     """Resolved from the stack config."""
 
@@ -48,6 +61,8 @@ class NetworkSettings:
     data_cache: bool = False
     #: the Trainer status server (progress on), reached from the training pods only
     status_server: ControllerPort | None = None
+    #: the team file service, reached through the API server's proxy only
+    file_server: ProxiedPort | None = None
 
 
 def _exists(label: str) -> dict[str, Any]:
@@ -130,6 +145,19 @@ def network_policies(namespace: str, team: str, settings: NetworkSettings) -> li
         peer = _pods_in(server.namespace, server.pod_labels)
         ports = [{"protocol": "TCP", "port": server.port}]
         out.append(_egress("trainer-platform-status-server", namespace, team, _exists(JOBSET_NAME_LABEL), peer, ports))
+    if settings.file_server is not None and settings.file_server.sources:
+        files = settings.file_server
+        proxy = {
+            "podSelector": {"matchLabels": dict(files.pod_labels)},
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {
+                    "from": [{"ipBlock": {"cidr": cidr}} for cidr in files.sources],
+                    "ports": [{"protocol": "TCP", "port": files.port}],
+                }
+            ],
+        }
+        out.append(_policy("trainer-platform-files", namespace, team, proxy))
     dns_peer = _pods_in(settings.dns_namespace, settings.dns_pod_labels)
     dns_ports = [{"protocol": p, "port": 53} for p in ("UDP", "TCP")]
     out.append(_egress("trainer-platform-dns", namespace, team, {}, dns_peer, dns_ports))

@@ -27,11 +27,13 @@ def tenancy_plan(
     admission: AdmissionSettings,
     network: NetworkSettings | None,
     ephemeral_storage: EphemeralStorageConfig | None = None,
+    file_service: bool = False,
 ) -> PlanPart:
-    """`cluster_queues`: team name → its ClusterQueue; `network` None: no NetworkPolicies."""
+    """`cluster_queues`: team name → its ClusterQueue; `network` None: no NetworkPolicies; `file_service`: members
+    may read their team's file service (`storage/files.py`)."""
     if not teams:
         return PlanPart()
-    objects: list[ManagedObject] = shared_roles(trainer_namespace)
+    objects: list[ManagedObject] = shared_roles(trainer_namespace, file_service)
     allowed = {t.namespace: namespace_annotations(t) for t in admission.teams}
     namespaces: list[str] = []
     for team in teams:

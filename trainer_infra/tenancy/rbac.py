@@ -5,6 +5,9 @@ writes: the only ClusterRoleBindings grant get/list/watch.
 
 Writes are only what the SDK does (the unit tests' SDK recorder records every public TrainerClient call): create and
 delete TrainJobs. No update/patch: a member who may patch `spec.suspend` starts pods Kueue did not admit.
+With the team file service on (`storage.files`), members may `get` its Service's proxy, by that one name: the API
+server authorizes a proxied GET or HEAD as `get` and a write as `create`/`update`/`patch`/`delete`
+(k8s.io/apiserver requestinfo.go), so they read their team's claim through it and write nothing.
 Reads include the team's own ClusterQueue (quota and usage) and Kueue's visibility API for the namespace's
 LocalQueues (a job's position in the queue).
 
@@ -19,6 +22,7 @@ from typing import Any
 from trainer_infra.core.objects import ManagedObject
 from trainer_infra.core.upstream import jobset, kubernetes, kueue, trainer
 from trainer_infra.manifests import meta
+from trainer_infra.storage import files
 from trainer_infra.teams.model import TeamConfig
 from trainer_infra.teams.protection import TEAM_LABEL
 
@@ -50,7 +54,7 @@ def _cluster_role(name: str, rules: list[dict[str, Any]], team: str | None = Non
     )
 
 
-def shared_roles(trainer_namespace: str) -> list[ManagedObject]:
+def shared_roles(trainer_namespace: str, file_service: bool = False) -> list[ManagedObject]:
     """The roles every team binds (created once, whatever the number of teams)."""
     member = [
         _rule(trainer.GROUP, ["trainjobs"], [*READ, "create", "delete"]),
@@ -61,6 +65,9 @@ def shared_roles(trainer_namespace: str) -> list[ManagedObject]:
         _rule(kueue.GROUP, ["workloads", "localqueues"], READ),
         _rule(kueue.VISIBILITY_GROUP, ["localqueues/pendingworkloads"], ["get", "list"]),
     ]
+    if file_service:
+        # the proxy's resource name is the path segment as written (`<service>[:<port>]`): the bare name only
+        member.append(_rule("", ["services/proxy"], ["get"], [files.NAME]))
     editor = [_rule(trainer.GROUP, ["trainingruntimes"], ["create", "update", "patch", "delete"])]
     reader = [_rule(trainer.GROUP, ["clustertrainingruntimes"], READ)]
     public = {

@@ -1,11 +1,14 @@
 """Admission rule on every pod of a team namespace, whoever creates it: it runs charged, as part of a job Kueue
-admitted, in the team's queue, or as a data cache cluster's pod (bounded by the data cache's own rules)."""
+admitted, in the team's queue, or as a data cache cluster's pod (bounded by the data cache's own rules), or as the
+team file service's pod (`storage/files.py`: a ReplicaSet of its Deployment, which only the platform creates:
+members have no right on ReplicaSets or Deployments)."""
 
 from __future__ import annotations
 
 from trainer_infra.admission.model import AdmissionRule, AdmissionSettings, AdmittedKind
 from trainer_infra.core.upstream.kueue import QUEUE_LABEL
 from trainer_infra.datacache.pinned import CACHE_SUFFIX
+from trainer_infra.storage import files
 
 
 def _pod_queue(kind: AdmittedKind, settings: AdmissionSettings) -> str | None:
@@ -26,6 +29,18 @@ def _pod_queue(kind: AdmittedKind, settings: AdmissionSettings) -> str | None:
     if settings.data_cache:  # the cache cluster's pods (LWS → StatefulSet); dataCachePods pins their image
         sa = "(has(object.spec.serviceAccountName) ? object.spec.serviceAccountName : '')"
         allowed += f" || (({owned('apps/v1', 'StatefulSet')}) && {sa}.endsWith('{CACHE_SUFFIX}'))"
+    if settings.file_server:
+        (key, value), *_ = files.POD_LABELS.items()
+        labels = "object.metadata.labels"
+        labelled = f"has({labels}) && '{key}' in {labels} && {labels}['{key}'] == '{value}'"
+        replica_set = (
+            "o.apiVersion == 'apps/v1' && o.kind == 'ReplicaSet' && "
+            f"o.name.startsWith('{files.NAME}-') && has(o.controller) && o.controller"
+        )
+        allowed += (
+            f" || ({labelled} && has(object.metadata.ownerReferences) && "
+            f"object.metadata.ownerReferences.exists(o, {replica_set}))"
+        )
     return allowed
 
 
