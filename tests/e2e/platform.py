@@ -9,9 +9,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from trainer_infra.core.upstream import kubernetes
 from trainer_infra.manifests.runtime import JOBSET_NAME_LABEL
 from trainer_infra.sandbox.kube import KubeClient, wait_for
 from trainer_infra.sandbox.render import RenderOutput
+from trainer_infra.storage import files
 
 Obj = dict[str, Any]
 TJ = ("trainer.kubeflow.org/v1alpha1", "TrainJob")
@@ -192,14 +194,18 @@ def describe_namespace(client: KubeClient, ns: str) -> str:
 
 
 def delete_trainjobs(client: KubeClient, namespaces: tuple[str, ...] | list[str]) -> None:
-    """Delete every TrainJob and wait until their Workloads and pods are gone (frees quota)."""
+    """Delete every TrainJob and wait until their Workloads and pods are gone (frees quota). The team's file
+    service (``storage.files``: a Deployment of the platform's own in each team namespace) stays."""
     for ns in namespaces:
         for tj in client.list(*TJ, ns):
             client.delete(*TJ, tj["metadata"]["name"], ns)
+    not_the_file_service = f"{kubernetes.APP_NAME}!={files.NAME}"
 
     def gone() -> bool:
         return all(
-            not client.list(*TJ, ns) and not client.list(*WL, ns) and not client.list("v1", "Pod", ns)
+            not client.list(*TJ, ns)
+            and not client.list(*WL, ns)
+            and not client.list("v1", "Pod", ns, label_selector=not_the_file_service)
             for ns in namespaces
         )
 
