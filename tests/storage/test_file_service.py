@@ -165,3 +165,32 @@ def test_api_server_sources_open_its_port_to_those_only() -> None:
     # by default no pod reaches it: no policy names its pods
     default = [o.manifest for o in plan_of(_raw()).objects]
     assert not [o for o in default if o["kind"] == "NetworkPolicy" and "files" in o["metadata"]["name"]]
+
+
+def test_the_team_quota_stays_the_teams_own_beside_the_server() -> None:
+    """A job sized to the admin's ResourceQuota still gets its pods: the server's share comes on top (on the real
+    install, 2 × 64Gi beside the server's 32Mi were refused under a quota of 128Gi)."""
+    raw = _raw()
+    raw["teams"][0]["resourceQuota"] = {
+        "hard": {
+            "requests.cpu": "32",
+            "requests.memory": "128Gi",
+            "limits.memory": "1Ti",
+            "pods": "200",
+            "requests.nvidia.com/gpu": "8",
+        }
+    }
+    quota = _one([o.manifest for o in plan_of(raw).objects], "ResourceQuota", name="trainer-platform-team")
+    pod = _one([o.manifest for o in plan_of(raw).objects], "Deployment")["spec"]["template"]["spec"]
+    asks = pod["containers"][0]["resources"]
+    assert asks["requests"]["memory"] == "32Mi" and asks["limits"]["memory"] == "128Mi"
+    assert quota["spec"]["hard"] == {
+        "requests.nvidia.com/gpu": "8",  # nothing the server counts under: as written
+        "limits.memory": "1048704Mi",  # 1Ti + 128Mi
+        "pods": "201",
+        "requests.cpu": "32010m",
+        "requests.memory": "131104Mi",  # 128Gi + 32Mi
+    }
+    raw["storage"]["files"] = {"enabled": False}
+    quota = _one([o.manifest for o in plan_of(raw).objects], "ResourceQuota", name="trainer-platform-team")
+    assert quota["spec"]["hard"]["requests.memory"] == "128Gi" and quota["spec"]["hard"]["pods"] == "200"

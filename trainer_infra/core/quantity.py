@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
+from trainer_infra.core.upstream.kubernetes import EPHEMERAL_STORAGE
+
 
 def format_quantity(value: Decimal, binary: bool = False) -> str:
     """A Kubernetes quantity string: whole numbers plain, fractions of a core as millicores, bytes in
@@ -24,9 +26,10 @@ def format_quantity(value: Decimal, binary: bool = False) -> str:
 
 
 def format_amount(resource: str, value: Decimal) -> str:
-    """An amount of one resource as manifests and messages write it: memory in binary units, the rest
-    as plain numbers or millicores. The one place that knows which resource counts bytes."""
-    return format_quantity(value, binary=resource == "memory")
+    """An amount of one resource as manifests and messages write it: bytes (memory, node disk, huge pages) in
+    binary units, the rest as plain numbers or millicores. The one place that knows which resource counts bytes."""
+    counts_bytes = resource in ("memory", EPHEMERAL_STORAGE) or resource.startswith("hugepages-")
+    return format_quantity(value, binary=counts_bytes)
 
 
 _SUFFIX = {

@@ -19,6 +19,7 @@ outside it, and a member's job could already write there itself; the claim is wh
 from __future__ import annotations
 
 import hashlib
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from pydantic import Field
 from trainer_infra.core.images import mirror_image
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.objects import ManagedObject
+from trainer_infra.core.quantity import quantity
 from trainer_infra.core.upstream import kubernetes, python
 from trainer_infra.manifests import meta
 from trainer_infra.teams.model import TeamConfig
@@ -45,6 +47,39 @@ CLAIM_VOLUME, CODE_VOLUME = "claim", "code"
 CODE_ANNOTATION = "trainer-platform.io/file-server"
 #: the uid and gid the server reads as when runtimes.securityContext is off (the runtimes' own default otherwise)
 DEFAULT_ID = 1000
+#: one server pod's container resources
+RESOURCES = {
+    "requests": {"cpu": "10m", "memory": "32Mi", kubernetes.EPHEMERAL_STORAGE: "16Mi"},
+    "limits": {"cpu": "500m", "memory": "128Mi", kubernetes.EPHEMERAL_STORAGE: "64Mi"},
+}
+#: the old ReplicaSets the Deployment keeps (each counts in `count/replicasets.apps`)
+HISTORY = 1
+#: the objects of each kind the service keeps in a team namespace, by the names a ResourceQuota counts them under
+#: (the core kinds have a short name too)
+OBJECTS = {
+    "pods": 1,
+    "count/pods": 1,
+    "services": 1,
+    "count/services": 1,
+    "configmaps": 1,
+    "count/configmaps": 1,
+    "count/deployments.apps": 1,
+    "count/replicasets.apps": 1 + HISTORY,
+}
+
+
+def quota_share() -> dict[str, Decimal]:
+    """What the service takes from a namespace ResourceQuota (`hard` key → amount): the team quota is raised by
+    as much (`tenancy/limits.py`), or a job sized to the admin's figure is admitted by Kueue and then refused its
+    pods by the ResourceQuota (seen on the real install: 64Gi + 64Gi + the server's 32Mi over 128Gi). The
+    Deployment recreates its pod instead of surging, so one pod is the most there ever is."""
+    share = {key: Decimal(count) for key, count in OBJECTS.items()}
+    for kind, amounts in RESOURCES.items():
+        for resource, amount in amounts.items():
+            share[f"{kind}.{resource}"] = quantity(amount)
+            if kind == "requests":  # a bare resource name counts requests
+                share[resource] = quantity(amount)
+    return share
 
 
 class FilesConfig(StrictModel):
@@ -79,10 +114,7 @@ def _pod_spec(claim: str, mirror: str | None, uid: int, gid: int, node_selector:
         "env": [{"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
         "ports": [{"name": "http", "containerPort": PORT, "protocol": "TCP"}],
         "readinessProbe": {"tcpSocket": {"port": PORT}, "periodSeconds": 10},
-        "resources": {
-            "requests": {"cpu": "10m", "memory": "32Mi", kubernetes.EPHEMERAL_STORAGE: "16Mi"},
-            "limits": {"cpu": "500m", "memory": "128Mi", kubernetes.EPHEMERAL_STORAGE: "64Mi"},
-        },
+        "resources": {kind: dict(amounts) for kind, amounts in RESOURCES.items()},
         "securityContext": {
             "allowPrivilegeEscalation": False,
             "capabilities": {"drop": ["ALL"]},
@@ -132,6 +164,8 @@ def files_objects(
         "metadata": meta.metadata(NAME, ns, labels),
         "spec": {
             "replicas": 1,
+            "strategy": {"type": "Recreate"},
+            "revisionHistoryLimit": HISTORY,
             "selector": {"matchLabels": dict(POD_LABELS)},
             "template": {
                 # a new server rolls the pods (the ConfigMap's mount alone would change under the running one)

@@ -1,12 +1,16 @@
 """A team's optional ResourceQuota and its LimitRange (`teams[].resourceQuota`, `teams[].limitRange` over the
 platform's `tenancy.ephemeralStorage` bound), both named LIMITS_NAME in the team namespace: one LimitRange, since
-the API server applies the defaults of several in no defined order."""
+the API server applies the defaults of several in no defined order. The ResourceQuota is what the admin gave the
+team's own pods: what the platform runs in the namespace (`reserved`) comes on top."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 from trainer_infra.core.objects import ManagedObject
+from trainer_infra.core.quantity import format_amount, quantity
 from trainer_infra.manifests import meta
 from trainer_infra.teams.model import TeamConfig
 from trainer_infra.teams.protection import TEAM_LABEL
@@ -15,7 +19,20 @@ from trainer_infra.tenancy.ephemeral_storage import EphemeralStorageConfig
 LIMITS_NAME = "trainer-platform-team"
 
 
-def limit_objects(team: TeamConfig, ephemeral: EphemeralStorageConfig | None = None) -> list[ManagedObject]:
+def _raised(hard: Mapping[str, str], reserved: Mapping[str, Decimal]) -> dict[str, str]:
+    """`hard` with each key the platform's pods also count under raised by their share."""
+    out = dict(hard)
+    for key, value in hard.items():
+        if key in reserved:
+            resource = key.removeprefix("requests.").removeprefix("limits.")
+            out[key] = format_amount(resource, quantity(value) + reserved[key])
+    return dict(sorted(out.items()))
+
+
+def limit_objects(
+    team: TeamConfig, ephemeral: EphemeralStorageConfig | None = None, reserved: Mapping[str, Decimal] | None = None
+) -> list[ManagedObject]:
+    """`reserved`: what the platform's own objects in the namespace count in a ResourceQuota (`hard` key → amount)."""
     ns, labels = team.resolved_namespace, {TEAM_LABEL: team.name}
     out: list[ManagedObject] = []
     if team.resource_quota is not None:
@@ -25,7 +42,7 @@ def limit_objects(team: TeamConfig, ephemeral: EphemeralStorageConfig | None = N
                     "apiVersion": "v1",
                     "kind": "ResourceQuota",
                     "metadata": meta.metadata(LIMITS_NAME, ns, labels),
-                    "spec": {"hard": dict(sorted(team.resource_quota.hard.items()))},
+                    "spec": {"hard": _raised(team.resource_quota.hard, reserved or {})},
                 }
             )
         )

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 
 from trainer_infra.admission.model import AdmissionSettings
 from trainer_infra.core.objects import ManagedObject, PlanPart
+from trainer_infra.storage import files
 from trainer_infra.teams.model import TeamConfig
 from trainer_infra.tenancy.admission.policy import admission_objects, namespace_annotations
 from trainer_infra.tenancy.ephemeral_storage import EphemeralStorageConfig
@@ -41,7 +42,7 @@ def tenancy_plan(
         namespaces.append(namespace.key)
         objects.append(namespace)
         objects += team_bindings(team, trainer_namespace, cluster_queues.get(team.name))
-        objects += limit_objects(team, ephemeral_storage)
+        objects += limit_objects(team, ephemeral_storage, files.quota_share() if file_service else None)
         objects += secret_objects(team)
         if network is not None:
             objects += [ManagedObject(p) for p in network_policies(team.resolved_namespace, team.name, network)]
