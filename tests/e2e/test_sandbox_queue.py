@@ -140,6 +140,17 @@ def _condition(wl: Obj, kind: str) -> Obj | None:
     return next((c for c in wl.get("status", {}).get("conditions", []) if c["type"] == kind), None)
 
 
+def _gpu_holders(admin: KubeClient, sb: RunningSandbox) -> list[str]:
+    """The admitted, unfinished Workloads of every team (``namespace/name``): what holds the cohort's quota."""
+    held = []
+    for ns in sorted({m.namespace for m in sb.members}):
+        for wl in admin.list(KUEUE, "Workload", ns):
+            admitted, done = _condition(wl, "Admitted"), _condition(wl, "Finished")
+            if admitted and admitted["status"] == "True" and not (done and done["status"] == "True"):
+                held.append(f"{ns}/{wl['metadata']['name']}")
+    return held
+
+
 def _own_workload(client: KubeClient, member: Member, name: str) -> Obj | None:
     for wl in client.list(KUEUE, "Workload", member.namespace):
         if any(o["name"] == name for o in wl["metadata"].get("ownerReferences", [])):
@@ -212,6 +223,8 @@ def test_a_preempted_job_checkpoints_on_sigterm_and_resumes_where_it_stopped(pla
     cq = me.get(KUEUE, "LocalQueue", member.queue, ns)["spec"]["clusterQueue"]
     print(f"\n[queue] {member.user} in {ns}, LocalQueue {member.queue} → ClusterQueue {cq}", flush=True)
 
+    # the cohort's GPUs free first: an earlier file's job still admitted would keep the low job waiting
+    wait_for("every admitted job of the earlier files to end", lambda: not _gpu_holders(sb.admin, sb), 240)
     # a low-priority job that takes every GPU of the cohort (its team's and the other team's, borrowed)
     low = _train(member, train_until_preempted, "low", {"gpu": NODE_GPUS, "cpu": "500m", "memory": "1Gi"})
     selector = f"jobset.sigs.k8s.io/jobset-name={low}"
@@ -222,7 +235,16 @@ def test_a_preempted_job_checkpoints_on_sigterm_and_resumes_where_it_stopped(pla
                 return pod
         return None
 
-    first_pod = wait_for(f"{low} to train to step 3", low_running_at_step_3, 300)
+    try:
+        first_pod = wait_for(f"{low} to train to step 3", low_running_at_step_3, 300)
+    except TimeoutError as exc:
+        wl = _own_workload(me, member, low)
+        pods = me.list("v1", "Pod", ns, label_selector=selector)
+        raise TimeoutError(
+            f"{exc}; its Workload's conditions: {wl and wl.get('status', {}).get('conditions')}; "
+            f"admitted Workloads holding quota: {_gpu_holders(sb.admin, sb)}; its pods: "
+            f"{[(p['metadata']['name'], p['status'].get('phase')) for p in pods]}"
+        ) from None
     sb.times["preemption: submit → low job at step 3"] = round(time.monotonic() - start, 1)
     # the grace period every pod of the runtime has (runtimes.faultTolerance.terminationGracePeriodSeconds)
     assert first_pod["spec"]["terminationGracePeriodSeconds"] == GRACE_SECONDS, first_pod["spec"]
