@@ -28,7 +28,7 @@ from pydantic import Field
 from trainer_infra.core.images import mirror_image
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.objects import ManagedObject
-from trainer_infra.core.quantity import quantity
+from trainer_infra.core.quota import add_shares, deployment_share, pod_share
 from trainer_infra.core.upstream import kubernetes, python
 from trainer_infra.manifests import meta
 from trainer_infra.teams.model import TeamConfig
@@ -52,34 +52,15 @@ RESOURCES = {
     "requests": {"cpu": "10m", "memory": "32Mi", kubernetes.EPHEMERAL_STORAGE: "16Mi"},
     "limits": {"cpu": "500m", "memory": "128Mi", kubernetes.EPHEMERAL_STORAGE: "64Mi"},
 }
-#: the old ReplicaSets the Deployment keeps (each counts in `count/replicasets.apps`)
+#: the old ReplicaSets the Deployment keeps
 HISTORY = 1
-#: the objects of each kind the service keeps in a team namespace, by the names a ResourceQuota counts them under
-#: (the core kinds have a short name too)
-OBJECTS = {
-    "pods": 1,
-    "count/pods": 1,
-    "services": 1,
-    "count/services": 1,
-    "configmaps": 1,
-    "count/configmaps": 1,
-    "count/deployments.apps": 1,
-    "count/replicasets.apps": 1 + HISTORY,
-}
 
 
 def quota_share() -> dict[str, Decimal]:
-    """What the service takes from a namespace ResourceQuota (`hard` key → amount): the team quota is raised by
-    as much (`tenancy/limits.py`), or a job sized to the admin's figure is admitted by Kueue and then refused its
-    pods by the ResourceQuota (seen on the real install: 64Gi + 64Gi + the server's 32Mi over 128Gi). The
-    Deployment recreates its pod instead of surging, so one pod is the most there ever is."""
-    share = {key: Decimal(count) for key, count in OBJECTS.items()}
-    for kind, amounts in RESOURCES.items():
-        for resource, amount in amounts.items():
-            share[f"{kind}.{resource}"] = quantity(amount)
-            if kind == "requests":  # a bare resource name counts requests
-                share[resource] = quantity(amount)
-    return share
+    """What the service takes from a namespace ResourceQuota (`core/quota.py`): one pod (recreated, not surged),
+    its Deployment and ReplicaSets, a Service and a ConfigMap (counted under their short and `count/` names)."""
+    objects = {key: Decimal(1) for key in ("services", "count/services", "configmaps", "count/configmaps")}
+    return add_shares(pod_share(RESOURCES), deployment_share(HISTORY), objects)
 
 
 class FilesConfig(StrictModel):
