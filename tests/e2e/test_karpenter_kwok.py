@@ -95,7 +95,8 @@ def platform_with_karpenter(tmp_path: Path) -> Iterator[tuple[Sandbox, Process, 
     with sb:
         check_versions(render, sb.versions)
         start = time.monotonic()
-        proc = karpenter_kwok.start(sb, karpenter_kwok.instance_types([INSTANCE], ["on-demand"]))
+        disk = karpenter_kwok.node_class_disk(next(o for o in render.objects if o["kind"] == "EC2NodeClass"))
+        proc = karpenter_kwok.start(sb, karpenter_kwok.instance_types([INSTANCE], ["on-demand"], disk))
         print(f"Karpenter {karpenter.CORE_VERSION} ready in {time.monotonic() - start:.1f} s")
         apply_objects(sb.client, objects)
         bind_claims(sb.client, [o for o in render.objects if o["kind"] == "PersistentVolumeClaim"])
