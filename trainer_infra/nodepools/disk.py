@@ -16,12 +16,13 @@ provisioner's rule (checked 2026-11):
 On top of that the disk holds what no rule counts, sharing the filesystem with pods' ephemeral storage
 (https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/#local-ephemeral-storage): the
 container images (containerd keeps each image's compressed layers and its unpacked snapshot) and the OS and logs.
-`IMAGES` is room for two large GPU training images at once (the running one and the next being pulled, each ~30 GiB
-on disk: 10–20 GB compressed for the NGC / PyTorch CUDA images the runtimes use, unpacked beside it); `SYSTEM`
-is the OS of single-volume AMIs and the kubelet's rotated container logs (containerLogMaxSize 10Mi ×
-containerLogMaxFiles 5 per container by default). The default disk holds a pod at the bound plus both; a
-`nodePools[].disk` override may go down to the minimum that still schedules a pod at the bound (then images and
-logs eat into that pod's room and the kubelet may evict it), never below.
+`IMAGES` is room for two large training images on disk at once (the running one and the next being pulled, ~30 GiB
+each with both copies): the catalog's runtimes use CUDA images (pytorch/pytorch:*-cuda*-runtime,
+nvcr.io/nvidia/jax) and teams bring their own, often larger; a choice, not a measurement (`crictl images` on a
+node shows yours). `SYSTEM` is the OS of single-volume AMIs and the kubelet's rotated container logs
+(containerLogMaxSize 10Mi × containerLogMaxFiles 5 per container by default). The default disk holds a pod at the
+bound plus both; a `nodePools[].disk` override may go down to the minimum that still schedules a pod at the bound
+(then images and logs eat into that pod's room and the kubelet may evict it), never below.
 """
 
 from __future__ import annotations
