@@ -2,10 +2,12 @@
 
 The `local` stack with its GPU pool made a karpenter pool (p5.48xlarge, scaling 0..2) is rendered and applied to a
 harness control plane (real API server, Kueue, JobSet, Trainer). The NodePool is applied as rendered except its
-``nodeClassRef``, which names the kwok provider's ``KWOKNodeClass`` instead of the ``EC2NodeClass``. A team member's
-TrainJob is admitted through the team's queue; its pods wait for nodes; Karpenter launches them with the pool's
-labels and taints, the pods run there; the job deleted, Karpenter removes the empty nodes after the rendered
-``consolidateAfter``. Opt-in (`make e2e-karpenter`): the Karpenter build needs Go 1.27 (tests/e2e/README.md).
+``nodeClassRef``, which names the kwok provider's ``KWOKNodeClass`` instead of the ``EC2NodeClass``, whose root
+volume the fake cloud reports as each node's disk. A team member's TrainJob, each node's container asking for the
+most disk a member may (tenancy.ephemeralStorage.max), is admitted through the team's queue; its pods wait for
+nodes; Karpenter launches them with the pool's labels and taints, the pods run there; the job deleted, Karpenter
+removes the empty nodes after the rendered ``consolidateAfter``. Opt-in (`make e2e-karpenter`): the Karpenter build
+needs Go 1.27 (tests/e2e/README.md).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.platform import TJ, has_condition, node_ready, trainjob, unique, wait_admitted
-from trainer_infra.core.upstream import karpenter
+from trainer_infra.core.upstream import karpenter, kubernetes
 from trainer_infra.nodepools.machines import machine_table
 from trainer_infra.sandbox import karpenter_kwok
 from trainer_infra.sandbox.apply import apply_objects, bind_claims
@@ -29,6 +31,7 @@ from trainer_infra.sandbox.controlplane import Sandbox
 from trainer_infra.sandbox.kube import KubeClient, wait_for
 from trainer_infra.sandbox.processes import Process, wait_process
 from trainer_infra.sandbox.render import check_versions, kueue_settings, render_stack
+from trainer_infra.tenancy.ephemeral_storage import EphemeralStorageConfig
 
 pytestmark = [
     pytest.mark.e2e,
@@ -95,7 +98,8 @@ def platform_with_karpenter(tmp_path: Path) -> Iterator[tuple[Sandbox, Process, 
     with sb:
         check_versions(render, sb.versions)
         start = time.monotonic()
-        proc = karpenter_kwok.start(sb, karpenter_kwok.instance_types([INSTANCE], ["on-demand"]))
+        disk = karpenter_kwok.node_class_disk(next(o for o in render.objects if o["kind"] == "EC2NodeClass"))
+        proc = karpenter_kwok.start(sb, karpenter_kwok.instance_types([INSTANCE], ["on-demand"], disk))
         print(f"Karpenter {karpenter.CORE_VERSION} ready in {time.monotonic() - start:.1f} s")
         apply_objects(sb.client, objects)
         bind_claims(sb.client, [o for o in render.objects if o["kind"] == "PersistentVolumeClaim"])
@@ -148,7 +152,13 @@ def test_karpenter_launches_the_pools_nodes_for_an_admitted_trainjob_and_removes
         # a team member's job, through the team's queue
         name = unique("kp")
         member = sb.user_client(MEMBER)
-        member.create(trainjob(name, TEAM, gpus=8, nodes=NODES, queue="default"))
+        job = trainjob(name, TEAM, gpus=8, nodes=NODES, queue="default")
+        # each node's container at the bound a member may ask for: Kueue admits it whatever the disk, and it gets
+        # a node only because the node class's root volume holds it (the fake cloud reports the rendered size)
+        resources = job["spec"]["trainer"]["resourcesPerNode"]
+        for kind in ("requests", "limits"):
+            resources[kind][kubernetes.EPHEMERAL_STORAGE] = EphemeralStorageConfig().max
+        member.create(job)
         submitted = time.monotonic()
         wait_admitted(admin, TEAM, name, 120, " onto the karpenter pool's flavor (quota, no nodes yet)")
 

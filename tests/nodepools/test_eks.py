@@ -69,7 +69,7 @@ def test_the_example_stack_renders_node_groups_a_launch_template_and_a_placement
     assert spot["capacity_type"] == "SPOT" and spot["instance_types"] == ["g6.12xlarge"]
     assert spot["scaling_config"] == {"min_size": 4, "max_size": 4, "desired_size": 4}  # fixed: TAS is on
     assert spot["launch_template"]["id"] == ResourceOutput("l4-launch-template", "id")  # its user data: the PID limit
-    assert set(found["l4-launch-template"].args) == {"update_default_version", "user_data"}
+    assert set(found["l4-launch-template"].args) == {"update_default_version", "user_data", "block_device_mappings"}
     assert found["l4"].options.ignore_changes == ("scalingConfig.desiredSize",)
     assert all(r.options.protect and not r.options.replace_on_changes for r in found.values())
 

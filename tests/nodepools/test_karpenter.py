@@ -160,15 +160,3 @@ def test_an_efa_pool_counts_its_interfaces_in_the_nodepool_limits_and_the_queues
     assert p5.capacity["vpc.amazonaws.com/efa"] == 128  # its NodePool limits: size.max 4
     assert "vpc.amazonaws.com/efa" in validated.queues.covered
     assert validated.queues.teams["t"]["p5"].nominal["vpc.amazonaws.com/efa"] == 64
-
-
-def test_validate_warns_when_a_container_may_ask_for_more_disk_than_a_karpenter_node_has() -> None:
-    """Kueue does not count node disk: a pod asking for more ephemeral storage than Karpenter's default 20Gi volume
-    is admitted and then never gets a node (found by the kwok-provider e2e). A pool on a node class of the user's
-    own, or a bound that fits, draws no warning."""
-    warned = validate(karpenter_stack([pool()])).warnings
-    assert any(w.startswith("nodePools[0]: its nodes offer pods 20Gi of disk") and "200Gi" in w for w in warned)
-    fits: dict[str, Any] = {"tenancy": {"ephemeralStorage": {"defaultLimit": "10Gi", "max": "20Gi"}}}
-    assert not [w for w in validate(karpenter_stack([pool()], **fits)).warnings if "of disk" in w]
-    own = validate(karpenter_stack([pool(nodeClassName="gpu-default")])).warnings
-    assert not [w for w in own if "of disk" in w]

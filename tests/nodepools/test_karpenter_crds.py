@@ -56,6 +56,7 @@ SHAPES = {
     "efa in a placement group (id), bottlerocket": pool(
         node_class={"placementGroup": "pg-0123456789abcdef0", "amiAlias": "bottlerocket@1.50.0"}, efa=True
     ),
+    "a disk of its own, al2": {**pool(node_class={"amiAlias": "al2@latest"}), "disk": "1Ti"},
 }
 
 
@@ -100,8 +101,8 @@ def test_the_rendered_fields_are_the_ones_karpenter_reads() -> None:
 
 
 def test_the_crd_check_catches_what_karpenter_refuses() -> None:
-    """Not a vacuous pass: a misspelt field, a restricted label (CEL) and a reservation term naming both an ID and
-    tags (CEL) are each refused by the same check."""
+    """Not a vacuous pass: a misspelt field, a restricted label (CEL), a reservation term naming both an ID and
+    tags (CEL) and two root volumes (CEL) are each refused by the same check."""
     node_class, node_pool = sorted(rendered(SHAPES["reserved (ODCR by id)"]), key=lambda o: o["kind"])
     aws = "github.com/aws/karpenter-provider-aws"
     misspelt = copy.deepcopy(node_class)
@@ -110,6 +111,9 @@ def test_the_crd_check_catches_what_karpenter_refuses() -> None:
     both = copy.deepcopy(node_class)
     both["spec"]["capacityReservationSelectorTerms"] = [{"id": "cr-0123456789abcdef0", "tags": {"a": "b"}}]
     assert any("mutually exclusive" in v for v in violations(both, aws))
+    two_roots = copy.deepcopy(node_class)
+    two_roots["spec"]["blockDeviceMappings"] *= 2
+    assert any("only one blockDeviceMappings with rootVolume" in v for v in violations(two_roots, aws))
     restricted = copy.deepcopy(node_pool)
     restricted["spec"]["template"]["metadata"]["labels"]["karpenter.k8s.aws/instance-size"] = "x"
     restricted["spec"]["template"]["metadata"]["labels"]["karpenter.k8s.aws/made-up"] = "x"

@@ -87,16 +87,25 @@ def test_on_kwok_changes_only_the_node_class_reference() -> None:
 
 
 def test_the_fake_cloud_offers_the_instance_type_as_ec2_publishes_it() -> None:
-    [p5] = karpenter_kwok.instance_types(["p5.48xlarge"], ["on-demand", "spot"])
+    [p5] = karpenter_kwok.instance_types(["p5.48xlarge"], ["on-demand", "spot"], "302Gi")
     assert p5["resources"] == {
         "cpu": "192",
         "memory": "2048Gi",
         "pods": "100",
         "nvidia.com/gpu": "8",
         # the rendered EC2NodeClass's disk: a team pod requests ephemeral-storage and fits only with one
-        "ephemeral-storage": "20Gi",
+        "ephemeral-storage": "302Gi",
     }
     capacity_types = [o["Requirements"][0]["values"] for o in p5["offerings"]]
     assert capacity_types == [["on-demand"], ["spot"]]
     with pytest.raises(KeyError, match="not in the eks machine table"):
-        karpenter_kwok.instance_types(["p9.fictional"], ["on-demand"])
+        karpenter_kwok.instance_types(["p9.fictional"], ["on-demand"], "20Gi")
+
+
+def test_the_fake_cloud_reports_the_disk_karpenter_reads_from_the_node_class() -> None:
+    """The rootVolume mapping's size, as Karpenter's AWS provider takes it; its 20Gi default without mappings."""
+    os_volume: dict[str, Any] = {"deviceName": "/dev/xvda", "ebs": {"volumeSize": "6Gi"}}
+    data_volume = {"deviceName": "/dev/xvdb", "rootVolume": True, "ebs": {"volumeSize": "302Gi"}}
+    bottlerocket = {"spec": {"blockDeviceMappings": [os_volume, data_volume]}}
+    assert karpenter_kwok.node_class_disk(bottlerocket) == "302Gi"
+    assert karpenter_kwok.node_class_disk({"spec": {}}) == karpenter.DEFAULT_NODE_DISK == "20Gi"

@@ -32,6 +32,7 @@ from trainer_infra.core.model import StrictModel
 from trainer_infra.core.objects import ManagedObject
 from trainer_infra.core.upstream import azure, nvidia
 from trainer_infra.nodepools.cloud import CloudNodeGroup, RefConfig, provider, ref, size_issues
+from trainer_infra.nodepools.disk import DiskRule
 from trainer_infra.nodepools.labels import HOSTNAME, ZONE, Taint
 from trainer_infra.nodepools.machines import Machine, known_machine, machine_table
 from trainer_infra.nodepools.model import NodePool, NodeShape, ResolvedPool
@@ -92,6 +93,8 @@ class AksAgentPoolArgs(TypedDict, total=False):
     capacity_reservation_group_id: Input[str]
     gpu_profile: GPUProfileArgsDict
     kubelet_config: KubeletConfigArgsDict
+    os_disk_size_gb: int
+    kubelet_disk_type: str
 
 
 if TYPE_CHECKING:
@@ -124,6 +127,10 @@ def agent_pool_args(pool: ResolvedPool, cluster: AksCluster) -> AksAgentPoolArgs
         # containerservice.KubeletConfigArgsDict.pod_max_pids, "The maximum number of processes per pod")
         "kubelet_config": {"pod_max_pids": pool.config.pod_pids_limit},
     }
+    if pool.disk is not None:
+        # kubeletDiskType OS: "emptyDir volumes, container runtime data root, and Kubelet ephemeral storage" live on
+        # the OS disk (pulumi_azure_native 3 containerservice.KubeletDiskType), the disk sized here
+        args.update({"os_disk_size_gb": pool.disk.size_gib, "kubelet_disk_type": "OS"})
     if pool.autoscaling is not None:
         low, high = pool.autoscaling
         args.update({"enable_auto_scaling": True, "min_count": low, "max_count": high, "count": low})
@@ -152,6 +159,9 @@ class AksBackend(CloudNodeGroup):
 
     def provided_levels(self, pool: NodePool, settings: Any) -> frozenset[str] | None:
         return frozenset({ZONE, HOSTNAME})
+
+    def disk_rule(self, pool: NodePool, settings: Any) -> DiskRule | None:
+        return "aks"
 
     def shape(self, pool: NodePool, settings: Any) -> NodeShape | None:
         machine = _machine(settings)

@@ -24,6 +24,11 @@ NETWORK_LAYERS = tuple(f"{NETWORK_LAYER_PREFIX}{i}" for i in range(1, 5))
 #: The extended resource the EFA device plugin advertises and Karpenter sizes launches by (karpenter-provider-aws
 #: v1.15.2 pkg/apis/v1/labels.go `ResourceEFA`).
 EFA_RESOURCE = upstream_aws.EFA_RESOURCE
+#: The volume the kubelet's root dir, so pods' ephemeral storage and the images, lives on, per AMI family: the root
+#: volume of AL2/AL2023, Bottlerocket's data volume (its OS is on /dev/xvda). Karpenter takes a node's
+#: ephemeral-storage from it (karpenter-provider-aws v1.15.2 pkg/providers/amifamily al2.go, al2023.go,
+#: bottlerocket.go `EphemeralBlockDevice`); the EKS AMIs of the same families are laid out alike.
+EPHEMERAL_DEVICE = {"al2": "/dev/xvda", "al2023": "/dev/xvda", "bottlerocket": "/dev/xvdb"}
 
 #: Instance types `ec2:DescribeInstanceTopology` answers for, and how many network layers it returns
 #: (EC2 user guide, "Prerequisites for Amazon EC2 topology", instance types: 3 network nodes, or 4 for

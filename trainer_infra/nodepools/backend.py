@@ -14,6 +14,7 @@ from trainer_infra.core.cloud import CloudResource
 from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.objects import ManagedObject
+from trainer_infra.nodepools.disk import DiskRule
 from trainer_infra.nodepools.labels import DEFAULT_TOPOLOGY, Taint
 from trainer_infra.nodepools.model import NodePool, NodeShape, ProvisioningRequest, ResolvedPool
 
@@ -80,9 +81,13 @@ class NodePoolBackend(Protocol):
         """Whether the pool's nodes run a kubelet the platform does not configure (their per-pod PID limit is
         someone else's to set: validate says what to set)."""
 
-    def node_disk(self, pool: ResolvedPool) -> str | None:
-        """The disk (ephemeral-storage capacity) each node of the pool offers, when the platform's own rendering
-        fixes it; None when it is someone else's to size."""
+    def disk_rule(self, pool: NodePool, settings: Any) -> DiskRule | None:
+        """When the backend renders each node's disk: the provisioner whose kubelet reservation applies to it
+        (nodepools/disk.py sizes it, `ResolvedPool.disk`, for the backend to render); None: the nodes' own disk."""
+
+    def default_disk(self, pool: NodePool, settings: Any) -> str | None:
+        """What the nodes' disk offers pods when the platform does not render it and the pool declares no
+        `disk` (kwok: its fake disk); None: unknown, nothing to check."""
 
     def objects(self, pool: ResolvedPool) -> list[ManagedObject]:
         """The objects the backend owns for one pool."""
@@ -133,7 +138,10 @@ class BackendDefaults:
     def kubelet_unmanaged(self, pool: ResolvedPool) -> bool:
         return False
 
-    def node_disk(self, pool: ResolvedPool) -> str | None:
+    def disk_rule(self, pool: NodePool, settings: Any) -> DiskRule | None:
+        return None
+
+    def default_disk(self, pool: NodePool, settings: Any) -> str | None:
         return None
 
     def shared_objects(self, pools: list[ResolvedPool], mirror: str | None) -> list[ManagedObject]:

@@ -9,6 +9,7 @@ from trainer_infra.core.errors import ConfigIssue
 from trainer_infra.core.model import StrictModel
 from trainer_infra.core.quantity import quantity
 from trainer_infra.nodepools import pids
+from trainer_infra.nodepools.disk import LARGEST_GIB, node_disk
 from trainer_infra.nodepools.labels import (
     CAPACITY_TYPE_LABEL,
     HOSTNAME,
@@ -248,17 +249,59 @@ def kubelet_warnings(pools: tuple[ResolvedPool, ...]) -> list[str]:
     ]
 
 
+def disk_issues(pools: tuple[ResolvedPool, ...], container_max: str | None) -> list[ConfigIssue]:
+    """A disk the platform renders must hold a container at the bound (``container_max``): below that minimum a
+    job is admitted and never gets a node, which the stack itself would have made; nor may it exceed the cloud's
+    largest volume. Refused rather than warned: both values are in this stack, and the fix is in it too."""
+    issues = []
+    for p in pools:
+        disk = p.disk
+        if disk is None:
+            continue
+        at = f"{p.at}.disk"
+        found = p.config.disk or f"{disk.quantity}, derived from tenancy.ephemeralStorage.max"
+        if container_max is not None and disk.size_gib < disk.minimum_gib:
+            issues.append(
+                ConfigIssue(
+                    at,
+                    f"at least {disk.minimum_gib}Gi: the least disk on which a {disk.rule} node offers pods the "
+                    f"{container_max} a container may ask for (tenancy.ephemeralStorage.max); on less, such a job "
+                    "is admitted and never gets a node",
+                    found,
+                    f"drop disk (the default is {node_disk(disk.rule, container_max, None).quantity}), or lower "
+                    "tenancy.ephemeralStorage.max",
+                )
+            )
+        largest = LARGEST_GIB[disk.rule]
+        if disk.size_gib > largest:
+            issues.append(
+                ConfigIssue(
+                    at,
+                    f"at most {largest}Gi: the largest volume a {disk.rule} node can have",
+                    found,
+                    "lower tenancy.ephemeralStorage.max (the disk is sized for it) or disk",
+                )
+            )
+    return issues
+
+
 def disk_warnings(pools: tuple[ResolvedPool, ...], container_max: str | None) -> list[str]:
-    """Pools whose nodes offer less disk than a member's container may ask for (``container_max``, the platform's
-    per-container bound): Kueue does not count node disk, so such a pod is admitted and then never gets a node."""
+    """Pools whose disk the platform does not render and whose nodes offer, as declared (`disk`) or by their
+    backend's default, less than a member's container may ask for (``container_max``): Kueue does not count node
+    disk, so such a pod is admitted and then never gets a node. The platform cannot resize these nodes: a warning."""
     out = []
     for p in pools:
-        disk = BACKENDS[p.config.backend].node_disk(p) if p.settings is not None else None
-        if container_max is not None and disk is not None and quantity(disk) < quantity(container_max):
-            out.append(
-                f"{p.at}: its nodes offer pods {disk} of disk ({p.config.backend}'s default volume), but "
-                f"tenancy.ephemeralStorage.max lets a container ask for up to {container_max}: a job asking for "
-                "more than the node has is admitted and never gets a node. Lower tenancy.ephemeralStorage.max, or "
-                "give the pool nodes with a larger volume of your own (karpenter: nodeClassName)"
-            )
+        if container_max is None or p.disk is not None or p.settings is None:
+            continue
+        default = BACKENDS[p.config.backend].default_disk(p.config, p.settings)
+        offered = p.config.disk or default
+        if offered is None or quantity(offered) >= quantity(container_max):
+            continue
+        whose = "as declared in disk" if p.config.disk else f"{p.config.backend}'s default"
+        out.append(
+            f"{p.at}: its nodes offer pods {offered} of disk ({whose}), but tenancy.ephemeralStorage.max lets a "
+            f"container ask for up to {container_max}: a job asking for more than the node has is admitted and never "
+            "gets a node. Lower tenancy.ephemeralStorage.max, or give the pool nodes with a larger disk (then "
+            "declare it in disk)"
+        )
     return out

@@ -46,6 +46,7 @@ from trainer_infra.core.upstream import aws as upstream_aws
 from trainer_infra.core.upstream import nvidia
 from trainer_infra.nodepools import aws, pids
 from trainer_infra.nodepools.cloud import CloudNodeGroup, RefConfig, provider, ref, size_issues
+from trainer_infra.nodepools.disk import DiskRule, NodeDisk
 from trainer_infra.nodepools.labels import HOSTNAME, ZONE
 from trainer_infra.nodepools.machines import Machine, machine_table
 from trainer_infra.nodepools.model import NodePool, NodeShape, ResolvedPool
@@ -54,6 +55,8 @@ if TYPE_CHECKING:
     from pulumi import Input
     from pulumi_aws.ec2 import LaunchTemplate as SdkLaunchTemplate
     from pulumi_aws.ec2 import (
+        LaunchTemplateBlockDeviceMappingArgsDict,
+        LaunchTemplateBlockDeviceMappingEbsArgsDict,
         LaunchTemplateCapacityReservationSpecificationArgsDict,
         LaunchTemplateInstanceMarketOptionsArgsDict,
         LaunchTemplateNetworkInterfaceArgsDict,
@@ -164,6 +167,7 @@ class EksLaunchTemplateArgs(TypedDict, total=False):
     instance_market_options: LaunchTemplateInstanceMarketOptionsArgsDict
     update_default_version: bool
     user_data: str
+    block_device_mappings: list[LaunchTemplateBlockDeviceMappingArgsDict]
 
 
 class EksPlacementGroupArgs(TypedDict):
@@ -216,8 +220,25 @@ def user_data(pool: ResolvedPool, settings: EksPool) -> str:
     return base64.b64encode((text or pids.nodeadm_user_data(limit)).encode()).decode()
 
 
+def block_device_mappings(settings: EksPool, disk: NodeDisk) -> list[LaunchTemplateBlockDeviceMappingArgsDict]:
+    """The volume pods' ephemeral storage and the images live on: the AL2023 root volume, Bottlerocket's data
+    volume (nodepools/aws.py EPHEMERAL_DEVICE). The
+    AMI's other volumes keep the AMI's mapping; gp3 and encrypted, as EKS's own default volume."""
+    device = aws.EPHEMERAL_DEVICE["bottlerocket" if settings.ami_type.startswith("BOTTLEROCKET") else "al2023"]
+    ebs: LaunchTemplateBlockDeviceMappingEbsArgsDict = {
+        "volume_size": disk.size_gib,
+        "volume_type": "gp3",
+        "encrypted": "true",
+        "delete_on_termination": "true",
+    }
+    return [{"device_name": device, "ebs": ebs}]
+
+
 def launch_template_args(pool: ResolvedPool, settings: EksPool, cluster: EksCluster) -> EksLaunchTemplateArgs:
     args: EksLaunchTemplateArgs = {"update_default_version": True, "user_data": user_data(pool, settings)}
+    if pool.disk is not None:
+        # with a launch template the node group's own disk_size is refused (EKS API CreateNodegroup, diskSize)
+        args["block_device_mappings"] = block_device_mappings(settings, pool.disk)
     machine = _machine(settings)
     if settings.efa and machine is not None and settings.security_groups is not None:
         security_groups = sdk_value(_subnets(settings.security_groups))
@@ -349,6 +370,9 @@ class EksBackend(CloudNodeGroup):
     def provided_levels(self, pool: NodePool, settings: Any) -> frozenset[str] | None:
         layers = aws.network_levels([settings.instance_type]) if isinstance(settings, EksPool) else ()
         return frozenset({*layers, ZONE, aws.ZONE_ID, HOSTNAME})
+
+    def disk_rule(self, pool: NodePool, settings: Any) -> DiskRule | None:
+        return "eks"
 
     def shape(self, pool: NodePool, settings: Any) -> NodeShape | None:
         machine = _machine(settings) if isinstance(settings, EksPool) else None

@@ -26,6 +26,7 @@ from trainer_infra.core.model import StrictModel
 from trainer_infra.core.objects import ManagedObject
 from trainer_infra.core.upstream import gke
 from trainer_infra.nodepools.cloud import CloudNodeGroup, RefConfig, provider, ref, size_issues
+from trainer_infra.nodepools.disk import DiskRule
 from trainer_infra.nodepools.labels import HOSTNAME, ZONE
 from trainer_infra.nodepools.machines import Machine, known_machine, machine_table
 from trainer_infra.nodepools.model import NodePool, NodeShape, ProvisioningRequest, ResolvedPool
@@ -86,7 +87,7 @@ class GkePool(StrictModel):
         description="DWS flex-start queued provisioning: nodes exist only once Kueue's ProvisioningRequest is granted.",
     )
     service_account: RefConfig | None = Field(default=None, description="Node service account email.")
-    disk_size_gb: int | None = Field(default=None, ge=10)
+    disk_size_gb: int | None = Field(default=None, description="Replaced by nodePools[].disk (refused, with the hint).")
 
 
 class GkeNodePoolArgs(TypedDict, total=False):
@@ -144,8 +145,10 @@ def node_config(pool: ResolvedPool, settings: GkePool, machine: Machine) -> Node
         config["reservation_affinity"] = affinity
     if settings.service_account is not None:
         config["service_account"] = sdk_value(ref(settings.service_account))
-    if settings.disk_size_gb is not None:
-        config["disk_size_gb"] = settings.disk_size_gb
+    if pool.disk is not None:
+        # the boot disk holds pods' ephemeral storage and the images (no local SSD ephemeral storage configured);
+        # boot_disk rather than disk_size_gb, which pulumi_gcp 10 says is "being migrated to boot_disk.size_gb"
+        config["boot_disk"] = {"size_gb": pool.disk.size_gib}
     return config
 
 
@@ -213,6 +216,9 @@ class GkeBackend(CloudNodeGroup):
             return frozenset({*GKE_TOPOLOGY, ZONE})
         return frozenset({ZONE, HOSTNAME})
 
+    def disk_rule(self, pool: NodePool, settings: Any) -> DiskRule | None:
+        return "gke"
+
     def shape(self, pool: NodePool, settings: Any) -> NodeShape | None:
         machine = _machine(pool, settings) if isinstance(settings, GkePool) else None
         return machine.shape if machine is not None else None
@@ -228,6 +234,15 @@ class GkeBackend(CloudNodeGroup):
         settings: GkePool = pool.settings
         at, size, capacity = f"{pool.at}.gke", pool.config.size, pool.config.capacity_type
         issues = size_issues(pool)
+        if settings.disk_size_gb is not None:
+            issues.append(
+                ConfigIssue(
+                    f"{at}.diskSizeGb",
+                    "moved to the pool's disk, which every backend that renders a node's disk reads",
+                    str(settings.disk_size_gb),
+                    f"disk: {settings.disk_size_gb}Gi (or drop it: the default fits tenancy.ephemeralStorage.max)",
+                )
+            )
         zones = len(settings.node_locations)
         if size.count is not None and size.count % zones:
             issues.append(

@@ -29,6 +29,7 @@ from trainer_infra.core.upstream import karpenter, kubernetes
 from trainer_infra.manifests import meta
 from trainer_infra.nodepools import aws, pids
 from trainer_infra.nodepools.backend import BackendDefaults
+from trainer_infra.nodepools.disk import DiskRule, NodeDisk
 from trainer_infra.nodepools.labels import HOSTNAME, ZONE
 from trainer_infra.nodepools.model import NodePool, ResolvedPool
 
@@ -114,7 +115,29 @@ class KarpenterPool(StrictModel):
 RESTRICTED_DOMAINS = karpenter.RESTRICTED_LABEL_DOMAINS
 
 
-def _node_class(name: str, nc: EC2NodeClassConfig, pod_pids_limit: int) -> ManagedObject:
+#: Bottlerocket's OS volume, as Karpenter sizes it when it renders the defaults itself (bottlerocket.go
+#: `DefaultBlockDeviceMappings`: "at least as large as the AMI's root snapshot"). Naming any mapping replaces all of
+#: Karpenter's defaults (amifamily/resolver.go), so it is rendered too.
+BOTTLEROCKET_OS = ("/dev/xvda", "6Gi")
+
+
+def _ebs(size: str) -> dict[str, Any]:
+    """gp3 and encrypted, as Karpenter's own default volume (amifamily/resolver.go `DefaultEBS`)."""
+    return {"volumeSize": size, "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True}
+
+
+def block_device_mappings(ami_alias: str, disk: NodeDisk) -> list[dict[str, Any]]:
+    """The node's disk as `blockDeviceMappings`: the volume the kubelet's root dir lives on is `rootVolume`, the
+    one Karpenter takes the node's ephemeral-storage capacity from (instancetype/types.go `ephemeralStorage`)."""
+    family = ami_alias.split("@", 1)[0]
+    pods = {"deviceName": aws.EPHEMERAL_DEVICE[family], "rootVolume": True, "ebs": _ebs(disk.quantity)}
+    if family == "bottlerocket":
+        device, size = BOTTLEROCKET_OS
+        return [{"deviceName": device, "ebs": _ebs(size)}, pods]
+    return [pods]
+
+
+def _node_class(name: str, nc: EC2NodeClassConfig, pod_pids_limit: int, disk: NodeDisk | None) -> ManagedObject:
     spec: dict[str, Any] = {
         "role": nc.role,
         "amiSelectorTerms": [{"alias": nc.ami_alias}],
@@ -129,6 +152,8 @@ def _node_class(name: str, nc: EC2NodeClassConfig, pod_pids_limit: int) -> Manag
         # Bottlerocket's bootstrap reads only the fields it knows from spec.kubelet, podPidsLimit not among them;
         # it merges its settings into the node class's user data instead (bootstrap/bottlerocket.go `Script`)
         spec["userData"] = pids.bottlerocket_user_data(pod_pids_limit)
+    if disk is not None:  # always, for a node class of our own (disk_rule)
+        spec["blockDeviceMappings"] = block_device_mappings(nc.ami_alias, disk)
     if nc.capacity_reservations:
         spec["capacityReservationSelectorTerms"] = [t.as_k8s() for t in nc.capacity_reservations]
     if nc.placement_group is not None:
@@ -152,7 +177,7 @@ def karpenter_objects(pool: ResolvedPool) -> list[ManagedObject]:
     kp: KarpenterPool = pool.settings
     class_name = kp.node_class_name or pool.name
     limit = pool.config.pod_pids_limit
-    objects = [] if kp.node_class is None else [_node_class(class_name, kp.node_class, limit)]
+    objects = [] if kp.node_class is None else [_node_class(class_name, kp.node_class, limit, pool.disk)]
     requirements: list[dict[str, Any]] = [
         {"key": INSTANCE_TYPE, "operator": "In", "values": list(kp.instance_types)},
         {"key": CAPACITY_TYPE, "operator": "In", "values": [pool.config.capacity_type]},
@@ -356,9 +381,13 @@ class KarpenterBackend(BackendDefaults):
     def kubelet_unmanaged(self, pool: ResolvedPool) -> bool:
         return pool.settings.node_class is None  # an existing EC2NodeClass (nodeClassName) is not ours to change
 
-    def node_disk(self, pool: ResolvedPool) -> str | None:
-        # the EC2NodeClass we render sets no blockDeviceMappings: its nodes get the provider's default volume
-        return karpenter.DEFAULT_NODE_DISK if pool.settings.node_class is not None else None
+    def disk_rule(self, pool: NodePool, settings: Any) -> DiskRule | None:
+        # Karpenter computes its nodes' allocatable by the EKS AMIs' rule (nodepools/disk.py)
+        return "eks" if isinstance(settings, KarpenterPool) and settings.node_class is not None else None
+
+    def default_disk(self, pool: NodePool, settings: Any) -> str | None:
+        # someone else's EC2NodeClass: the provider's default volume unless it sets blockDeviceMappings
+        return karpenter.DEFAULT_NODE_DISK
 
     def objects(self, pool: ResolvedPool) -> list[ManagedObject]:
         return karpenter_objects(pool)

@@ -95,13 +95,19 @@ def _longest_generated(pool: str, levels: tuple[str, ...], layout: list[int]) ->
 
 
 #: A fake node has no disk; it offers one so that pods requesting ephemeral-storage (every team pod gets a
-#: request from its LimitRange, tenancy/ephemeral_storage.py) schedule as on a real node.
+#: request from its LimitRange, tenancy/ephemeral_storage.py) schedule as on a real node. `nodePools[].disk`
+#: replaces it (to try a smaller node's disk against tenancy.ephemeralStorage.max).
 FAKE_DISK = "1Ti"
 
 
 def _resources(pool: ResolvedPool) -> dict[str, str]:
     shape = pool.node
-    out = {"cpu": shape.cpu, "memory": shape.memory, "pods": str(shape.pods), kubernetes.EPHEMERAL_STORAGE: FAKE_DISK}
+    out = {
+        "cpu": shape.cpu,
+        "memory": shape.memory,
+        "pods": str(shape.pods),
+        kubernetes.EPHEMERAL_STORAGE: pool.config.disk or FAKE_DISK,
+    }
     if shape.accelerator:
         out[shape.accelerator.resource] = str(shape.accelerator.count)
     return dict(sorted(out.items()))
@@ -221,6 +227,9 @@ class KwokBackend(BackendDefaults):
 
     def extra_taints(self) -> tuple[Taint, ...]:
         return (KWOK_TAINT,)
+
+    def default_disk(self, pool: NodePool, settings: Any) -> str | None:
+        return FAKE_DISK
 
     def node_count(self, pool: NodePool, settings: Any) -> int:
         return math.prod(settings.layout) if isinstance(settings, KwokPool) else pool.size.count or 0

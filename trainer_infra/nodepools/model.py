@@ -18,6 +18,7 @@ from trainer_infra.core.quantity import quantity
 from trainer_infra.core.types import DnsLabel, ExtendedResource, LabelKey, LabelValue, PositiveQuantity
 from trainer_infra.core.upstream import amd, aws, kubernetes, nvidia
 from trainer_infra.nodepools import pids
+from trainer_infra.nodepools.disk import NodeDisk
 from trainer_infra.nodepools.labels import PRODUCT_LABELS, Taint, accelerator_taint
 
 
@@ -93,6 +94,13 @@ class NodePool(StrictModel):
             f"prints what to set; kwok: none (fake nodes). At least {pids.FLOOR}."
         ),
     )
+    disk: PositiveQuantity | None = Field(
+        default=None,
+        description="Each node's disk, where pods' ephemeral storage lives. gke, eks, aks and karpenter with its own "
+        "nodeClass: the volume the platform renders (default: sized so a container at tenancy.ephemeralStorage.max "
+        "fits, plus room for images and logs; an override below that minimum is refused). static, kwok, karpenter "
+        "nodeClassName: what the nodes offer pods (kwok default 1Ti), checked against the bound by validate.",
+    )
     topology: list[LabelKey] | None = Field(
         default=None,
         description=(
@@ -149,6 +157,7 @@ class ResolvedPool:
     flavor_labels: dict[str, str]  # what its ResourceFlavor selects on
     autoscaling: tuple[int, int] | None = None  # (min, max) when the pool scales itself; node_count is max
     provisioning: ProvisioningRequest | None = None  # Kueue asks for the nodes before admitting onto the flavor
+    disk: NodeDisk | None = None  # the disk the platform renders per node; None: the nodes' own (nodepools/disk.py)
 
     @property
     def name(self) -> str:

@@ -1,12 +1,13 @@
 """Node pools → ResolvedPool facts, once per validation: the node shape (declared, or the backend's machine
-table), taints (the pool's and its backend's), topology, node count, capacity, node labels and the labels its
-ResourceFlavor selects on."""
+table), taints (the pool's and its backend's), topology, node count, capacity, node labels, the labels its
+ResourceFlavor selects on, and the disk the backend renders per node."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from trainer_infra.core.errors import ConfigError, ConfigIssue
+from trainer_infra.nodepools.disk import node_disk
 from trainer_infra.nodepools.labels import CAPACITY_TYPE_LABEL, POOL_LABEL
 from trainer_infra.nodepools.model import NodePool, NodeShape, ResolvedPool, per_node
 from trainer_infra.nodepools.registry import BACKENDS
@@ -22,9 +23,12 @@ def pool_shape(pool: NodePool, index: int) -> NodeShape:
     return shape
 
 
-def resolve_pool(pool: NodePool, index: int) -> ResolvedPool:
+def resolve_pool(pool: NodePool, index: int, container_disk: str) -> ResolvedPool:
+    """`container_disk` is the most ephemeral storage a member's container may ask for
+    (`tenancy.ephemeralStorage.max`): the disk the backend renders is sized for it."""
     backend = BACKENDS[pool.backend]
     settings = pool.settings
+    rule = backend.disk_rule(pool, settings) if settings is not None else None
     node = pool_shape(pool, index)
     taints = pool.configured_taints(node)
     taints += [t for t in backend.extra_taints() if t not in taints]
@@ -46,8 +50,9 @@ def resolve_pool(pool: NodePool, index: int) -> ResolvedPool:
         flavor_labels=dict(sorted(selector.items())) if selector else {POOL_LABEL: pool.name},
         autoscaling=backend.autoscaling(pool, settings),
         provisioning=backend.provisioning(pool, settings),
+        disk=node_disk(rule, container_disk, pool.disk) if rule is not None else None,
     )
 
 
-def resolve_pools(pools: Sequence[NodePool]) -> tuple[ResolvedPool, ...]:
-    return tuple(resolve_pool(p, i) for i, p in enumerate(pools))
+def resolve_pools(pools: Sequence[NodePool], container_disk: str) -> tuple[ResolvedPool, ...]:
+    return tuple(resolve_pool(p, i, container_disk) for i, p in enumerate(pools))

@@ -68,11 +68,20 @@ def on_kwok(objects: list[Obj]) -> list[Obj]:
     return out
 
 
-def instance_types(names: list[str], capacity_types: list[str]) -> list[Obj]:
+def node_class_disk(node_class: Obj) -> str:
+    """The ephemeral-storage Karpenter's AWS provider reports for nodes of an EC2NodeClass: its `rootVolume`
+    mapping's size, else the provider's default volume (v1.15.2 pkg/providers/instancetype/types.go
+    ``ephemeralStorage``; the platform's node classes always mark one, nodepools/karpenter.py)."""
+    mappings = node_class.get("spec", {}).get("blockDeviceMappings", [])
+    root = [m["ebs"]["volumeSize"] for m in mappings if m.get("rootVolume") and "volumeSize" in m.get("ebs", {})]
+    return root[0] if root else karpenter.DEFAULT_NODE_DISK
+
+
+def instance_types(names: list[str], capacity_types: list[str], disk: str) -> list[Obj]:
     """The fake cloud's catalogue (kwok/cloudprovider/helpers.go ``InstanceTypeOptions``): each EC2 instance type
     with the capacity the eks machine table gives it (vCPUs, memory, GPUs, max pods: what EC2 publishes and
-    Karpenter's AWS provider reports as capacity) and the disk that provider reports for the rendered node class
-    (no block device mappings: its default root volume), offered in every capacity type asked for. Karpenter
+    Karpenter's AWS provider reports as capacity) and `disk`, what that provider reports for the rendered node class
+    (``node_class_disk``), offered in every capacity type asked for. Karpenter
     compares NodePool limits with this capacity; the kwok provider's allocatable is it minus 100m CPU and 10Mi.
     Without a disk no team pod fits: each requests ephemeral-storage (tenancy/ephemeral_storage.py), and
     Karpenter reports "no instance type has enough resources"."""
@@ -87,7 +96,7 @@ def instance_types(names: list[str], capacity_types: list[str]) -> list[Obj]:
             "cpu": str(facts.vcpu),
             "memory": f"{facts.memory_gib}Gi",
             "pods": str(facts.max_pods),
-            kubernetes.EPHEMERAL_STORAGE: karpenter.DEFAULT_NODE_DISK,
+            kubernetes.EPHEMERAL_STORAGE: disk,
         }
         if facts.gpu is not None:
             resources[facts.gpu.resource] = str(facts.gpu.count)

@@ -33,7 +33,13 @@ from trainer_infra.core.schema import issue_from
 from trainer_infra.core.walk import instances
 from trainer_infra.datacache.checks import check_data_cache, check_data_cache_protections, check_job_service_accounts
 from trainer_infra.datacache.pinned import CACHE_CLUSTER_PODS
-from trainer_infra.nodepools.checks import check_pools, check_scaling_under_tas, disk_warnings, kubelet_warnings
+from trainer_infra.nodepools.checks import (
+    check_pools,
+    check_scaling_under_tas,
+    disk_issues,
+    disk_warnings,
+    kubelet_warnings,
+)
 from trainer_infra.nodepools.model import ResolvedPool
 from trainer_infra.nodepools.registry import BACKENDS as POOL_BACKENDS
 from trainer_infra.nodepools.resolve import resolve_pools
@@ -91,17 +97,19 @@ class Draft:
 def _draft(cfg: StackConfig) -> Draft:
     kueue = kueue_settings(cfg)
     releases = resolve_releases(cfg, cfg.kubernetes.version, kueue.train_job_integration)
-    pools = resolve_pools(cfg.node_pools)
+    storage = cfg.tenancy.ephemeral_storage
+    pools = resolve_pools(cfg.node_pools, storage.max)
+    bound = storage.max if storage.enabled else None
     pool_issues = check_pools(pools, cfg.cloud) + check_scaling_under_tas(pools, kueue.tas.enabled)
+    pool_issues += disk_issues(pools, bound)
     queues = resolve_queues(() if pool_issues else pools, cfg.teams, kueue.tas.enabled)
     catalog = load_catalog()
     trainer = releases.by_name["trainer"].app_version
     mount_path = cfg.storage.mount_path if cfg.storage is not None else None
     selection, catalog_issues = select(cfg.runtimes, cfg.teams, trainer, features(cfg.data_cache), catalog, mount_path)
     unused, warnings = unused_settings(cfg.runtimes, cfg.queues.placement.runtimes, selection, catalog)
-    storage = cfg.tenancy.ephemeral_storage
     warnings += no_effect_warnings(cfg) + kubelet_warnings(pools)
-    warnings += disk_warnings(pools, storage.max if storage.enabled else None)
+    warnings += disk_warnings(pools, bound)
     return Draft(cfg, releases, pools, pool_issues, queues, catalog, selection, catalog_issues + unused, warnings)
 
 
