@@ -202,8 +202,9 @@ def sandbox_stack() -> Obj:
 
 
 def runtime_images(render: Any) -> tuple[dict[str, Image], list[str]]:
-    """The CPU stand-in of every runtime the render serves (its trainer image's reference without the mirror →
-    the image), and the runtimes left without one because their stand-in is not built (torch's must be)."""
+    """The CPU stand-in of every image the render's runtimes run that has one (the trainer's, the initializers';
+    its reference without the mirror → the image), and the runtimes left without one because a stand-in is not
+    built (torch's must be)."""
     from trainer_infra.sandbox.runtime_images import STAND_INS, TORCH, StandInError, stand_in_image
 
     read: dict[str, Image] = {}
@@ -211,17 +212,24 @@ def runtime_images(render: Any) -> tuple[dict[str, Image], list[str]]:
     missing = []
     for runtime in render.of_kind("ClusterTrainingRuntime") + render.of_kind("TrainingRuntime"):
         name = runtime["metadata"]["name"]
-        stand_in = next((s for s in STAND_INS if name in s.runtimes), None)
-        if stand_in is None:
-            continue
-        upstream = trainer_container(runtime)["image"].removeprefix(f"{MIRROR}/")
-        try:
-            images[upstream] = read.get(stand_in.name) or read.setdefault(stand_in.name, stand_in_image(stand_in))
-        except StandInError:
-            if stand_in is TORCH:
-                raise
-            missing.append(name)
+        for stand_in in (s for s in STAND_INS if name in s.runtimes):
+            upstream = step_container(runtime, stand_in.container)["image"].removeprefix(f"{MIRROR}/")
+            try:
+                images[upstream] = read.get(stand_in.name) or read.setdefault(stand_in.name, stand_in_image(stand_in))
+            except StandInError:
+                if stand_in is TORCH:
+                    raise
+                missing.append(name)
     return images, sorted(set(missing))
+
+
+def step_container(runtime: Obj, name: str) -> Obj:
+    """The container ``name`` (``node``, ``model-initializer``, ``dataset-initializer``) of a runtime."""
+    for job in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
+        for container in job["template"]["spec"]["template"]["spec"]["containers"]:
+            if container["name"] == name:
+                return dict(container)
+    raise KeyError(f"runtime {runtime['metadata']['name']} has no container {name}")
 
 
 def trainer_container(runtime: Obj) -> Obj:
