@@ -22,6 +22,7 @@ import json
 import os
 import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,13 @@ from trainer_infra.sandbox.hub import DATASET_REPO, MODEL_REPO, read_log, tiny_d
 from trainer_infra.sandbox.kube import ApiError, KubeClient, wait_for
 from trainer_infra.sandbox.platform_sandbox import GPU, trainer_container
 
-pytestmark = SANDBOX_MARKS
+
+def _sandbox(test: Callable[..., None]) -> Callable[..., None]:
+    """The sandbox session's marks (opt-in, root); the GPU-cluster test has its own."""
+    for mark in SANDBOX_MARKS:
+        test = mark(test)
+    return test
+
 
 Obj = dict[str, Any]
 TJ = "trainer.kubeflow.org/v1alpha1"
@@ -119,6 +126,7 @@ def _finished(admin: KubeClient, ns: str, name: str, seen: dict[str, Obj], logs:
     return job if any(c["status"] == "True" for c in done) else None
 
 
+@_sandbox
 def test_initializers_download_with_the_team_token_and_the_trainer_step_reads_it(
     platform_sandbox: RunningSandbox,
 ) -> None:
@@ -185,6 +193,7 @@ def test_initializers_download_with_the_team_token_and_the_trainer_step_reads_it
     print(f"[llm] trainer step: torch {version}, {tensors} tensors, {params} parameters, {rows} rows", flush=True)
 
 
+@_sandbox
 @pytest.mark.parametrize(
     ("env", "words"),
     [
@@ -212,6 +221,7 @@ def test_a_member_cannot_point_the_initializers_elsewhere_or_read_the_token(
 GPU_CLUSTER = os.environ.get("E2E_GPU_KUBECONFIG")
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(not GPU_CLUSTER, reason="opt-in: E2E_GPU_KUBECONFIG=<a member's kubeconfig on a GPU cluster>")
 def test_torchtune_fine_tune_on_a_gpu_cluster() -> None:
     """On a cluster with the platform, GPUs and the Hub (or a mirror at tenancy.hub.endpoint) holding
