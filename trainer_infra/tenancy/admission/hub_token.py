@@ -9,7 +9,7 @@ only, never mounted (the JobSets Trainer makes from the platform's runtimes do e
 
 from __future__ import annotations
 
-from trainer_infra.admission.cel import lit
+from trainer_infra.admission.cel import initializer_envs, lit
 from trainer_infra.admission.model import AdmissionRule, AdmissionSettings, AdmittedKind
 from trainer_infra.core.upstream import huggingface
 from trainer_infra.manifests.runtime import INITIALIZERS
@@ -76,12 +76,7 @@ TRAINER_TOKEN = AdmissionRule("trainerToken", ("TrainJob",), _TOKEN_MESSAGE, _tr
 
 
 def _initializer_hub(kind: AdmittedKind, settings: AdmissionSettings) -> str:
-    i = "object.spec.initializer"
-    per = [
-        f"(!has({i}.{step}) || !has({i}.{step}.env) || !{i}.{step}.env.exists(e, e.name in {lit(list(HUB_ENV))}))"
-        for step in ("dataset", "model")
-    ]
-    return f"!has({i}) || ({' && '.join(per)})"
+    return initializer_envs(lambda env: f"!{env}.exists(e, e.name in {lit(list(HUB_ENV))})")
 
 
 INITIALIZER_HUB = AdmissionRule(
