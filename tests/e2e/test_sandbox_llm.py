@@ -62,7 +62,7 @@ for name, meta in header.items():
     total += t.numel()
 rows = [json.loads(line) for line in open(f"{root}/dataset/data/train.jsonl")]
 config = json.load(open(f"{root}/model/config.json"))
-hf_env = sorted(k for k in os.environ if "HF_" in k or "TOKEN" in k or "HUGGING" in k)
+hf_env = sorted(k for k in os.environ if k.startswith("HF_") or "HUGGING" in k or k == "ACCESS_TOKEN")
 print(f"trainer torch {torch.__version__} tensors {len(header)} params {total} model {config['model_type']} "
       f"rows {len(rows)} bin {os.path.exists(root + '/model/pytorch_model.bin')} hf_env {','.join(hf_env) or '-'}",
       flush=True)
