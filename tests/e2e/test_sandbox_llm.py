@@ -30,6 +30,8 @@ import pytest
 
 from tests.e2e.platform import unique
 from tests.e2e.sandbox_session import SANDBOX_MARKS, RunningSandbox
+from trainer_infra.core.upstream import jobset
+from trainer_infra.core.upstream.kueue import QUEUE_LABEL
 from trainer_infra.sandbox.hub import DATASET_REPO, MODEL_REPO, read_log, tiny_dataset, tiny_model
 from trainer_infra.sandbox.kube import ApiError, KubeClient, wait_for
 from trainer_infra.sandbox.platform_sandbox import GPU, trainer_container
@@ -89,7 +91,7 @@ def _trainjob(name: str, member: Any, initializer: Obj, trainer: Obj | None = No
         "metadata": {
             "name": name,
             "namespace": member.namespace,
-            "labels": {"kueue.x-k8s.io/queue-name": member.queue},
+            "labels": {QUEUE_LABEL: member.queue},
         },
         "spec": {
             "runtimeRef": {"name": RUNTIME},
@@ -107,8 +109,8 @@ def _initializer(env: list[Obj] | None = None) -> Obj:
 
 
 def _pods(admin: KubeClient, ns: str, name: str) -> dict[str, Obj]:
-    pods = admin.list("v1", "Pod", ns, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}")
-    return {p["metadata"]["labels"].get("jobset.sigs.k8s.io/replicatedjob-name", "?"): p for p in pods}
+    pods = admin.list("v1", "Pod", ns, label_selector=f"{jobset.JOBSET_NAME_LABEL}={name}")
+    return {p["metadata"]["labels"].get(jobset.REPLICATED_JOB_NAME_LABEL, "?"): p for p in pods}
 
 
 def _finished(admin: KubeClient, ns: str, name: str, seen: dict[str, Obj], logs: dict[str, str]) -> Obj | None:
