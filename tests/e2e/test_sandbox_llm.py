@@ -235,7 +235,7 @@ def test_torchtune_fine_tune_on_a_gpu_cluster() -> None:
     job = {
         "apiVersion": TJ,
         "kind": "TrainJob",
-        "metadata": {"name": name, "namespace": ns, "labels": {"kueue.x-k8s.io/queue-name": queue}},
+        "metadata": {"name": name, "namespace": ns, "labels": {QUEUE_LABEL: queue}},
         "spec": {
             "runtimeRef": {"name": RUNTIME},
             "initializer": {
@@ -250,7 +250,7 @@ def test_torchtune_fine_tune_on_a_gpu_cluster() -> None:
     wait = [*kubectl, "-n", ns, "wait", f"trainjob/{name}", "--for=condition=Complete", "--timeout=3600s"]
     subprocess.run(wait, check=True)
     logs = subprocess.run(
-        [*kubectl, "-n", ns, "logs", f"-ljobset.sigs.k8s.io/jobset-name={name}", "--all-containers", "--tail=-1"],
+        [*kubectl, "-n", ns, "logs", f"-l{jobset.JOBSET_NAME_LABEL}={name}", "--all-containers", "--tail=-1"],
         capture_output=True,
         text=True,
         check=True,
