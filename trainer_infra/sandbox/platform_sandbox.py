@@ -157,6 +157,10 @@ def sandbox_extra() -> Obj:
             "enabled": RUNTIMES,
             "teams": [{"team": teams[0]["name"], "runtime": name} for name in MPI_RUNTIMES],
             "faultTolerance": {"maxRestarts": MAX_RESTARTS},
+            # what containers without resources get (the initializers): Kueue charges a TrainJob's initializer pod
+            # sets for the whole job, so the catalog's default (1 CPU each) left a torchtune job 2 CPUs + 250m on
+            # this 2-CPU node: "insufficient quota for cpu" (seen on the real node)
+            "defaultResources": {"requests": {"cpu": "100m", "memory": "512Mi"}},
         },
         "teams": teams,
     }
