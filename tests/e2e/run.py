@@ -77,6 +77,7 @@ SANDBOX_TESTS = (
     "tests/e2e/test_sandbox_network.py",
     "tests/e2e/test_sandbox_attacks.py",
     "tests/e2e/test_sandbox_limits.py",
+    "tests/e2e/test_sandbox_llm.py",
     "tests/e2e/test_sandbox_runtimes.py",
     "tests/e2e/test_sandbox_pids.py",
     "tests/e2e/test_sandbox_progress.py",

@@ -62,8 +62,6 @@ CATALOG = sorted(p.stem for p in (CHECKOUT / "runtimes").glob("*.yaml") if not p
 
 #: runtimes this session cannot run, and why (each a concrete missing input, not a missing image)
 CANNOT_RUN = {
-    "torchtune-llama3.2-1b": "its model initializer downloads meta-llama/Llama-3.2-1B-Instruct from Hugging Face "
-    "(gated weights, no hub reachable here) and its dataset initializer tatsu-lab/alpaca; `tune run` needs both",
     "torchtune-llama3.2-3b": "its model initializer downloads meta-llama/Llama-3.2-3B-Instruct from Hugging Face "
     "(gated weights, no hub reachable here) and its dataset initializer tatsu-lab/alpaca; `tune run` needs both",
     "torchtune-qwen2.5-1.5b": "its model initializer downloads Qwen/Qwen2.5-1.5B-Instruct from Hugging Face "
@@ -75,6 +73,8 @@ CANNOT_RUN = {
 }
 #: runtimes another file of this session runs
 RUN_ELSEWHERE = {
+    "torchtune-llama3.2-1b": "tests/e2e/test_sandbox_llm.py (its initializers download a tiny model and dataset from "
+    "the sandbox's stand-in Hub with the team's token; the trainer step reads them: torchtune needs torch 2.x)",
     "torch-distributed": "tests/e2e/test_sandbox_up.py and test_sandbox_training.py (the SDK's train(), torchrun over "
     "gloo on 2 nodes, a checkpoint, a resume, an OOM)",
 }

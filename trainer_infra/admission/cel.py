@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 #: where a policy reads the request namespace's annotations (the team allow-lists)
@@ -23,3 +24,11 @@ def guarded(*paths: str) -> str:
 
 def has_annotation(key: str) -> str:
     return f"has({ANNOTATIONS}) && '{key}' in {ANNOTATIONS}"
+
+
+def initializer_envs(holds: Callable[[str], str]) -> str:
+    """CEL: `holds(env)` is true of the env list of each initializer a TrainJob sets (`spec.initializer.dataset`,
+    `.model`); true where there is none."""
+    i = "object.spec.initializer"
+    per = [f"(!has({i}.{step}) || !has({i}.{step}.env) || {holds(f'{i}.{step}.env')})" for step in ("dataset", "model")]
+    return f"!has({i}) || ({' && '.join(per)})"

@@ -30,7 +30,7 @@ from trainer_infra.manifests.runtime import (
 from trainer_infra.queues.placement import Placement, inject_placement
 from trainer_infra.storage.config import StorageConfig
 from trainer_infra.storage.injection import shared_workspace
-from trainer_infra.tenancy.injection import hf_token_env
+from trainer_infra.tenancy.injection import hf_token_env, hub_endpoint_env
 
 Manifest = dict[str, Any]
 
@@ -43,6 +43,7 @@ class RuntimeFacts:
     placement: Placement = field(default_factory=Placement)
     storage: StorageConfig | None = None
     hf_token: bool = False  # some team has a Hugging Face token
+    hub_endpoint: str | None = None  # the Hub the initializers download from (tenancy.hub.endpoint)
     default_resources: Resources | None = None
     accelerators: tuple[str, ...] = ()  # the accelerator resources the stack's pools offer, sorted
     fault_tolerance: FaultTolerance = field(default_factory=FaultTolerance)  # this runtime's, overrides merged
@@ -131,6 +132,7 @@ INJECTIONS: list[tuple[str, Injection]] = [
     ("placement", lambda facts, rt: inject_placement(facts.placement, rt)),
     ("shared-volume", lambda facts, rt: shared_workspace(facts.storage, rt)),
     ("hf-token", lambda facts, rt: hf_token_env(facts.hf_token, rt)),
+    ("hub-endpoint", lambda facts, rt: hub_endpoint_env(facts.hub_endpoint, rt)),
     ("gpu-tolerations", lambda facts, rt: accelerator_tolerations(facts.accelerators, rt)),
     ("claim-templates", lambda facts, rt: claim_templates(rt)),
     ("pod-security", lambda facts, rt: restricted_pods(facts.security_context, rt)),  # after shared-volume

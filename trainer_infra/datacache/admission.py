@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from trainer_infra.admission.cel import OBJECT_NAME, guarded, lit
+from trainer_infra.admission.cel import OBJECT_NAME, guarded, initializer_envs, lit
 from trainer_infra.admission.model import AdmissionRule, AdmissionSettings, AdmittedKind, CacheDeputy
 from trainer_infra.core.upstream import kubernetes, lws, trainer
 from trainer_infra.core.upstream.kueue import QUEUE_LABEL
@@ -73,12 +73,7 @@ def _env_allowed(var: str, settings: AdmissionSettings) -> str:
 
 
 def _initializer_env(kind: AdmittedKind, settings: AdmissionSettings) -> str:
-    i = "object.spec.initializer"
-    per = [
-        f"(!has({i}.{step}) || !has({i}.{step}.env) || {i}.{step}.env.all(e, {_env_allowed('e', settings)}))"
-        for step in ("dataset", "model")
-    ]
-    return f"!has({i}) || ({' && '.join(per)})"
+    return initializer_envs(lambda env: f"{env}.all(e, {_env_allowed('e', settings)})")
 
 
 def _initializer_env_message() -> str:

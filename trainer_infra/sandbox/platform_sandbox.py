@@ -26,6 +26,7 @@ import contextlib
 import ctypes
 import json
 import os
+import secrets
 import signal
 import socket
 import struct
@@ -44,6 +45,7 @@ from trainer_infra.nodepools import pids
 from trainer_infra.nodepools.static import node_names
 from trainer_infra.sandbox import leftovers, node_host
 from trainer_infra.sandbox.chart_sandbox import REAL_NODE, ChartSandbox
+from trainer_infra.sandbox.hub import HUB_IP, HUB_PORT, Hub
 from trainer_infra.sandbox.interrupts import uninterruptible
 from trainer_infra.sandbox.node import MIRROR, publish
 from trainer_infra.sandbox.node_host import NodeError, containerd_socket
@@ -69,7 +71,11 @@ NODE_GPUS = 8
 #: the uid/gid the platform runs runtimes as (runtimes.securityContext defaults)
 TRAINER_ID = 1000
 #: the runtimes the sandbox stack serves to every team
-RUNTIMES = ["torch-distributed", "xgboost-distributed", "jax-distributed"]
+RUNTIMES = ["torch-distributed", "xgboost-distributed", "jax-distributed", "torchtune-llama3.2-1b"]
+#: the stand-in Hub's address (sandbox/hub.py), the initializers' `tenancy.hub.endpoint`; the first team's
+#: `secrets.hfToken` is a token made per `up` (a Pulumi secret), the only one the Hub accepts
+HUB_ENDPOINT = f"http://{HUB_IP}" if HUB_PORT == 80 else f"http://{HUB_IP}:{HUB_PORT}"
+HUB_TOKEN_PATH = "trainer-platform:teams[0].secrets.hfToken"
 #: MPI runtimes, served as TrainingRuntimes of the first team (`restricted`: their sshd adds back NET_BIND_SERVICE,
 #: docs/teams.md#pod-security)
 MPI_RUNTIMES = ["deepspeed-distributed", "mlx-distributed"]
@@ -115,7 +121,12 @@ def sandbox_extra() -> Obj:
     components = local["trainer-platform:components"]
     components["kueue"]["waitForPodsReady"] = {"timeout": PODS_READY_TIMEOUT}
     # images: the mirror only (the local stack's registries are for a cluster with the internet)
-    tenancy = {**local.get("trainer-platform:tenancy", {}), "images": {}, "ephemeralStorage": EPHEMERAL_STORAGE}
+    tenancy = {
+        **local.get("trainer-platform:tenancy", {}),
+        "images": {},
+        "ephemeralStorage": EPHEMERAL_STORAGE,
+        "hub": {"endpoint": HUB_ENDPOINT},
+    }
     return {
         "tenancy": tenancy,
         "components": components,
@@ -151,6 +162,10 @@ def sandbox_extra() -> Obj:
             "enabled": RUNTIMES,
             "teams": [{"team": teams[0]["name"], "runtime": name} for name in MPI_RUNTIMES],
             "faultTolerance": {"maxRestarts": MAX_RESTARTS},
+            # what containers without resources get (the initializers): Kueue charges a TrainJob's initializer pod
+            # sets for the whole job, so the catalog's default (1 CPU each) left a torchtune job 2 CPUs + 250m on
+            # this 2-CPU node: "insufficient quota for cpu" (seen on the real node)
+            "defaultResources": {"requests": {"cpu": "100m", "memory": "512Mi"}},
         },
         "teams": teams,
     }
@@ -207,9 +222,9 @@ def sandbox_stack() -> Obj:
 
 
 def runtime_images(render: Any) -> tuple[dict[str, Image], list[str]]:
-    """The CPU stand-in of every runtime the render serves (its trainer image's reference without the mirror →
-    the image), and the runtimes left without one because their stand-in is not built (torch's must be); the team
-    file service's image is torch's too."""
+    """The CPU stand-in of every image the render's runtimes run that has one (the trainer's, the initializers';
+    its reference without the mirror → the image), and the runtimes left without one because a stand-in is not
+    built (torch's must be); the team file service's image is torch's too."""
     from trainer_infra.sandbox.runtime_images import STAND_INS, TORCH, StandInError, stand_in_image
 
     read: dict[str, Image] = {}
@@ -217,16 +232,14 @@ def runtime_images(render: Any) -> tuple[dict[str, Image], list[str]]:
     missing = []
     for runtime in render.of_kind("ClusterTrainingRuntime") + render.of_kind("TrainingRuntime"):
         name = runtime["metadata"]["name"]
-        stand_in = next((s for s in STAND_INS if name in s.runtimes), None)
-        if stand_in is None:
-            continue
-        upstream = trainer_container(runtime)["image"].removeprefix(f"{MIRROR}/")
-        try:
-            images[upstream] = read.get(stand_in.name) or read.setdefault(stand_in.name, stand_in_image(stand_in))
-        except StandInError:
-            if stand_in is TORCH:
-                raise
-            missing.append(name)
+        for stand_in in (s for s in STAND_INS if name in s.runtimes):
+            upstream = step_container(runtime, stand_in.container)["image"].removeprefix(f"{MIRROR}/")
+            try:
+                images[upstream] = read.get(stand_in.name) or read.setdefault(stand_in.name, stand_in_image(stand_in))
+            except StandInError:
+                if stand_in is TORCH:
+                    raise
+                missing.append(name)
     # the team file service's python image: the torch stand-in has python3 (its standard library is all it runs)
     for deployment in render.of_kind("Deployment"):
         if deployment["metadata"]["name"] == files.NAME:
@@ -234,6 +247,15 @@ def runtime_images(render: Any) -> tuple[dict[str, Image], list[str]]:
                 upstream = container["image"].removeprefix(f"{MIRROR}/")
                 images[upstream] = read.get(TORCH.name) or read.setdefault(TORCH.name, stand_in_image(TORCH))
     return images, sorted(set(missing))
+
+
+def step_container(runtime: Obj, name: str) -> Obj:
+    """The container ``name`` (``node``, ``model-initializer``, ``dataset-initializer``) of a runtime."""
+    for job in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
+        for container in job["template"]["spec"]["template"]["spec"]["containers"]:
+            if container["name"] == name:
+                return dict(container)
+    raise KeyError(f"runtime {runtime['metadata']['name']} has no container {name}")
 
 
 def trainer_container(runtime: Obj) -> Obj:
@@ -250,12 +272,17 @@ class NodeSandbox(ChartSandbox):
 
     node_taints = ()
 
-    def __init__(self, workdir: Path, images: dict[str, Image], pod_pids_limit: int, **kwargs: Any) -> None:
+    def __init__(
+        self, workdir: Path, images: dict[str, Image], pod_pids_limit: int, hub_token: str = "", **kwargs: Any
+    ) -> None:
         super().__init__(workdir, **kwargs)
         self.runtime_images = images
         self.pod_pids_limit = pod_pids_limit
         #: mirrored reference → manifest digest of every stand-in published (sandbox.json ``runtimeImages``)
         self.runtime_refs: dict[str, str] = {}
+        #: the stand-in Hub, on its own address of the sandbox's network (the node's pods route to it)
+        self.hub = Hub(hub_token or secrets.token_hex(16), workdir / "hub-access.log")
+        self.hub_started = False
 
     def _start(self) -> None:
         super()._start()
@@ -265,6 +292,16 @@ class NodeSandbox(ChartSandbox):
         for upstream, image in sorted(self.runtime_images.items()):
             self.runtime_refs[publish(self.registry, upstream, image)] = image.digest
         self.times["GPUs advertised, runtime stand-ins published"] = round(time.monotonic() - began, 1)
+        node_host.run_host(["ip", "addr", "add", f"{HUB_IP}/32", "dev", "lo"])
+        self.hub_started = True
+        self.hub.start(HUB_IP, HUB_PORT)
+
+    def stop(self) -> None:
+        if self.hub_started:
+            self.hub.stop()
+            node_host.run_host(["ip", "addr", "del", f"{HUB_IP}/32", "dev", "lo"], check=False)
+            self.hub_started = False
+        super().stop()
 
 
 # -- the daemon's namespaces and port forward ------------------------------------------------------------------
@@ -362,7 +399,10 @@ def serve(workdir: Path, port: int) -> int:
                 "`trainer-infra sandbox runtime-images`, then `make sandbox-up` again)",
                 flush=True,
             )
-        sandbox = NodeSandbox(run / "sandbox", images, real_node_pids(base), archives=chart_archives())
+        hub_token = "hf_" + secrets.token_hex(16)
+        sandbox = NodeSandbox(
+            run / "sandbox", images, real_node_pids(base), hub_token=hub_token, archives=chart_archives()
+        )
         sandbox.ports.apiserver = port
         with installation(run, base, sandbox) as installed:
             times["sandbox started (control plane, real node, network, images)"] = round(time.monotonic() - began, 1)
@@ -375,6 +415,7 @@ def serve(workdir: Path, port: int) -> int:
             bind_claims(sandbox.client, claims, volumes)
             step = time.monotonic()
             print("[sandbox] pulumi up (the real engine and provider; 5-10 min on 2 busy cores) ...", flush=True)
+            installed.project.config_secret(HUB_TOKEN_PATH, hub_token)
             result = installed.project.up()
             times["pulumi up"] = result.seconds
             print(f"[sandbox] pulumi up: {result.seconds} s", flush=True)
@@ -467,6 +508,12 @@ def describe(sandbox: NodeSandbox, stack: Obj, render: Any, volumes: Path, workd
         "node": REAL_NODE,
         "gpus": f"{NODE_GPUS} {GPU} advertised on {REAL_NODE} (not real: torch runs on the CPU)",
         "runtimeImages": dict(sorted(sandbox.runtime_refs.items())),
+        "hub": {
+            "endpoint": HUB_ENDPOINT,
+            "accessLog": str(sandbox.hub.log),
+            "token": sandbox.hub.token,
+            "repos": {kind: repo for kind, repo in sorted(sandbox.hub.repos)},
+        },
         "containerd": {"address": str(containerd_socket(node_dir(workdir))), "namespace": CRI_NAMESPACE},
         "logs": str(workdir / "sandbox.log"),
         "stop": "make sandbox-down",

@@ -28,9 +28,10 @@ from pathlib import Path
 
 import yaml
 
+from trainer_infra.core.upstream import trainer
 from trainer_infra.sandbox.build import BuildError
 from trainer_infra.sandbox.oci_images import Image, digest, image
-from trainer_infra.sandbox.versions import CHECKOUT, cache_root
+from trainer_infra.sandbox.versions import CHECKOUT, VersionSet, cache_root, module_dir
 
 SUITE = "bookworm"
 ARCHIVE = "http://deb.debian.org/debian"
@@ -49,9 +50,11 @@ TORCHRUN_FIX = "for s in Std.__members__.values():"
 @dataclass(frozen=True)
 class StandIn:
     """A stand-in image: a name, the Debian packages it carries (with their dependencies), the catalog runtime
-    whose trainer image it stands in for (``also``: more runtimes served by the same image), PyPI wheels installed
-    over the packages (``wheels``: pinned requirements, binary only, for bookworm's Python), ``hooks`` run on the
-    rootfs (mmdebstrap customize hooks, ``$1`` the rootfs) and the image config upstream's Dockerfile sets."""
+    whose ``container`` image it stands in for (the trainer's, ``node``, unless an initializer's; ``also``: more
+    runtimes served by the same image), PyPI wheels installed over the packages (``wheels``: pinned requirements,
+    binary only, for bookworm's Python), ``module_files`` copied from the pinned Trainer Go module into ``workdir``
+    (upstream's Dockerfile ``COPY``), ``hooks`` run on the rootfs (mmdebstrap customize hooks, ``$1`` the rootfs)
+    and the image config upstream's Dockerfile sets."""
 
     name: str
     packages: tuple[str, ...]
@@ -61,6 +64,9 @@ class StandIn:
     hooks: tuple[str, ...] = ()
     workdir: str = "/workspace"
     env: tuple[str, ...] = ()
+    container: str = "node"
+    module_files: tuple[str, ...] = ()
+    entrypoint: tuple[str, ...] = ()
 
     @property
     def runtimes(self) -> tuple[str, ...]:
@@ -68,16 +74,18 @@ class StandIn:
 
     @property
     def upstream(self) -> str:
-        """The catalog's exact image reference (the ``node`` container of the runtime's file)."""
-        return upstream_image(self.runtime)
+        """The catalog's exact image reference (the ``container`` of the runtime's file)."""
+        return upstream_image(self.runtime, self.container)
 
 
-def upstream_image(runtime: str) -> str:
-    """The ``node`` container's image of a catalog runtime's file (``${TRAINER_VERSION}`` left as written)."""
+def upstream_image(runtime: str, container: str = "node") -> str:
+    """A container's image in a catalog runtime's file (``${TRAINER_VERSION}`` left as written)."""
     doc = yaml.safe_load((CHECKOUT / "runtimes" / f"{runtime}.yaml").read_text())
-    job = next(j for j in doc["spec"]["template"]["spec"]["replicatedJobs"] if j["name"] == "node")
-    containers = job["template"]["spec"]["template"]["spec"]["containers"]
-    return str(next(c for c in containers if c["name"] == "node")["image"])
+    for job in doc["spec"]["template"]["spec"]["replicatedJobs"]:
+        for c in job["template"]["spec"]["template"]["spec"]["containers"]:
+            if c["name"] == container:
+                return str(c["image"])
+    raise KeyError(f"runtime {runtime} has no container {container}")
 
 
 #: where pip puts the wheels: bookworm's python3.11 reads it before its own dist-packages
@@ -167,7 +175,95 @@ MPI = StandIn(
     workdir=MPI_HOME,
     env=(f"HOME={MPI_HOME}",),
 )
-STAND_INS = (TORCH, XGBOOST, JAX, MPI)
+#: Trainer's initializers (cmd/initializers/{model,dataset}/Dockerfile): python:3.14-slim-bookworm with the module's
+#: pkg/initializers in /app and requirements.txt installed, ENTRYPOINT `python -m pkg.initializers.<step>`. Here:
+#: bookworm's python3 (3.11, enough for their `match`), the pinned module's sources and the requirements resolved to
+#: wheels (huggingface-hub>=0.27.0,<1.7, opendal>=0.46.0; kubernetes>=27.2.0 for the dataset's cache:// scheme).
+INITIALIZER_SOURCES = ("pkg/initializers",)
+HUB_WHEELS = (
+    "annotated-doc==0.0.7",
+    "annotated-types==0.8.0",
+    "anyio==4.16.0",
+    "certifi==2026.10.19.post1",
+    "filelock==4.3.1",
+    "fsspec==2026.9.0",
+    "h11==0.16.0",
+    "hf-xet==1.8.0",
+    "httpcore==1.0.9",
+    "httpx==0.28.1",
+    "huggingface_hub==1.6.0",
+    "idna==3.20",
+    "markdown-it-py==4.3.0",
+    "mdurl==0.1.2",
+    "opendal==0.47.12",
+    "packaging==26.4",
+    "pydantic==2.14.4",
+    "pydantic_core==2.50.5",
+    "pygments==2.21.0",
+    "pyyaml==6.0.4",
+    "rich==15.0.0",
+    "shellingham==1.5.4",
+    "tqdm==4.70.1",
+    "typer==0.29.2",
+    "typing-inspection==0.4.5",
+    "typing_extensions==4.16.0",
+)
+KUBERNETES_WHEELS = (
+    "aiohappyeyeballs==2.7.1",
+    "aiohttp-retry==2.9.1",
+    "aiohttp==3.14.5",
+    "aiosignal==1.4.0",
+    "attrs==26.1.0",
+    "charset-normalizer==3.5.3",
+    "durationpy==0.11",
+    "frozenlist==1.8.0",
+    "kubernetes==37.0.2",
+    "multidict==7.2.1",
+    "oauthlib==4.0.1",
+    "propcache==0.5.4",
+    "python-dateutil==4.0.0",
+    "requests-oauthlib==2.0.0",
+    "requests==2.34.2",
+    "tzdata==2026.6",
+    "urllib3==2.8.0",
+    "websocket-client==1.9.2",
+    "yarl==1.25.1",
+)
+TORCHTUNE_RUNTIMES = ("torchtune-llama3.2-1b", "torchtune-llama3.2-3b", "torchtune-qwen2.5-1.5b")
+MODEL_INITIALIZER = StandIn(
+    "model-initializer",
+    ("python3",),
+    TORCHTUNE_RUNTIMES[0],
+    also=TORCHTUNE_RUNTIMES[1:],
+    wheels=HUB_WHEELS,
+    workdir="/app",
+    container="model-initializer",
+    module_files=INITIALIZER_SOURCES,
+    entrypoint=("python3", "-m", "pkg.initializers.model"),
+)
+DATASET_INITIALIZER = StandIn(
+    "dataset-initializer",
+    ("python3",),
+    TORCHTUNE_RUNTIMES[0],
+    also=(*TORCHTUNE_RUNTIMES[1:], "torch-distributed-with-cache"),
+    wheels=tuple(sorted(HUB_WHEELS + KUBERNETES_WHEELS)),
+    workdir="/app",
+    container="dataset-initializer",
+    module_files=INITIALIZER_SOURCES,
+    entrypoint=("python3", "-m", "pkg.initializers.dataset"),
+)
+STAND_INS = (TORCH, XGBOOST, JAX, MPI, MODEL_INITIALIZER, DATASET_INITIALIZER)
+
+
+def module_hook(stand_in: StandIn) -> str:
+    """Copy ``module_files`` from the pinned Trainer module (Go's module cache, fetched through the module proxy
+    and checked against its checksum database) to the image's ``workdir``, as upstream's Dockerfile does."""
+    source = module_dir(trainer.GO_MODULE, VersionSet().trainer)
+    copies = [
+        f'mkdir -p "$1{stand_in.workdir}/{Path(f).parent}" && cp -r "{source / f}" "$1{stand_in.workdir}/{f}"'
+        for f in stand_in.module_files
+    ]
+    return " && ".join([*copies, f'chmod -R a+rX,u+w "$1{stand_in.workdir}"'])
 
 
 def mmdebstrap_command(stand_in: StandIn, out: Path) -> list[str]:
@@ -184,6 +280,7 @@ def mmdebstrap_command(stand_in: StandIn, out: Path) -> list[str]:
         "--dpkgopt=path-exclude=/usr/share/locale/*",
         '--customize-hook=mkdir -p "$1/workspace"',
         *([f"--customize-hook={wheels_hook(stand_in.wheels)}"] if stand_in.wheels else []),
+        *([f"--customize-hook={module_hook(stand_in)}"] if stand_in.module_files else []),
         *(f"--customize-hook={hook}" for hook in stand_in.hooks),
         "--skip=output/dev",
         SUITE,
@@ -193,11 +290,13 @@ def mmdebstrap_command(stand_in: StandIn, out: Path) -> list[str]:
 
 
 def image_config(stand_in: StandIn) -> dict[str, object]:
-    served = " and ".join(upstream_image(r) for r in stand_in.runtimes)
+    served = " and ".join(dict.fromkeys(upstream_image(r, stand_in.container) for r in stand_in.runtimes))
+    entry = list(stand_in.entrypoint)
+    run: dict[str, object] = {"Entrypoint": entry} if entry else {"Cmd": ["/bin/bash"]}
     return {
         "Env": [PATH_ENV, *stand_in.env],
         "WorkingDir": stand_in.workdir,
-        "Cmd": ["/bin/bash"],
+        **run,
         "Labels": {
             "org.opencontainers.image.description": f"CPU stand-in for {served}, Debian {SUITE} packages "
             f"{', '.join(stand_in.packages)} (trainer-platform e2e; not the upstream image)"

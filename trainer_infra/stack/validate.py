@@ -293,6 +293,7 @@ def validate_model(
         placement=Placement.resolve(cfg.queues.placement, d.queues),
         storage=cfg.storage,
         hf_token=any(t.secrets.hf_token is not None for t in cfg.teams),
+        hub_endpoint=cfg.tenancy.hub.endpoint,
         default_resources=cfg.runtimes.default_resources,
         accelerators=tuple(sorted({r for p in d.pools if (r := p.accelerator_resource)})),
         security_context=cfg.runtimes.security_context,

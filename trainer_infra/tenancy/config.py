@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 from typing import Annotated
+from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, Field
 
@@ -23,6 +24,31 @@ def _cidr(value: str) -> str:
 
 
 Cidr = Annotated[str, AfterValidator(_cidr)]
+
+
+def _hub_url(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("not an http(s) URL like https://hub.example.com")
+    if parts.username or parts.password or parts.query or parts.fragment:
+        raise ValueError("a Hub address carries no credentials, query or fragment (the token is sent as a header)")
+    return value.rstrip("/")
+
+
+HubUrl = Annotated[str, AfterValidator(_hub_url)]
+
+
+class HubConfig(StrictModel):
+    """The Hugging Face Hub the dataset and model initializers download from, with the team's token
+    (`teams[].secrets.hfToken`). The platform's alone: no TrainJob may set or override it, since it decides where
+    the team's token is sent."""
+
+    endpoint: HubUrl | None = Field(
+        default=None,
+        description="Base URL of the Hub, or of a mirror of it (air-gapped clusters), given to the initializers as "
+        "HF_ENDPOINT; null: huggingface_hub's default, https://huggingface.co. Team pods must reach it "
+        "(networkPolicies.egress).",
+    )
 
 
 class NetworkPoliciesConfig(StrictModel):
@@ -62,3 +88,4 @@ class TenancyConfig(StrictModel):
     network_policies: NetworkPoliciesConfig = Field(default_factory=NetworkPoliciesConfig)
     images: ImagePolicyConfig = Field(default_factory=ImagePolicyConfig)
     ephemeral_storage: EphemeralStorageConfig = Field(default_factory=EphemeralStorageConfig)
+    hub: HubConfig = Field(default_factory=HubConfig)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from trainer_infra.core.objects import ManagedObject, SecretValue
+from trainer_infra.core.upstream import huggingface
 from trainer_infra.manifests import meta
 from trainer_infra.teams.model import TeamConfig
 from trainer_infra.teams.protection import TEAM_LABEL
 
 HF_TOKEN_SECRET = "hf-token"
-HF_TOKEN_KEY = "HF_TOKEN"  # the variable huggingface_hub reads, so `envFrom: secretRef` works as is
+HF_TOKEN_KEY = huggingface.TOKEN_ENV  # the variable huggingface_hub reads, so `envFrom: secretRef` works as is
 
 
 def secret_objects(team: TeamConfig) -> list[ManagedObject]:

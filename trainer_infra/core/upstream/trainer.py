@@ -6,6 +6,8 @@ from trainer_infra.core.upstream import nvidia
 
 #: The API group of TrainJobs and (Cluster)TrainingRuntimes (version: the matrix's `apiVersions`).
 GROUP = "trainer.kubeflow.org"
+#: the Go module of Trainer's releases (the initializers' Python sources live in it too: pkg/initializers)
+GO_MODULE = "github.com/kubeflow/trainer/v2"
 #: The controller manager's Configuration (`pkg/apis/config/v1alpha1`).
 CONFIG_GROUP = f"config.{GROUP}"
 CONFIG_API = f"{CONFIG_GROUP}/v1alpha1"

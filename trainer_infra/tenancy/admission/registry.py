@@ -9,6 +9,7 @@ from trainer_infra.datacache import admission as datacache
 from trainer_infra.storage import admission as storage
 from trainer_infra.tenancy.admission import (
     devices,
+    hub_token,
     images,
     patches,
     pod_security,
@@ -24,6 +25,7 @@ RULES: Registry[AdmissionRule] = Registry(
     requests.KNOWN_TEAM,
     *pods.RULES,  # one per rule of manifests/pod_rules.py
     images.POD_IMAGES,
+    hub_token.TEAM_TOKEN,
     devices.DEVICE_ENV,
     devices.RESOURCE_CLAIMS,
     storage.JOB_NAME,
@@ -44,6 +46,8 @@ RULES: Registry[AdmissionRule] = Registry(
     devices.TRAINER_DEVICE_ENV,
     status_server.TRAINER_STATUS_ENV,
     storage.TRAINER_JOB_NAME,
+    hub_token.TRAINER_TOKEN,
+    hub_token.INITIALIZER_HUB,  # before initializerEnv, which refuses them too, to name the platform's way first
     datacache.INITIALIZER_ENV,
     datacache.DEPUTY_RUNTIME,
     patches.CONTROLLER_LABELS,
