@@ -77,6 +77,9 @@ class AdmissionSettings:
     #: `storage.mountPath`, where every runtime mounts the TrainJob's own directory of the team claim; None: no
     #: storage (storage/admission.py)
     workspace: str | None = None
+    #: some team has a notebook (tenancy/notebook.py): its pod may run as the notebook's ServiceAccount and carry
+    #: its label, no other pod or template may
+    notebook: bool = False
 
 
 def _always(settings: AdmissionSettings) -> bool:

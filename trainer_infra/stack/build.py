@@ -32,7 +32,8 @@ from trainer_infra.queues.plan import queues_plan
 from trainer_infra.stack.validate import Validated
 from trainer_infra.storage.plan import storage_plan
 from trainer_infra.tenancy.images import image_admission
-from trainer_infra.tenancy.network import ControllerPort, NetworkSettings
+from trainer_infra.tenancy.network import ApiServer, ControllerPort, NetworkSettings
+from trainer_infra.tenancy.notebook import notebook_image
 from trainer_infra.tenancy.plan import tenancy_plan
 
 KIND_ORDER = ("Namespace", "CustomResourceDefinition", "StorageClass", "ClusterRole", "ClusterRoleBinding")
@@ -66,7 +67,9 @@ def plan_tenancy(v: Validated) -> PlanPart:
     served = catalog_plan(v.serve, v.catalog, v.selection).objects
     runtimes = [o.manifest for o in served if o.manifest["kind"].endswith("TrainingRuntime")]
     cache = cache_deputy(cfg.data_cache, runtimes)
-    platform_images = tuple(image for rt in runtimes for image in images_of(rt))
+    mirror = cfg.images.registry_mirror
+    notebooks = tuple(notebook_image(t.notebook, mirror) for t in cfg.teams if t.notebook is not None)
+    platform_images = tuple(image for rt in runtimes for image in images_of(rt)) + notebooks
     kueue_manages = kueue_settings(cfg).train_job_integration
     admission = AdmissionSettings(
         teams=tuple(
@@ -80,9 +83,10 @@ def plan_tenancy(v: Validated) -> PlanPart:
         data_cache_service_account=CACHE_INITIALIZER if cfg.data_cache.enabled else None,
         data_cache=cache,
         accelerators=v.serve.facts.accelerators,
-        images=image_admission(cfg.tenancy.images, cfg.images.registry_mirror, platform_images),
+        images=image_admission(cfg.tenancy.images, mirror, platform_images),
         status_server_url=None if (server := _status_server(v)) is None else server.base_url,
         workspace=cfg.storage.mount_path if cfg.storage is not None else None,
+        notebook=bool(notebooks),
     )
     net = cfg.tenancy.network_policies
     network = (
@@ -93,6 +97,7 @@ def plan_tenancy(v: Validated) -> PlanPart:
             dns_pod_labels=tuple(sorted(net.dns_pod_labels.items())),
             data_cache=cfg.data_cache.enabled,
             status_server=_status_port(v),
+            api_server=None if net.api_server is None else ApiServer(tuple(net.api_server.cidrs), net.api_server.port),
         )
         if net.enabled
         else None
@@ -106,6 +111,8 @@ def plan_tenancy(v: Validated) -> PlanPart:
         admission=admission,
         network=network,
         ephemeral_storage=cfg.tenancy.ephemeral_storage,
+        mirror=mirror,
+        team_claim=None if cfg.storage is None else (cfg.storage.claim_name, cfg.storage.mount_path),
     )
 
 

@@ -25,6 +25,15 @@ def _cidr(value: str) -> str:
 Cidr = Annotated[str, AfterValidator(_cidr)]
 
 
+class ApiServerConfig(StrictModel):
+    """Where the API server's endpoints are (`kubectl get endpointslices -n default -l
+    kubernetes.io/service-name=kubernetes`): NetworkPolicies judge a connection to the `kubernetes` Service after
+    it was translated to an endpoint, so the Service's address alone does not let a pod through."""
+
+    cidrs: list[Cidr] = Field(min_length=1, description="The endpoints' addresses (e.g. the control plane's /32s).")
+    port: int = Field(ge=1, le=65535, description="The endpoints' port (443 on GKE and EKS; 6443 with kubeadm).")
+
+
 class NetworkPoliciesConfig(StrictModel):
     """Default-deny NetworkPolicies in every team namespace, with what training needs allowed: pods of the
     team's jobs among themselves, cluster DNS, egress to `egress` minus `egressExcept`. Enforced only by a
@@ -42,6 +51,11 @@ class NetworkPoliciesConfig(StrictModel):
     dns_namespace: DnsLabel = Field(default="kube-system", description="Namespace of the cluster DNS pods.")
     dns_pod_labels: dict[str, str] = Field(
         default_factory=lambda: {"k8s-app": "kube-dns"}, description="Labels of the cluster DNS pods."
+    )
+    api_server: ApiServerConfig | None = Field(
+        default=None,
+        description="The API server's endpoints, which a team's notebook (teams[].notebook) reaches; no other "
+        "pod of a team does. Required with a notebook.",
     )
 
 

@@ -7,7 +7,8 @@ Allowed: pods of the team's jobs among themselves (JobSet labels every pod with
 the data cache's LeaderWorkerSet pods when the cache is on, cluster DNS, and egress to the configured CIDRs
 (by default the internet without private, link-local — cloud metadata — and shared ranges), and with progress on,
 the team's training pods to the Trainer controller's pods on the status server's port only (its webhook and
-metrics ports stay closed: a member's pod has no business there). Team claims are
+metrics ports stay closed: a member's pod has no business there), and the team's notebook (`notebook.py`), alone, to
+the API server's endpoints (`tenancy.networkPolicies.apiServer`). Team claims are
 mounted by the node (CSI on the host network): pods need no route to the storage server and get none.
 
 Enforcement needs a CNI that implements NetworkPolicy; the render is the same either way.
@@ -22,6 +23,7 @@ from typing import Any
 from trainer_infra.core.upstream import kubernetes, lws
 from trainer_infra.manifests import meta
 from trainer_infra.manifests.runtime import JOBSET_NAME_LABEL
+from trainer_infra.tenancy.notebook import NOTEBOOK, NOTEBOOK_LABEL
 
 API = kubernetes.NETWORKING_API
 #: Not reachable by default: RFC 1918, link-local (169.254.169.254 is the cloud metadata service), CGNAT.
@@ -38,6 +40,15 @@ class ControllerPort:
 
 
 @dataclass(frozen=True)
+class ApiServer:
+    """The API server's endpoints (addresses, port): a NetworkPolicy judges a connection to the `kubernetes`
+    Service after kube-proxy (or the CNI) translated it to one of them."""
+
+    cidrs: tuple[str, ...]
+    port: int
+
+
+@dataclass(frozen=True)
 class NetworkSettings:
     """Resolved from the stack config."""
 
@@ -48,6 +59,8 @@ class NetworkSettings:
     data_cache: bool = False
     #: the Trainer status server (progress on), reached from the training pods only
     status_server: ControllerPort | None = None
+    #: the API server's endpoints, reached by a team's notebook pods only (None: no notebook allowance)
+    api_server: ApiServer | None = None
 
 
 def _exists(label: str) -> dict[str, Any]:
@@ -90,8 +103,10 @@ def _cidr_in(cidr: str, outer: str) -> bool:
     return False
 
 
-def network_policies(namespace: str, team: str, settings: NetworkSettings) -> list[dict[str, Any]]:
-    """The team namespace's NetworkPolicies (deterministic order)."""
+def network_policies(
+    namespace: str, team: str, settings: NetworkSettings, notebook: bool = False
+) -> list[dict[str, Any]]:
+    """The team namespace's NetworkPolicies (deterministic order); `notebook`: the team has one."""
     training = {"podSelector": _exists(JOBSET_NAME_LABEL)}
     cache = {"podSelector": _exists(lws.NAME_LABEL)}
     peers = [training, cache] if settings.data_cache else [training]
@@ -130,6 +145,14 @@ def network_policies(namespace: str, team: str, settings: NetworkSettings) -> li
         peer = _pods_in(server.namespace, server.pod_labels)
         ports = [{"protocol": "TCP", "port": server.port}]
         out.append(_egress("trainer-platform-status-server", namespace, team, _exists(JOBSET_NAME_LABEL), peer, ports))
+    if notebook and settings.api_server is not None:
+        api = settings.api_server
+        endpoints = [{"ipBlock": {"cidr": c}} for c in api.cidrs]
+        rule = {"to": endpoints, "ports": [{"protocol": "TCP", "port": api.port}]}
+        selector = {"matchLabels": {NOTEBOOK_LABEL: "true"}}
+        out.append(
+            _policy(NOTEBOOK, namespace, team, {"podSelector": selector, "policyTypes": ["Egress"], "egress": [rule]})
+        )
     dns_peer = _pods_in(settings.dns_namespace, settings.dns_pod_labels)
     dns_ports = [{"protocol": p, "port": 53} for p in ("UDP", "TCP")]
     out.append(_egress("trainer-platform-dns", namespace, team, {}, dns_peer, dns_ports))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from trainer_infra.admission.model import AdmissionRule, AdmissionSettings, AdmittedKind
 from trainer_infra.core.upstream.kueue import QUEUE_LABEL
 from trainer_infra.datacache.pinned import CACHE_SUFFIX
+from trainer_infra.tenancy.admission.notebook import NOTEBOOK_POD
 
 
 def _pod_queue(kind: AdmittedKind, settings: AdmissionSettings) -> str | None:
@@ -26,14 +27,18 @@ def _pod_queue(kind: AdmittedKind, settings: AdmissionSettings) -> str | None:
     if settings.data_cache:  # the cache cluster's pods (LWS → StatefulSet); dataCachePods pins their image
         sa = "(has(object.spec.serviceAccountName) ? object.spec.serviceAccountName : '')"
         allowed += f" || (({owned('apps/v1', 'StatefulSet')}) && {sa}.endsWith('{CACHE_SUFFIX}'))"
+    if settings.notebook:  # the team's notebook: the platform's one pod, sized by the stack (teams[].notebook)
+        allowed += f" || {NOTEBOOK_POD}"
     return allowed
 
 
-POD_QUEUE = AdmissionRule(
-    "podQueue",
-    ("Pod",),
-    f"a pod in a team namespace runs only as part of a job (owned by a Job of a JobSet Kueue admitted) or with "
-    f"the label {QUEUE_LABEL} naming your team's queue ({{queues}}), or as a data cache cluster's pod: other "
-    "pods would run without being charged",
-    _pod_queue,
-)
+def _pod_queue_message(settings: AdmissionSettings) -> str:
+    notebook = " or the team's notebook" if settings.notebook else ""
+    return (
+        f"a pod in a team namespace runs only as part of a job (owned by a Job of a JobSet Kueue admitted) or with "
+        f"the label {QUEUE_LABEL} naming your team's queue ({{queues}}), or as a data cache cluster's pod{notebook}: "
+        "other pods would run without being charged"
+    )
+
+
+POD_QUEUE = AdmissionRule("podQueue", ("Pod",), _pod_queue_message, _pod_queue)

@@ -10,6 +10,7 @@ from trainer_infra.storage import admission as storage
 from trainer_infra.tenancy.admission import (
     devices,
     images,
+    notebook,
     patches,
     pod_security,
     pods,
@@ -47,6 +48,7 @@ RULES: Registry[AdmissionRule] = Registry(
     datacache.INITIALIZER_ENV,
     datacache.DEPUTY_RUNTIME,
     patches.CONTROLLER_LABELS,
+    notebook.NOTEBOOK_LABEL_RULE,
     patches.INITIALIZER_PATCHES,
     *write_back.RULES,  # one per part of the spec (trainer, initializer, runtimePatches, the rest)
     services.CLUSTER_IP,
