@@ -76,7 +76,7 @@ e2e-sandbox: $(STAMP) e2e-node-deps  ## sandbox-up; as team members: the first j
 	E2E_SANDBOX=1 $(PY) -m tests.e2e.run -m e2e tests/e2e/test_sandbox_up.py tests/e2e/test_sandbox_training.py \
 		tests/e2e/test_sandbox_network.py tests/e2e/test_sandbox_attacks.py tests/e2e/test_sandbox_limits.py \
 		tests/e2e/test_sandbox_runtimes.py tests/e2e/test_sandbox_pids.py tests/e2e/test_sandbox_progress.py \
-		tests/e2e/test_sandbox_queue.py
+		tests/e2e/test_sandbox_queue.py tests/e2e/test_sandbox_notebook.py
 
 docs: $(STAMP)  ## regenerate docs/configuration.md and the migration mapping table from the code
 	$(PY) -m tests.update_docs

@@ -115,7 +115,7 @@ def sandbox_extra(apiserver_port: int = 6443) -> Obj:
     for team in teams:
         team["quota"] = {"h100": {"gpus": NODE_GPUS // len(teams)}}
     teams[0]["podSecurity"] = "restricted"
-    teams[0]["notebook"] = {"image": NOTEBOOK.upstream, "cpu": "500m", "memory": "512Mi"}
+    teams[0]["notebook"] = {"image": NOTEBOOK.upstream, "cpu": "100m", "memory": "512Mi"}
     components = local["trainer-platform:components"]
     components["kueue"]["waitForPodsReady"] = {"timeout": PODS_READY_TIMEOUT}
     # images: the mirror only (the local stack's registries are for a cluster with the internet)

@@ -125,5 +125,7 @@ class NotebookConfig(StrictModel):
         description="What the container runs (e.g. `[jupyter, lab, --ip=0.0.0.0]`); default: nothing but a shell "
         "to exec into.",
     )
-    cpu: PositiveQuantity = Field(default="1", description="CPU request and limit.")
+    cpu: PositiveQuantity = Field(
+        default="500m", description="CPU request; no limit: an idle notebook lends its CPU, a running cell bursts."
+    )
     memory: PositiveQuantity = Field(default="2Gi", description="Memory request and limit.")

@@ -53,7 +53,7 @@ def _pod_spec(notebook: NotebookConfig, image: str, claim: str | None, mount_pat
     if claim is not None and mount_path is not None:
         mounts.append({"name": "team", "mountPath": mount_path})
         volumes.append({"name": "team", "persistentVolumeClaim": {"claimName": claim}})
-    resources = {"cpu": notebook.cpu, "memory": notebook.memory}
+    requests = {"cpu": notebook.cpu, "memory": notebook.memory}
     return {
         "serviceAccountName": NOTEBOOK,
         "automountServiceAccountToken": True,
@@ -71,7 +71,7 @@ def _pod_spec(notebook: NotebookConfig, image: str, claim: str | None, mount_pat
                 "command": list(notebook.command),
                 "env": [{"name": "HOME", "value": HOME}],
                 "workingDir": mount_path or HOME,
-                "resources": {"requests": resources, "limits": resources},
+                "resources": {"requests": requests, "limits": {"memory": notebook.memory}},
                 "securityContext": {
                     "allowPrivilegeEscalation": False,
                     "readOnlyRootFilesystem": True,
