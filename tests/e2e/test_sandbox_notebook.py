@@ -81,7 +81,10 @@ config.load_incluster_config()
 api = client.AuthorizationV1Api()
 for check in sys.argv[1:]:
     verb, resource, group, ns = check.split(":")
-    attrs = client.V1ResourceAttributes(verb=verb, resource=resource, group=group, namespace=ns)
+    resource, _, sub = resource.partition("/")
+    attrs = client.V1ResourceAttributes(
+        verb=verb, resource=resource, subresource=sub or None, group=group, namespace=ns
+    )
     spec = client.V1SelfSubjectAccessReviewSpec(resource_attributes=attrs)
     review = api.create_self_subject_access_review(client.V1SelfSubjectAccessReview(spec=spec))
     print(f"{check} {review.status.allowed}", flush=True)

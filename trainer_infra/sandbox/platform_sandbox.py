@@ -38,7 +38,7 @@ from typing import Any
 
 import yaml
 
-from trainer_infra.core.upstream import nvidia
+from trainer_infra.core.upstream import kubernetes, nvidia
 from trainer_infra.core.upstream.containerd import CRI_NAMESPACE
 from trainer_infra.nodepools import pids
 from trainer_infra.nodepools.static import node_names
@@ -115,7 +115,9 @@ def sandbox_extra(apiserver_port: int = 6443) -> Obj:
     for team in teams:
         team["quota"] = {"h100": {"gpus": NODE_GPUS // len(teams)}}
     teams[0]["podSecurity"] = "restricted"
-    teams[0]["notebook"] = {"image": NOTEBOOK.upstream, "cpu": "100m", "memory": "512Mi"}
+    # on the real node, not the kwok system node (untainted too: a pod there is never run)
+    placement = {kubernetes.HOSTNAME_LABEL: REAL_NODE}
+    teams[0]["notebook"] = {"image": NOTEBOOK.upstream, "cpu": "100m", "memory": "512Mi", "nodeSelector": placement}
     components = local["trainer-platform:components"]
     components["kueue"]["waitForPodsReady"] = {"timeout": PODS_READY_TIMEOUT}
     # images: the mirror only (the local stack's registries are for a cluster with the internet)

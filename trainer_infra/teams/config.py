@@ -13,6 +13,8 @@ from trainer_infra.core.types import (
     ContainerResource,
     DnsLabel,
     ImageRef,
+    LabelKey,
+    LabelValue,
     NonNegativeQuantity,
     PositiveQuantity,
     SecretKey,
@@ -129,3 +131,6 @@ class NotebookConfig(StrictModel):
         default="500m", description="CPU request; no limit: an idle notebook lends its CPU, a running cell bursts."
     )
     memory: PositiveQuantity = Field(default="2Gi", description="Memory request and limit.")
+    node_selector: dict[LabelKey, LabelValue] = Field(
+        default_factory=dict, description="Where it runs (e.g. your CPU nodes' labels); default: any untainted node."
+    )

@@ -54,7 +54,9 @@ def _pod_spec(notebook: NotebookConfig, image: str, claim: str | None, mount_pat
         mounts.append({"name": "team", "mountPath": mount_path})
         volumes.append({"name": "team", "persistentVolumeClaim": {"claimName": claim}})
     requests = {"cpu": notebook.cpu, "memory": notebook.memory}
+    placement = {"nodeSelector": dict(sorted(notebook.node_selector.items()))} if notebook.node_selector else {}
     return {
+        **placement,
         "serviceAccountName": NOTEBOOK,
         "automountServiceAccountToken": True,
         "enableServiceLinks": False,
