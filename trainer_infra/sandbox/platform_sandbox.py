@@ -488,8 +488,8 @@ def _status(workdir: Path) -> Obj:
 
 
 def _prepare() -> None:
-    """What the daemon cannot do without the network: root and packages checked, binaries, the Pulumi toolchain
-    and the torch stand-in built (each cached in ~/.cache/trainer-platform/e2e)."""
+    """What the daemon cannot do without the network: root and packages checked, binaries, the Pulumi toolchain,
+    the torch and notebook stand-ins built (each cached in ~/.cache/trainer-platform/e2e)."""
     from trainer_infra.sandbox import runtime_images
     from trainer_infra.sandbox.build import Builder
     from trainer_infra.sandbox.toolchain import Toolchain
