@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from trainer_infra.core import kube
 from trainer_infra.core.errors import ConfigIssue
+from trainer_infra.core.upstream import kubernetes
 from trainer_infra.teams.model import TeamConfig
 from trainer_infra.tenancy.config import NetworkPoliciesConfig
 from trainer_infra.tenancy.secrets import HF_TOKEN_SECRET
@@ -189,7 +190,7 @@ def check_notebooks(teams: Sequence[TeamConfig], network: NetworkPoliciesConfig)
             "address, the API server's too, and its SDK could not submit",
             None,
             "set tenancy.networkPolicies.apiServer.cidrs and .port to the endpoints of the `kubernetes` Service "
-            "(kubectl get endpointslices -n default -l kubernetes.io/service-name=kubernetes)",
+            f"(kubectl get endpointslices -n default -l {kubernetes.SERVICE_NAME_LABEL}=kubernetes)",
         )
         for i, team in enumerate(teams)
         if team.notebook is not None
