@@ -42,13 +42,15 @@ from kubeflow.trainer.options import Labels
 
 
 def fit_line():
-    """Fits y = 3x + 1 with torch on the CPU; saves the model to $CHECKPOINT_DIR and prints its SHA-256."""
+    """Fits y = 3x + 1 with torch on the CPU; rank 0 saves the model to $CHECKPOINT_DIR and prints its SHA-256."""
     import hashlib, os
     import torch
 
+    if os.environ.get("RANK", "0") != "0":  # torchrun may start a rank per CPU: one writer
+        return
     x = torch.linspace(-1, 1, 64).unsqueeze(1)
     model = torch.nn.Linear(1, 1)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     for step in range(30):
         optimizer.zero_grad()
         loss = torch.nn.functional.mse_loss(model(x), 3 * x + 1)
