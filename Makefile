@@ -72,11 +72,11 @@ sandbox-up: $(STAMP) e2e-node-deps  ## try the platform without a cluster: the r
 sandbox-down: $(STAMP)  ## stop it all; fails naming anything left (the team volumes are kept)
 	$(PY) -m trainer_infra sandbox down
 
-e2e-sandbox: $(STAMP) e2e-node-deps  ## sandbox-up; as team members: the first job, resume, OOM, NetworkPolicy and hostile-tenant attacks, every CPU runtime, the model out; sandbox-down leaves nothing (root; CI runs this session inside `make e2e`, E2E_SANDBOX=1)
+e2e-sandbox: $(STAMP) e2e-node-deps  ## sandbox-up; as team members: the first job, resume, OOM, NetworkPolicy and hostile-tenant attacks, every CPU runtime, the model out, the notebook; sandbox-down leaves nothing (root; CI runs this session inside `make e2e`, E2E_SANDBOX=1)
 	E2E_SANDBOX=1 $(PY) -m tests.e2e.run -m e2e tests/e2e/test_sandbox_up.py tests/e2e/test_sandbox_training.py \
 		tests/e2e/test_sandbox_network.py tests/e2e/test_sandbox_attacks.py tests/e2e/test_sandbox_limits.py tests/e2e/test_sandbox_llm.py \
 		tests/e2e/test_sandbox_runtimes.py tests/e2e/test_sandbox_pids.py tests/e2e/test_sandbox_progress.py \
-		tests/e2e/test_sandbox_queue.py tests/e2e/test_sandbox_model_out.py
+		tests/e2e/test_sandbox_queue.py tests/e2e/test_sandbox_model_out.py tests/e2e/test_sandbox_notebook.py
 
 docs: $(STAMP)  ## regenerate docs/configuration.md and the migration mapping table from the code
 	$(PY) -m tests.update_docs

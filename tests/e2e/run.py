@@ -83,6 +83,7 @@ SANDBOX_TESTS = (
     "tests/e2e/test_sandbox_progress.py",
     "tests/e2e/test_sandbox_queue.py",
     "tests/e2e/test_sandbox_model_out.py",
+    "tests/e2e/test_sandbox_notebook.py",
 )
 SANDBOX_PREFIX = "tests/e2e/test_sandbox"
 #: the toolchain steps that cost CPU-minutes cold (the venv and the plugin script take a few minutes at most)

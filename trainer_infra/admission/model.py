@@ -79,6 +79,9 @@ class AdmissionSettings:
     workspace: str | None = None
     #: the team file service runs in every team namespace (`storage/files.py`): its pods, a Deployment's, may run
     file_server: bool = False
+    #: some team has a notebook (tenancy/notebook.py): its pod may run as the notebook's ServiceAccount and carry
+    #: its label, no other pod or template may
+    notebook: bool = False
 
 
 def _always(settings: AdmissionSettings) -> bool:

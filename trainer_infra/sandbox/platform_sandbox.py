@@ -45,11 +45,13 @@ from trainer_infra.nodepools import pids
 from trainer_infra.nodepools.static import node_names
 from trainer_infra.sandbox import leftovers, node_host
 from trainer_infra.sandbox.chart_sandbox import REAL_NODE, ChartSandbox
+from trainer_infra.sandbox.cluster_network import NODE_IP
 from trainer_infra.sandbox.hub import HUB_IP, HUB_PORT, Hub
 from trainer_infra.sandbox.interrupts import uninterruptible
 from trainer_infra.sandbox.node import MIRROR, publish
 from trainer_infra.sandbox.node_host import NodeError, containerd_socket
 from trainer_infra.sandbox.oci_images import Image
+from trainer_infra.sandbox.runtime_images import NOTEBOOK, stand_in_image
 from trainer_infra.sandbox.versions import CHECKOUT, VersionSet, cache_root
 from trainer_infra.stack.load import raw_from_stack_document
 from trainer_infra.stack.validate import shape
@@ -104,20 +106,25 @@ EPHEMERAL_LIMIT = "512Mi"
 EPHEMERAL_STORAGE = {"defaultRequest": "64Mi", "defaultLimit": EPHEMERAL_LIMIT, "max": "1Gi"}
 
 
-def sandbox_extra() -> Obj:
+def sandbox_extra(apiserver_port: int = 6443) -> Obj:
     """Top-level keys over ``stacks/Pulumi.local.yaml`` for a one-node cluster: the GPU pool is the real node
     (``static`` backend, one block; its taint not applied, so the node serves both the controllers and the jobs),
     quotas fit that node, its pods may run the fewest tasks the platform allows (``podPidsLimit``: a member's fork
     bomb on this shared machine, whose ``pid_max`` is often 32768, stops early) and a container's node disk is bounded
     small (``EPHEMERAL_LIMIT``), claims come from an ``existing`` class, the first team is ``restricted`` and also
     gets the MPI runtimes as TrainingRuntimes of its own, a failed job is restarted once, the images come through
-    ``images.registryMirror`` (and team images only from it), and ``waitForPodsReady`` allows the first pull of a
-    stand-in image (``PODS_READY_TIMEOUT``)."""
+    ``images.registryMirror`` (and team images only from it), ``waitForPodsReady`` allows the first pull of a
+    stand-in image (``PODS_READY_TIMEOUT``), and the first team has a notebook (the notebook stand-in, the kubeflow
+    SDK in it) that reaches the API server on the node's address and ``apiserver_port`` (``serve`` passes the real
+    one)."""
     local = yaml.safe_load((CHECKOUT / "stacks" / "Pulumi.local.yaml").read_text())["config"]
     teams = local["trainer-platform:teams"]
     for team in teams:
         team["quota"] = {"h100": {"gpus": NODE_GPUS // len(teams)}}
     teams[0]["podSecurity"] = "restricted"
+    # on the real node, not the kwok system node (untainted too: a pod there is never run)
+    placement = {kubernetes.HOSTNAME_LABEL: REAL_NODE}
+    teams[0]["notebook"] = {"image": NOTEBOOK.upstream, "cpu": "100m", "memory": "512Mi", "nodeSelector": placement}
     components = local["trainer-platform:components"]
     components["kueue"]["waitForPodsReady"] = {"timeout": PODS_READY_TIMEOUT}
     # images: the mirror only (the local stack's registries are for a cluster with the internet)
@@ -127,6 +134,7 @@ def sandbox_extra() -> Obj:
         "ephemeralStorage": EPHEMERAL_STORAGE,
         "hub": {"endpoint": HUB_ENDPOINT},
     }
+    tenancy["networkPolicies"] = {"apiServer": {"cidrs": [f"{NODE_IP}/32"], "port": apiserver_port}}
     return {
         "tenancy": tenancy,
         "components": components,
@@ -213,11 +221,11 @@ def real_node_pids(stack: Obj) -> int:
     return pool.pod_pids_limit
 
 
-def sandbox_stack() -> Obj:
+def sandbox_stack(apiserver_port: int = 6443) -> Obj:
     """The stack file ``pulumi up`` deploys (``installation`` adds the context, the mirrors and the controllers'
     placement)."""
     doc: Obj = yaml.safe_load((CHECKOUT / "stacks" / "Pulumi.local.yaml").read_text())
-    doc["config"].update({f"trainer-platform:{k}": v for k, v in sandbox_extra().items()})
+    doc["config"].update({f"trainer-platform:{k}": v for k, v in sandbox_extra(apiserver_port).items()})
     return doc
 
 
@@ -388,11 +396,12 @@ def serve(workdir: Path, port: int) -> int:
         if run.exists():
             subprocess.run(["rm", "-rf", "--one-file-system", str(run)], check=True)
         (run / "render").mkdir(parents=True)
-        base = sandbox_stack()
-        render = render_stack("local", run / "render" / "out", extra=sandbox_extra())
+        base = sandbox_stack(port)
+        render = render_stack("local", run / "render" / "out", extra=sandbox_extra(port))
         check_versions(render, VersionSet.from_env())
         node_host.preflight(run)
         images, unserved = runtime_images(render)
+        images[NOTEBOOK.upstream] = stand_in_image(NOTEBOOK)
         if unserved:
             print(
                 f"[sandbox] no stand-in image built for {unserved}: their jobs cannot pull (build them with "
@@ -538,8 +547,8 @@ def _status(workdir: Path) -> Obj:
 
 
 def _prepare() -> None:
-    """What the daemon cannot do without the network: root and packages checked, binaries, the Pulumi toolchain
-    and the torch stand-in built (each cached in ~/.cache/trainer-platform/e2e)."""
+    """What the daemon cannot do without the network: root and packages checked, binaries, the Pulumi toolchain,
+    the torch and notebook stand-ins built (each cached in ~/.cache/trainer-platform/e2e)."""
     from trainer_infra.sandbox import runtime_images
     from trainer_infra.sandbox.build import Builder
     from trainer_infra.sandbox.toolchain import Toolchain
@@ -551,6 +560,7 @@ def _prepare() -> None:
     toolchain.build()
     # the other runtimes' stand-ins are served when built (`trainer-infra sandbox runtime-images`: minutes each cold)
     runtime_images.build(runtime_images.TORCH)
+    runtime_images.build(runtime_images.NOTEBOOK)  # the first team's notebook (67 MB, 196 s cold)
 
 
 def up(workdir: Path) -> int:

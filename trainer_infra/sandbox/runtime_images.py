@@ -67,15 +67,17 @@ class StandIn:
     container: str = "node"
     module_files: tuple[str, ...] = ()
     entrypoint: tuple[str, ...] = ()
+    #: the reference of an image that stands in for no runtime (``runtime`` empty): the notebook's
+    reference: str = ""
 
     @property
     def runtimes(self) -> tuple[str, ...]:
-        return (self.runtime, *self.also)
+        return (self.runtime, *self.also) if self.runtime else ()
 
     @property
     def upstream(self) -> str:
-        """The catalog's exact image reference (the ``container`` of the runtime's file)."""
-        return upstream_image(self.runtime, self.container)
+        """The catalog's exact image reference (the ``container`` of the runtime's file), or ``reference``."""
+        return self.reference or upstream_image(self.runtime, self.container)
 
 
 def upstream_image(runtime: str, container: str = "node") -> str:
@@ -175,6 +177,41 @@ MPI = StandIn(
     workdir=MPI_HOME,
     env=(f"HOME={MPI_HOME}",),
 )
+#: the kubeflow SDK the project pins (pyproject.toml's test extra) and its dependencies, each pinned: the
+#: notebook's ``TrainerClient()`` is the one the e2e's host runs
+NOTEBOOK_WHEELS = (
+    "kubeflow==0.5.0",
+    "kubeflow-trainer-api==2.3.0",
+    "kubeflow-katib-api==0.19.0",
+    "kubernetes==35.0.0",
+    "pydantic==2.14.4",
+    "pydantic-core==2.50.5",
+    "annotated-types==0.8.0",
+    "typing-extensions==4.16.0",
+    "typing-inspection==0.4.5",
+    "requests==2.34.2",
+    "urllib3==2.8.0",
+    "certifi==2026.10.19.post1",
+    "charset-normalizer==3.5.3",
+    "idna==3.20",
+    "python-dateutil==4.0.0",
+    "six==1.17.0",
+    "PyYAML==6.0.4",
+    "websocket-client==1.9.2",
+    "requests-oauthlib==2.0.0",
+    "oauthlib==4.0.1",
+    "durationpy==0.11",
+)
+#: the team notebook's image in the sandbox (``teams[].notebook.image``, through the mirror): python3 and the pinned
+#: kubeflow SDK, nothing else (no Jupyter: the e2e runs the SDK with ``kubectl exec``); no ``USER``, the Deployment's
+#: securityContext runs it as uid 1000
+NOTEBOOK = StandIn(
+    "notebook",
+    ("python3", "ca-certificates"),
+    "",
+    wheels=NOTEBOOK_WHEELS,
+    reference="ghcr.io/trainer-platform/sandbox-notebook:kubeflow-0.5.0",
+)
 #: Trainer's initializers (cmd/initializers/{model,dataset}/Dockerfile): python:3.14-slim-bookworm with the module's
 #: pkg/initializers in /app and requirements.txt installed, ENTRYPOINT `python -m pkg.initializers.<step>`. Here:
 #: bookworm's python3 (3.11, enough for their `match`), the pinned module's sources and the requirements resolved to
@@ -252,7 +289,7 @@ DATASET_INITIALIZER = StandIn(
     module_files=INITIALIZER_SOURCES,
     entrypoint=("python3", "-m", "pkg.initializers.dataset"),
 )
-STAND_INS = (TORCH, XGBOOST, JAX, MPI, MODEL_INITIALIZER, DATASET_INITIALIZER)
+STAND_INS = (TORCH, XGBOOST, JAX, MPI, NOTEBOOK, MODEL_INITIALIZER, DATASET_INITIALIZER)
 
 
 def module_hook(stand_in: StandIn) -> str:
@@ -291,6 +328,7 @@ def mmdebstrap_command(stand_in: StandIn, out: Path) -> list[str]:
 
 def image_config(stand_in: StandIn) -> dict[str, object]:
     served = " and ".join(dict.fromkeys(upstream_image(r, stand_in.container) for r in stand_in.runtimes))
+    served = served or stand_in.upstream
     entry = list(stand_in.entrypoint)
     run: dict[str, object] = {"Entrypoint": entry} if entry else {"Cmd": ["/bin/bash"]}
     return {

@@ -34,7 +34,8 @@ from trainer_infra.storage import files
 from trainer_infra.storage.files import DEFAULT_ID
 from trainer_infra.storage.plan import storage_plan
 from trainer_infra.tenancy.images import image_admission
-from trainer_infra.tenancy.network import ControllerPort, NetworkSettings, ProxiedPort
+from trainer_infra.tenancy.network import ApiServer, ControllerPort, NetworkSettings, ProxiedPort
+from trainer_infra.tenancy.notebook import notebook_image
 from trainer_infra.tenancy.plan import tenancy_plan
 
 KIND_ORDER = ("Namespace", "CustomResourceDefinition", "StorageClass", "ClusterRole", "ClusterRoleBinding")
@@ -68,9 +69,11 @@ def plan_tenancy(v: Validated) -> PlanPart:
     served = catalog_plan(v.serve, v.catalog, v.selection).objects
     runtimes = [o.manifest for o in served if o.manifest["kind"].endswith("TrainingRuntime")]
     cache = cache_deputy(cfg.data_cache, runtimes)
-    platform_images = tuple(image for rt in runtimes for image in images_of(rt))
+    mirror = cfg.images.registry_mirror
+    notebooks = tuple(notebook_image(t.notebook, mirror) for t in cfg.teams if t.notebook is not None)
+    platform_images = tuple(image for rt in runtimes for image in images_of(rt)) + notebooks
     if files_on(v):
-        platform_images += (files.image(cfg.images.registry_mirror),)
+        platform_images += (files.image(mirror),)
     kueue_manages = kueue_settings(cfg).train_job_integration
     admission = AdmissionSettings(
         teams=tuple(
@@ -84,10 +87,11 @@ def plan_tenancy(v: Validated) -> PlanPart:
         data_cache_service_account=CACHE_INITIALIZER if cfg.data_cache.enabled else None,
         data_cache=cache,
         accelerators=v.serve.facts.accelerators,
-        images=image_admission(cfg.tenancy.images, cfg.images.registry_mirror, platform_images),
+        images=image_admission(cfg.tenancy.images, mirror, platform_images),
         status_server_url=None if (server := _status_server(v)) is None else server.base_url,
         workspace=cfg.storage.mount_path if cfg.storage is not None else None,
         file_server=files_on(v),
+        notebook=bool(notebooks),
     )
     net = cfg.tenancy.network_policies
     network = (
@@ -103,6 +107,7 @@ def plan_tenancy(v: Validated) -> PlanPart:
                 if files_on(v)
                 else None
             ),
+            api_server=None if net.api_server is None else ApiServer(tuple(net.api_server.cidrs), net.api_server.port),
         )
         if net.enabled
         else None
@@ -117,6 +122,8 @@ def plan_tenancy(v: Validated) -> PlanPart:
         network=network,
         ephemeral_storage=cfg.tenancy.ephemeral_storage,
         file_service=files_on(v),
+        mirror=mirror,
+        team_claim=None if cfg.storage is None else (cfg.storage.claim_name, cfg.storage.mount_path),
     )
 
 

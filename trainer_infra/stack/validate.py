@@ -54,7 +54,7 @@ from trainer_infra.storage.checks import (
     check_mount_path,
     check_storage,
 )
-from trainer_infra.tenancy.checks import SYSTEM_NAMESPACES, check_restricted, check_teams
+from trainer_infra.tenancy.checks import SYSTEM_NAMESPACES, check_notebooks, check_restricted, check_teams
 from trainer_infra.tenancy.images import image_warnings
 
 
@@ -186,7 +186,7 @@ def _pools(d: Draft) -> list[ConfigIssue]:
 
 def _teams(d: Draft) -> list[ConfigIssue]:
     platform = {ns: f"{what} ({path})" for ns, path, what in _namespace_claims(d)}
-    return check_teams(d.config.teams, platform)
+    return check_teams(d.config.teams, platform) + check_notebooks(d.config.teams, d.config.tenancy.network_policies)
 
 
 def _storage(d: Draft) -> list[ConfigIssue]:

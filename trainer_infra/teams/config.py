@@ -12,6 +12,9 @@ from trainer_infra.core.model import StrictModel
 from trainer_infra.core.types import (
     ContainerResource,
     DnsLabel,
+    ImageRef,
+    LabelKey,
+    LabelValue,
     NonNegativeQuantity,
     PositiveQuantity,
     SecretKey,
@@ -104,3 +107,30 @@ class LimitRangeConfig(StrictModel):
     default: dict[ContainerResource, NonNegativeQuantity] = Field(default_factory=dict, description="Default limits.")
     max: dict[ContainerResource, NonNegativeQuantity] = Field(default_factory=dict)
     min: dict[ContainerResource, NonNegativeQuantity] = Field(default_factory=dict)
+
+
+class NotebookConfig(StrictModel):
+    """The team's notebook: one pod the platform runs in the team namespace (a Deployment), as the platform's
+    notebook ServiceAccount, which has exactly the members' rights (so the kubeflow SDK inside submits TrainJobs),
+    with the team claim mounted whole at `storage.mountPath` (every job's directory, `jobs/<trainjob>/`), Pod
+    Security `restricted`, reaching the API server (`tenancy.networkPolicies.apiServer`) and nothing else the
+    team's NetworkPolicies close. docs/data-scientists.md#a-notebook-that-submits."""
+
+    image: ImageRef = Field(
+        description="The notebook's image, pulled through `images.registryMirror` when set; admitted in the team "
+        "namespace by exact reference (like the runtimes' images). It runs as uid 1000 with a read-only root "
+        "file system: HOME and /tmp are emptyDirs."
+    )
+    command: list[str] = Field(
+        default_factory=lambda: ["sleep", "infinity"],
+        min_length=1,
+        description="What the container runs (e.g. `[jupyter, lab, --ip=0.0.0.0]`); default: nothing but a shell "
+        "to exec into.",
+    )
+    cpu: PositiveQuantity = Field(
+        default="500m", description="CPU request; no limit: an idle notebook lends its CPU, a running cell bursts."
+    )
+    memory: PositiveQuantity = Field(default="2Gi", description="Memory request and limit.")
+    node_selector: dict[LabelKey, LabelValue] = Field(
+        default_factory=dict, description="Where it runs (e.g. your CPU nodes' labels); default: any untainted node."
+    )

@@ -14,6 +14,7 @@ from trainer_infra.core.types import DnsLabel, NonNegativeQuantity
 from trainer_infra.teams.config import (
     LimitRangeConfig,
     MembersConfig,
+    NotebookConfig,
     PodSecurityLevel,
     ResourceQuotaConfig,
     TeamSecretsConfig,
@@ -65,6 +66,9 @@ class TeamConfig(StrictModel):
     local_queue: DnsLabel = Field(default="default", description="LocalQueue name in the team namespace.")
     fair_sharing_weight: FairSharingWeight | None = Field(
         default=None, description="The team's share in the cohort under fair sharing (Kueue default 1)."
+    )
+    notebook: NotebookConfig | None = Field(
+        default=None, description="A notebook the platform runs in the team namespace (off by default)."
     )
 
     @property

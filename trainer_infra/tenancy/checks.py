@@ -6,7 +6,9 @@ from collections.abc import Mapping, Sequence
 
 from trainer_infra.core import kube
 from trainer_infra.core.errors import ConfigIssue
+from trainer_infra.core.upstream import kubernetes
 from trainer_infra.teams.model import TeamConfig
+from trainer_infra.tenancy.config import NetworkPoliciesConfig
 from trainer_infra.tenancy.secrets import HF_TOKEN_SECRET
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -173,4 +175,23 @@ def _quota_needs_defaults(i: int, team: TeamConfig) -> list[ConfigIssue]:
             None,
             "add teams[].limitRange.defaultRequest for " + " and ".join(missing),
         )
+    ]
+
+
+def check_notebooks(teams: Sequence[TeamConfig], network: NetworkPoliciesConfig) -> list[ConfigIssue]:
+    """A notebook submits through the API server: with the teams' NetworkPolicies on, its allowance needs the API
+    server's endpoints, which only the cluster knows."""
+    if not network.enabled or network.api_server is not None:
+        return []
+    return [
+        ConfigIssue(
+            f"teams[{i}].notebook",
+            "a notebook needs tenancy.networkPolicies.apiServer: the team's NetworkPolicies close every private "
+            "address, the API server's too, and its SDK could not submit",
+            None,
+            "set tenancy.networkPolicies.apiServer.cidrs and .port to the endpoints of the `kubernetes` Service "
+            f"(kubectl get endpointslices -n default -l {kubernetes.SERVICE_NAME_LABEL}=kubernetes)",
+        )
+        for i, team in enumerate(teams)
+        if team.notebook is not None
     ]

@@ -51,6 +51,15 @@ class HubConfig(StrictModel):
     )
 
 
+class ApiServerConfig(StrictModel):
+    """Where the API server's endpoints are (`kubectl get endpointslices -n default -l
+    kubernetes.io/service-name=kubernetes`): NetworkPolicies judge a connection to the `kubernetes` Service after
+    it was translated to an endpoint, so the Service's address alone does not let a pod through."""
+
+    cidrs: list[Cidr] = Field(min_length=1, description="The endpoints' addresses (e.g. the control plane's /32s).")
+    port: int = Field(ge=1, le=65535, description="The endpoints' port (443 on GKE and EKS; 6443 with kubeadm).")
+
+
 class NetworkPoliciesConfig(StrictModel):
     """Default-deny NetworkPolicies in every team namespace, with what training needs allowed: pods of the
     team's jobs among themselves, cluster DNS, egress to `egress` minus `egressExcept`. Enforced only by a
@@ -74,6 +83,11 @@ class NetworkPoliciesConfig(StrictModel):
         description="Where the API server's connections to pods come from when they do not start on the pod's "
         "node (a managed control plane's range, its konnectivity agents' node range): the team file service "
         "(storage.files) admits them on its port. [] : the node only, which NetworkPolicy never blocks.",
+    )
+    api_server: ApiServerConfig | None = Field(
+        default=None,
+        description="The API server's endpoints, which a team's notebook (teams[].notebook) reaches; no other "
+        "pod of a team does. Required with a notebook.",
     )
 
 

@@ -10,7 +10,8 @@ the team's training pods to the Trainer controller's pods on the status server's
 metrics ports stay closed: a member's pod has no business there). The team file service's pods (`storage/files.py`)
 get no allowance from any pod: the API server's proxy reaches them from the node, which NetworkPolicy never blocks
 (k8s.io/api networking/v1 `NetworkPolicySpec.ingress`: traffic is allowed "if the traffic source is the pod's local
-node"), or from `apiServerSources` (a managed control plane). Team claims are
+node"), or from `apiServerSources` (a managed control plane). The team's notebook (`notebook.py`), alone, reaches
+the API server's endpoints (`tenancy.networkPolicies.apiServer`). Team claims are
 mounted by the node (CSI on the host network): pods need no route to the storage server and get none.
 
 Enforcement needs a CNI that implements NetworkPolicy; the render is the same either way.
@@ -25,6 +26,7 @@ from typing import Any
 from trainer_infra.core.upstream import kubernetes, lws
 from trainer_infra.manifests import meta
 from trainer_infra.manifests.runtime import JOBSET_NAME_LABEL
+from trainer_infra.tenancy.notebook import NOTEBOOK, NOTEBOOK_LABEL
 
 API = kubernetes.NETWORKING_API
 #: Not reachable by default: RFC 1918, link-local (169.254.169.254 is the cloud metadata service), CGNAT.
@@ -51,6 +53,15 @@ class ProxiedPort:
 
 
 @dataclass(frozen=True)
+class ApiServer:
+    """The API server's endpoints (addresses, port): a NetworkPolicy judges a connection to the `kubernetes`
+    Service after kube-proxy (or the CNI) translated it to one of them."""
+
+    cidrs: tuple[str, ...]
+    port: int
+
+
+@dataclass(frozen=True)
 class NetworkSettings:
     """Resolved from the stack config."""
 
@@ -63,6 +74,8 @@ class NetworkSettings:
     status_server: ControllerPort | None = None
     #: the team file service, reached through the API server's proxy only
     file_server: ProxiedPort | None = None
+    #: the API server's endpoints, reached by a team's notebook pods only (None: no notebook allowance)
+    api_server: ApiServer | None = None
 
 
 def _exists(label: str) -> dict[str, Any]:
@@ -105,8 +118,10 @@ def _cidr_in(cidr: str, outer: str) -> bool:
     return False
 
 
-def network_policies(namespace: str, team: str, settings: NetworkSettings) -> list[dict[str, Any]]:
-    """The team namespace's NetworkPolicies (deterministic order)."""
+def network_policies(
+    namespace: str, team: str, settings: NetworkSettings, notebook: bool = False
+) -> list[dict[str, Any]]:
+    """The team namespace's NetworkPolicies (deterministic order); `notebook`: the team has one."""
     training = {"podSelector": _exists(JOBSET_NAME_LABEL)}
     cache = {"podSelector": _exists(lws.NAME_LABEL)}
     peers = [training, cache] if settings.data_cache else [training]
@@ -158,6 +173,14 @@ def network_policies(namespace: str, team: str, settings: NetworkSettings) -> li
             ],
         }
         out.append(_policy("trainer-platform-files", namespace, team, proxy))
+    if notebook and settings.api_server is not None:
+        api = settings.api_server
+        endpoints = [{"ipBlock": {"cidr": c}} for c in api.cidrs]
+        rule = {"to": endpoints, "ports": [{"protocol": "TCP", "port": api.port}]}
+        selector = {"matchLabels": {NOTEBOOK_LABEL: "true"}}
+        out.append(
+            _policy(NOTEBOOK, namespace, team, {"podSelector": selector, "policyTypes": ["Egress"], "egress": [rule]})
+        )
     dns_peer = _pods_in(settings.dns_namespace, settings.dns_pod_labels)
     dns_ports = [{"protocol": p, "port": 53} for p in ("UDP", "TCP")]
     out.append(_egress("trainer-platform-dns", namespace, team, {}, dns_peer, dns_ports))

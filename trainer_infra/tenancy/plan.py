@@ -14,6 +14,7 @@ from trainer_infra.tenancy.ephemeral_storage import EphemeralStorageConfig
 from trainer_infra.tenancy.limits import limit_objects
 from trainer_infra.tenancy.namespaces import team_namespace
 from trainer_infra.tenancy.network import NetworkSettings, network_policies
+from trainer_infra.tenancy.notebook import notebook_objects
 from trainer_infra.tenancy.rbac import shared_roles, team_bindings
 from trainer_infra.tenancy.secrets import secret_objects
 
@@ -29,9 +30,12 @@ def tenancy_plan(
     network: NetworkSettings | None,
     ephemeral_storage: EphemeralStorageConfig | None = None,
     file_service: bool = False,
+    mirror: str | None = None,
+    team_claim: tuple[str, str] | None = None,
 ) -> PlanPart:
     """`cluster_queues`: team name → its ClusterQueue; `network` None: no NetworkPolicies; `file_service`: members
-    may read their team's file service (`storage/files.py`)."""
+    may read their team's file service (`storage/files.py`); `team_claim`: the team claim's name and mount path
+    (None: no storage)."""
     if not teams:
         return PlanPart()
     objects: list[ManagedObject] = shared_roles(trainer_namespace, file_service)
@@ -45,7 +49,10 @@ def tenancy_plan(
         objects += limit_objects(team, ephemeral_storage, files.quota_share() if file_service else None)
         objects += secret_objects(team)
         if network is not None:
-            objects += [ManagedObject(p) for p in network_policies(team.resolved_namespace, team.name, network)]
+            policies = network_policies(team.resolved_namespace, team.name, network, team.notebook is not None)
+            objects += [ManagedObject(p) for p in policies]
+        claim, mount_path = team_claim or (None, None)
+        objects += [ManagedObject(o) for o in notebook_objects(team, mirror, claim, mount_path)]
     # the policies read the allow-lists from the namespaces: never applied before them (a first `up` that adds the
     # annotations would otherwise refuse the teams' jobs for a moment)
     objects += [ManagedObject(o, after=tuple(namespaces)) for o in admission_objects(admission)]

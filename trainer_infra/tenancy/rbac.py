@@ -25,6 +25,7 @@ from trainer_infra.manifests import meta
 from trainer_infra.storage import files
 from trainer_infra.teams.model import TeamConfig
 from trainer_infra.teams.protection import TEAM_LABEL
+from trainer_infra.tenancy.notebook import NOTEBOOK
 
 READ = ["get", "list", "watch"]
 MEMBER_ROLE = "trainer-platform-team-member"
@@ -91,6 +92,9 @@ def subjects(team: TeamConfig) -> list[dict[str, str]]:
     for ref in sorted(set(m.service_accounts)):
         ns, _, name = ref.rpartition("/")
         out.append({"kind": "ServiceAccount", "name": name, "namespace": ns or team.resolved_namespace})
+    if team.notebook is not None:  # the notebook's SDK acts for the members: their rights, no more
+        notebook = {"kind": "ServiceAccount", "name": NOTEBOOK, "namespace": team.resolved_namespace}
+        out += [notebook] if notebook not in out else []
     return out
 
 

@@ -62,6 +62,7 @@ VERSION_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/versi
 # Built-in API groups and the stable versions the platform writes.
 APIEXTENSIONS_GROUP = "apiextensions.k8s.io"
 APIEXTENSIONS_API = f"{APIEXTENSIONS_GROUP}/v1"
+APPS_API = "apps/v1"
 RBAC_GROUP = "rbac.authorization.k8s.io"
 RBAC_API = f"{RBAC_GROUP}/v1"
 COORDINATION_GROUP = "coordination.k8s.io"

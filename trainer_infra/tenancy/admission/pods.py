@@ -10,6 +10,8 @@ from trainer_infra.core.upstream.lws import NAME_LABEL as LWS_NAME_LABEL
 from trainer_infra.datacache.pinned import CACHE_SUFFIX
 from trainer_infra.manifests.pod_rules import RULES as POD_RULES
 from trainer_infra.manifests.pod_rules import Lists, PodRule, StatusInjection
+from trainer_infra.tenancy.admission.notebook import NOTEBOOK_POD
+from trainer_infra.tenancy.notebook import NOTEBOOK
 
 #: sentinels for the CEL expressions inside Trainer's status names (one home for their format: core/upstream)
 _NS, _JOB = "\x00ns\x00", "\x00job\x00"
@@ -59,9 +61,10 @@ def _lists(kind: AdmittedKind, settings: AdmissionSettings) -> Lists:
         labelled = f"has(object.metadata.labels) && '{LWS_NAME_LABEL}' in object.metadata.labels"
         own = f"{labelled} && {name}.endsWith('{CACHE_SUFFIX}')"
         lws = f" + ({own} ? [{name}] : [])"
+    notebook = f" + ({NOTEBOOK_POD} ? [{lit(NOTEBOOK)}] : [])" if kind.name == "Pod" and settings.notebook else ""
     return Lists(
         claims="variables.team.claims",
-        service_accounts=f"(variables.team.serviceAccounts + {lit(sorted(extra))}{lws})",
+        service_accounts=f"(variables.team.serviceAccounts + {lit(sorted(extra))}{lws}{notebook})",
         priority_classes=lit(sorted(settings.priority_classes)),
         status=status_injection(kind, settings),
     )

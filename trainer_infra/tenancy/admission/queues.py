@@ -1,7 +1,7 @@
 """Admission rule on every pod of a team namespace, whoever creates it: it runs charged, as part of a job Kueue
 admitted, in the team's queue, or as a data cache cluster's pod (bounded by the data cache's own rules), or as the
 team file service's pod (`storage/files.py`: a ReplicaSet of its Deployment, which only the platform creates:
-members have no right on ReplicaSets or Deployments)."""
+members have no right on ReplicaSets or Deployments), or as the team's notebook (`tenancy/notebook.py`)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from trainer_infra.admission.model import AdmissionRule, AdmissionSettings, Admi
 from trainer_infra.core.upstream.kueue import QUEUE_LABEL
 from trainer_infra.datacache.pinned import CACHE_SUFFIX
 from trainer_infra.storage import files
+from trainer_infra.tenancy.admission.notebook import NOTEBOOK_POD
 
 
 def _pod_queue(kind: AdmittedKind, settings: AdmissionSettings) -> str | None:
@@ -41,14 +42,18 @@ def _pod_queue(kind: AdmittedKind, settings: AdmissionSettings) -> str | None:
             f" || ({labelled} && has(object.metadata.ownerReferences) && "
             f"object.metadata.ownerReferences.exists(o, {replica_set}))"
         )
+    if settings.notebook:  # the team's notebook: the platform's one pod, sized by the stack (teams[].notebook)
+        allowed += f" || {NOTEBOOK_POD}"
     return allowed
 
 
-POD_QUEUE = AdmissionRule(
-    "podQueue",
-    ("Pod",),
-    f"a pod in a team namespace runs only as part of a job (owned by a Job of a JobSet Kueue admitted) or with "
-    f"the label {QUEUE_LABEL} naming your team's queue ({{queues}}), or as a data cache cluster's pod: other "
-    "pods would run without being charged",
-    _pod_queue,
-)
+def _pod_queue_message(settings: AdmissionSettings) -> str:
+    notebook = " or the team's notebook" if settings.notebook else ""
+    return (
+        f"a pod in a team namespace runs only as part of a job (owned by a Job of a JobSet Kueue admitted) or with "
+        f"the label {QUEUE_LABEL} naming your team's queue ({{queues}}), or as a data cache cluster's pod{notebook}: "
+        "other pods would run without being charged"
+    )
+
+
+POD_QUEUE = AdmissionRule("podQueue", ("Pod",), _pod_queue_message, _pod_queue)

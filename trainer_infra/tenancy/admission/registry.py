@@ -11,6 +11,7 @@ from trainer_infra.tenancy.admission import (
     devices,
     hub_token,
     images,
+    notebook,
     patches,
     pod_security,
     pods,
@@ -51,6 +52,7 @@ RULES: Registry[AdmissionRule] = Registry(
     datacache.INITIALIZER_ENV,
     datacache.DEPUTY_RUNTIME,
     patches.CONTROLLER_LABELS,
+    notebook.NOTEBOOK_LABEL_RULE,
     patches.INITIALIZER_PATCHES,
     *write_back.RULES,  # one per part of the spec (trainer, initializer, runtimePatches, the rest)
     services.CLUSTER_IP,
