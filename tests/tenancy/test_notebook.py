@@ -211,3 +211,18 @@ def test_the_notebook_is_off_by_default_and_the_image_admitted_exactly(manifests
     assert _refusals(manifests, "Pod", pod) == []
     pod["spec"]["containers"][0]["image"] = "evil.example.com/notebook:1.0"
     assert [m for m in _refusals(manifests, "Pod", pod) if "image the platform does not allow" in m]
+
+
+def test_the_team_quota_is_raised_by_the_notebook_and_the_file_service() -> None:
+    """The notebook runs before any job: a job sized to the admin's ResourceQuota must still get every pod."""
+    raw = _raw(notebook={"image": IMAGE, "cpu": "2", "memory": "8Gi"})
+    raw["teams"][0]["resourceQuota"] = {
+        "hard": {"requests.cpu": "32", "requests.memory": "128Gi", "limits.memory": "256Gi", "pods": "100"}
+    }
+    quota = _one([o.manifest for o in plan_of(raw).objects], "ResourceQuota", "trainer-platform-team", "nlp")
+    assert quota["spec"]["hard"] == {
+        "limits.memory": "270464Mi",  # 256Gi + the notebook's 8Gi + the file service's 128Mi
+        "pods": "102",
+        "requests.cpu": "34010m",  # 32 + 2 + 10m
+        "requests.memory": "139296Mi",  # 128Gi + 8Gi + 32Mi
+    }

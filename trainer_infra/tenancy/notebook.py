@@ -20,9 +20,11 @@ What holds against a hostile member (docs/data-scientists.md#a-notebook-that-sub
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from trainer_infra.core.images import mirror_image
+from trainer_infra.core.quota import add_shares, deployment_share, pod_share
 from trainer_infra.core.upstream import kubernetes
 from trainer_infra.manifests import meta
 from trainer_infra.teams.config import NotebookConfig
@@ -36,6 +38,8 @@ NOTEBOOK_LABEL = "trainer-platform.io/notebook"
 NOTEBOOK_USER = 1000
 HOME = "/home/notebook"
 _CONTAINER = "notebook"
+#: the old ReplicaSets the Deployment keeps
+HISTORY = 1
 
 
 def notebook_image(notebook: NotebookConfig, mirror: str | None) -> str:
@@ -53,7 +57,6 @@ def _pod_spec(notebook: NotebookConfig, image: str, claim: str | None, mount_pat
     if claim is not None and mount_path is not None:
         mounts.append({"name": "team", "mountPath": mount_path})
         volumes.append({"name": "team", "persistentVolumeClaim": {"claimName": claim}})
-    requests = {"cpu": notebook.cpu, "memory": notebook.memory}
     placement = {"nodeSelector": dict(sorted(notebook.node_selector.items()))} if notebook.node_selector else {}
     return {
         **placement,
@@ -73,7 +76,7 @@ def _pod_spec(notebook: NotebookConfig, image: str, claim: str | None, mount_pat
                 "command": list(notebook.command),
                 "env": [{"name": "HOME", "value": HOME}],
                 "workingDir": mount_path or HOME,
-                "resources": {"requests": requests, "limits": {"memory": notebook.memory}},
+                "resources": _resources(notebook),
                 "securityContext": {
                     "allowPrivilegeEscalation": False,
                     "readOnlyRootFilesystem": True,
@@ -84,6 +87,17 @@ def _pod_spec(notebook: NotebookConfig, image: str, claim: str | None, mount_pat
         ],
         "volumes": volumes,
     }
+
+
+def _resources(notebook: NotebookConfig) -> dict[str, dict[str, str]]:
+    return {"requests": {"cpu": notebook.cpu, "memory": notebook.memory}, "limits": {"memory": notebook.memory}}
+
+
+def notebook_quota_share(notebook: NotebookConfig) -> dict[str, Decimal]:
+    """What the notebook takes from the team's ResourceQuota (`core/quota.py`): its pod (recreated, not surged),
+    its Deployment and ReplicaSets, its ServiceAccount."""
+    account = {"serviceaccounts": Decimal(1), "count/serviceaccounts": Decimal(1)}
+    return add_shares(pod_share(_resources(notebook)), deployment_share(HISTORY), account)
 
 
 def notebook_objects(
@@ -109,6 +123,7 @@ def notebook_objects(
             "replicas": 1,
             # one pod at a time: the old one gone before the new one mounts the claim
             "strategy": {"type": "Recreate"},
+            "revisionHistoryLimit": HISTORY,
             "selector": {"matchLabels": {NOTEBOOK_LABEL: "true"}},
             "template": {
                 "metadata": {"labels": labels},

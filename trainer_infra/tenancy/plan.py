@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 
 from trainer_infra.admission.model import AdmissionSettings
 from trainer_infra.core.objects import ManagedObject, PlanPart
+from trainer_infra.core.quota import add_shares
 from trainer_infra.storage import files
 from trainer_infra.teams.model import TeamConfig
 from trainer_infra.tenancy.admission.policy import admission_objects, namespace_annotations
@@ -14,7 +15,7 @@ from trainer_infra.tenancy.ephemeral_storage import EphemeralStorageConfig
 from trainer_infra.tenancy.limits import limit_objects
 from trainer_infra.tenancy.namespaces import team_namespace
 from trainer_infra.tenancy.network import NetworkSettings, network_policies
-from trainer_infra.tenancy.notebook import notebook_objects
+from trainer_infra.tenancy.notebook import notebook_objects, notebook_quota_share
 from trainer_infra.tenancy.rbac import shared_roles, team_bindings
 from trainer_infra.tenancy.secrets import secret_objects
 
@@ -46,7 +47,11 @@ def tenancy_plan(
         namespaces.append(namespace.key)
         objects.append(namespace)
         objects += team_bindings(team, trainer_namespace, cluster_queues.get(team.name))
-        objects += limit_objects(team, ephemeral_storage, files.quota_share() if file_service else None)
+        platform_pods = (
+            files.quota_share() if file_service else {},
+            notebook_quota_share(team.notebook) if team.notebook is not None else {},
+        )
+        objects += limit_objects(team, ephemeral_storage, add_shares(*platform_pods))
         objects += secret_objects(team)
         if network is not None:
             policies = network_policies(team.resolved_namespace, team.name, network, team.notebook is not None)
