@@ -9,6 +9,7 @@ attack 8 (NetworkPolicies) is applied here, enforced only by a CNI (tests/test_n
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -44,6 +45,7 @@ from tests.e2e.platform import (
 )
 from tests.helpers import stack_raw
 from trainer_infra.core.errors import ConfigError
+from trainer_infra.core.quantity import quantity
 from trainer_infra.sandbox.controlplane import Sandbox
 from trainer_infra.sandbox.kube import ApiError, KubeClient, wait_for
 from trainer_infra.stack.validate import validate
@@ -224,13 +226,14 @@ def test_attack4_an_admitted_job_whose_pods_never_get_ready_gives_its_quota_back
     assert ready and ready.get("timeout"), f"render's Kueue config has no waitForPodsReady: {local_settings}"
     quotas = {q["metadata"]["namespace"]: q for q in platform.render.of_kind("ResourceQuota")}
     team = next(t for t in platform.teams() if t.namespace in quotas)
-    cpu = int(str(quotas[team.namespace]["spec"]["hard"]["requests.cpu"]))
+    # a quantity: the platform raises the admin's figure by its own pods' share (e.g. 32 → 32010m)
+    cpu = quantity(str(quotas[team.namespace]["spec"]["hard"]["requests.cpu"]))
     admin, ns = sandbox.client, team.namespace
     name = unique("neverready")
     # two pods of more than half the namespace's ResourceQuota cpu: the queue's cpu quota is larger, so Kueue
     # admits; the API server refuses the second pod (exceeded quota) and the job never has all pods ready.
     member(sandbox, team).create(
-        trainjob(name, ns, gpus=platform.gpus_per_node(), nodes=2, queue=team.queue, cpu=str(cpu // 2 + 1))
+        trainjob(name, ns, gpus=platform.gpus_per_node(), nodes=2, queue=team.queue, cpu=str(math.floor(cpu / 2) + 1))
     )
     wait_admitted(admin, ns, name, 90, " (before its pods are refused)")
     cq = platform.cluster_queue(team)["metadata"]["name"]
