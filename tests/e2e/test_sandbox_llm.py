@@ -34,7 +34,8 @@ from trainer_infra.core.upstream import jobset
 from trainer_infra.core.upstream.kueue import QUEUE_LABEL
 from trainer_infra.sandbox.hub import DATASET_REPO, MODEL_REPO, read_log, tiny_dataset, tiny_model
 from trainer_infra.sandbox.kube import ApiError, KubeClient, wait_for
-from trainer_infra.sandbox.platform_sandbox import GPU, trainer_container
+from trainer_infra.sandbox.platform_sandbox import GPU
+from trainer_infra.sandbox.served_images import trainer_container
 
 
 def _sandbox(test: Callable[..., None]) -> Callable[..., None]:

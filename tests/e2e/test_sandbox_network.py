@@ -34,7 +34,8 @@ from trainer_infra.core.upstream import trainer
 from trainer_infra.sandbox import cluster_network as net
 from trainer_infra.sandbox.chart_sandbox import CONTROLLER_NAMESPACES
 from trainer_infra.sandbox.kube import KubeClient, wait_for
-from trainer_infra.sandbox.platform_sandbox import GPU, trainer_container
+from trainer_infra.sandbox.platform_sandbox import GPU
+from trainer_infra.sandbox.served_images import trainer_container
 
 pytestmark = SANDBOX_MARKS
 

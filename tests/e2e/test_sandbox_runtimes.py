@@ -37,7 +37,7 @@ from tests.e2e.pods import RESTRICTED, labelled_pod, log_when_done, namespace
 from tests.e2e.sandbox_session import SANDBOX_MARKS, Member, RunningSandbox
 from trainer_infra.sandbox.kube import ApiError, KubeClient, wait_for
 from trainer_infra.sandbox.node import MIRROR
-from trainer_infra.sandbox.platform_sandbox import GPU, MPI_RUNTIMES, TRAINER_ID, trainer_container
+from trainer_infra.sandbox.platform_sandbox import GPU, MPI_RUNTIMES, TRAINER_ID
 from trainer_infra.sandbox.runtime_images import (
     JAX,
     MPI,
@@ -49,6 +49,7 @@ from trainer_infra.sandbox.runtime_images import (
     digest_of,
     upstream_image,
 )
+from trainer_infra.sandbox.served_images import trainer_container
 from trainer_infra.sandbox.versions import CHECKOUT
 
 pytestmark = SANDBOX_MARKS
