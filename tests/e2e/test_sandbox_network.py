@@ -58,6 +58,10 @@ PROBE = """
 import os, socket, threading, time
 while os.environ.get('GATE') and not os.path.exists(os.environ['GATE']):
     time.sleep(0.2)
+said_lock = threading.Lock()
+def say(line):
+    with said_lock:  # one thread's line at a time: print writes the text and its newline apart
+        print(line, flush=True)
 def probe(label, host, port):
     error = ''
     for _ in range(int(os.environ['TRIES'])):
@@ -68,12 +72,12 @@ def probe(label, host, port):
                     said = s.recv(200).decode(errors='replace').strip()
                 except OSError:
                     said = ''
-                print(f'{label}: connected {said}', flush=True)
+                say(f'{label}: connected {said}')
                 return
         except OSError as exc:
             error = str(exc)
         time.sleep(1)
-    print(f"{label}: refused after {os.environ['TRIES']} tries ({error})", flush=True)
+    say(f"{label}: refused after {os.environ['TRIES']} tries ({error})")
 threads = []
 for target in os.environ['TARGETS'].split(','):
     label, _, address = target.partition('=')
