@@ -41,18 +41,8 @@ from trainer_infra.datacache.pinned import (
 
 # -- what reaches the initializers --------------------------------------------------------------------
 
-#: What Trainer's upstream initializers read besides STORAGE_URI (pkg/initializers/types/types.py, 2.2.1/2.3.0):
-#: where the data is and how to authenticate to it. Neither can change the initializer's code or image.
-INITIALIZER_DATA_ENV = (
-    "ACCESS_KEY_ID",
-    "ACCESS_TOKEN",
-    "ENDPOINT",
-    "IGNORE_PATTERNS",
-    "METADATA_LOC",
-    "REGION",
-    "ROLE_ARN",
-    "SECRET_ACCESS_KEY",
-)
+#: What a member may set on the initializers: their data settings (the names' home: core/upstream/trainer.py)
+INITIALIZER_DATA_ENV = trainer.INITIALIZER_DATA_ENV
 
 
 def _pinned(settings: AdmissionSettings) -> dict[str, str]:
@@ -144,7 +134,7 @@ def _deputy_pods(kind: AdmittedKind, settings: AdmissionSettings) -> str | None:
     if cache is None:
         return None
     pinned = dict(cache.pinned)
-    allowed_env = sorted({*cache.initializer_env, *INITIALIZER_DATA_ENV, "STORAGE_URI"})
+    allowed_env = sorted({*cache.initializer_env, *INITIALIZER_DATA_ENV, trainer.STORAGE_URI_ENV})
     env_ok = (
         f"(e.name in {lit(allowed_env)} && (!(e.name in {lit(sorted(pinned))}) || "
         f"({_repeats_pinned('e', pinned)}))) || {_completion_index('e')}"
