@@ -71,9 +71,10 @@ def _initializer_env_message() -> str:
         "spec.initializer.dataset.env / spec.initializer.model.env may only set the initializers' data settings "
         f"({', '.join(INITIALIZER_DATA_ENV)}) and repeat the data cache's pinned {', '.join(PINNED_ENV)} "
         "with the platform's values (dataCache.cluster): "
-        "initializers run the platform's image, the data cache's as its ServiceAccount, and other variables "
-        "(PYTHON*, LD_*, STORAGE_URI, GPU selection, cache sizes) change what it runs, where or how large. "
-        "Put the data location in storageUri"
+        "initializers run the platform's image with the team's Hugging Face token, mount the team volume (the "
+        "data cache's run as its ServiceAccount), and other variables (PYTHON*, LD_*, proxies and CA bundles "
+        "such as HTTPS_PROXY or SSL_CERT_FILE, HF_HUB_*/HF_HOME, STORAGE_URI, GPU selection, cache sizes) "
+        "change what they run, where they send the token, or how large. Put the data location in storageUri"
     )
 
 
