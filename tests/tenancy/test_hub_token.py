@@ -183,33 +183,16 @@ def test_every_variable_the_pinned_sdk_writes_is_admitted(policies: dict[str, Ob
     from kubeflow.trainer.backends.kubernetes import utils as sdk
     from kubeflow.trainer.types import types as sdk_types
 
+    s3 = {"endpoint": "http://minio:9000", "access_key_id": "a", "secret_access_key": "s", "region": "r"}
     models = [
         sdk.get_model_initializer(sdk_types.HuggingFaceModelInitializer(storage_uri="hf://o/m", access_token="hf_me")),
-        sdk.get_model_initializer(
-            sdk_types.S3ModelInitializer(
-                storage_uri="s3://b/m",
-                endpoint="http://minio:9000",
-                access_key_id="a",
-                secret_access_key="s",
-                region="r",
-                role_arn="arn:x",
-            )
-        ),
+        sdk.get_model_initializer(sdk_types.S3ModelInitializer("s3://b/m", None, **s3, role_arn="arn:x")),
     ]
     datasets = [
         sdk.get_dataset_initializer(
             sdk_types.HuggingFaceDatasetInitializer(storage_uri="hf://o/d", ignore_patterns=["*.md"], access_token="t")
         ),
-        sdk.get_dataset_initializer(
-            sdk_types.S3DatasetInitializer(
-                storage_uri="s3://b/d",
-                endpoint="http://minio:9000",
-                access_key_id="a",
-                secret_access_key="s",
-                region="r",
-                role_arn="arn:x",
-            )
-        ),
+        sdk.get_dataset_initializer(sdk_types.S3DatasetInitializer("s3://b/d", None, **s3, role_arn="arn:x")),
     ]
     written: set[str] = set()
     for model, dataset in zip(models, datasets, strict=True):
