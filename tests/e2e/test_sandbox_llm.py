@@ -221,6 +221,35 @@ def test_a_member_cannot_point_the_initializers_elsewhere_or_read_the_token(
     assert "reads Secret hf-token, the team's Hugging Face token" in str(refused.value), refused.value
 
 
+@_sandbox
+@pytest.mark.parametrize(
+    ("model", "words"),
+    [
+        (
+            {"env": [{"name": "PYTHONPATH", "value": "/workspace/planted"}]},  # a module on the team volume
+            "may only set the initializers' data settings (",
+        ),
+        (
+            {"env": [{"name": "HTTPS_PROXY", "value": "http://203.0.113.9:3128"}]},  # a member's MITM proxy
+            "may only set the initializers' data settings (",
+        ),
+        ({"secretRef": {"name": "my-secret"}}, "set secretRef, or env reading Secret hf-token"),  # its keys: any
+    ],
+)
+def test_a_member_cannot_run_code_or_proxy_beside_the_team_token_in_the_initializers(
+    platform_sandbox: RunningSandbox, model: Obj, words: str
+) -> None:
+    """The initializers hold the team's token and mount the team volume: the API server's admission policy
+    refuses every variable but their data settings, and a Secret's keys, with a message naming why."""
+    member = platform_sandbox.member(0)
+    initializer = _initializer()
+    initializer["model"].update(model)
+    with pytest.raises(ApiError) as refused:
+        member.client().create(_trainjob(unique("llm-plant"), member, initializer))
+    assert words in str(refused.value), refused.value
+    assert "the team's Hugging Face token" in str(refused.value), refused.value
+
+
 GPU_CLUSTER = os.environ.get("E2E_GPU_KUBECONFIG")
 
 

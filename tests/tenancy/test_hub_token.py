@@ -11,6 +11,7 @@ import pytest
 from tests.helpers import MINIMAL, render
 from tests.tenancy.test_admission_policies import SETTINGS, refusals, runtime, trainjob
 from trainer_infra.core.errors import ConfigError
+from trainer_infra.core.upstream.trainer import INITIALIZER_DATA_ENV
 from trainer_infra.manifests.runtime import INITIALIZERS
 from trainer_infra.stack.validate import validate
 from trainer_infra.tenancy.admission.policy import admission_objects, policy_name
@@ -119,6 +120,113 @@ def test_the_sdk_examples_initializers_are_admitted(policies: dict[str, Obj]) ->
     job = _with_initializer([{"name": "ACCESS_TOKEN", "value": "hf_personal"}])
     job["spec"]["initializer"]["dataset"] = {"storageUri": "hf://tatsu-lab/alpaca/data"}
     assert refusals(_policy(policies, "TrainJob"), job, namespace="nlp") == []
+
+
+#: What a member could set on an initializer to run code beside the team token, or to send the token elsewhere:
+#: a module or .pth on the team volume, a planted library, a warning category that imports a module, a proxy
+#: with a planted CA, Hub settings that move caches or turn off checks, another data location.
+ATTACK_ENV = (
+    "PYTHONPATH",
+    "PYTHONUSERBASE",
+    "PYTHONHOME",
+    "PYTHONSTARTUP",
+    "PYTHONWARNINGS",
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "HTTPS_PROXY",
+    "HTTP_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "https_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "HF_HOME",
+    "HF_HUB_CACHE",
+    "HF_HUB_DISABLE_SSL_VERIFICATION",
+    "HF_HUB_ENABLE_HF_TRANSFER",
+    "AWS_CA_BUNDLE",
+    "STORAGE_URI",
+)
+
+
+@pytest.mark.parametrize("step", ["model", "dataset"])
+@pytest.mark.parametrize("name", ATTACK_ENV)
+def test_any_other_variable_on_an_initializer_is_refused_saying_which_are_allowed_and_why(
+    policies: dict[str, Obj], name: str, step: str
+) -> None:
+    env = [{"name": "ACCESS_TOKEN", "value": "hf_personal"}, {"name": name, "value": "/workspace/team/evil"}]
+    messages = refusals(_policy(policies, "TrainJob"), _with_initializer(env, step), namespace="nlp")
+    assert len(messages) == 1, messages
+    assert "may only set the initializers' data settings (" + ", ".join(INITIALIZER_DATA_ENV) in messages[0]
+    assert "with the team's Hugging Face token, mount the team volume" in messages[0]
+
+
+def test_every_data_setting_is_admitted_as_a_value_or_from_the_members_own_secret(policies: dict[str, Obj]) -> None:
+    own = {"secretKeyRef": {"name": "my-s3", "key": "k"}}
+    env = [
+        {"name": n, "value": "v"} if i % 2 else {"name": n, "valueFrom": own}
+        for i, n in enumerate(INITIALIZER_DATA_ENV)
+    ]
+    for step in ("model", "dataset"):
+        assert refusals(_policy(policies, "TrainJob"), _with_initializer(env, step), namespace="nlp") == []
+
+
+def _sdk_env(initializer: Obj) -> list[str]:
+    return [e["name"] for e in initializer.get("env") or []]
+
+
+def test_every_variable_the_pinned_sdk_writes_is_admitted(policies: dict[str, Obj]) -> None:
+    """The kubeflow SDK's initializer types with every option set, turned into a TrainJob's initializer the way
+    TrainerClient.train does (backends/kubernetes/utils.py get_model_initializer, get_dataset_initializer)."""
+    from kubeflow.trainer.backends.kubernetes import utils as sdk
+    from kubeflow.trainer.types import types as sdk_types
+
+    s3 = {"endpoint": "http://minio:9000", "access_key_id": "a", "secret_access_key": "s", "region": "r"}
+    models = [
+        sdk.get_model_initializer(sdk_types.HuggingFaceModelInitializer(storage_uri="hf://o/m", access_token="hf_me")),
+        sdk.get_model_initializer(sdk_types.S3ModelInitializer("s3://b/m", None, **s3, role_arn="arn:x")),
+    ]
+    datasets = [
+        sdk.get_dataset_initializer(
+            sdk_types.HuggingFaceDatasetInitializer(storage_uri="hf://o/d", ignore_patterns=["*.md"], access_token="t")
+        ),
+        sdk.get_dataset_initializer(sdk_types.S3DatasetInitializer("s3://b/d", None, **s3, role_arn="arn:x")),
+    ]
+    written: set[str] = set()
+    for model, dataset in zip(models, datasets, strict=True):
+        job = trainjob()
+        job["spec"]["runtimeRef"] = {"name": "torchtune-llama3.2-1b"}
+        job["spec"]["initializer"] = {"model": model.to_dict(), "dataset": dataset.to_dict()}
+        written |= {*_sdk_env(job["spec"]["initializer"]["model"]), *_sdk_env(job["spec"]["initializer"]["dataset"])}
+        assert refusals(_policy(policies, "TrainJob"), job, namespace="nlp") == [], job
+    assert written == set(INITIALIZER_DATA_ENV) - {"METADATA_LOC"}  # the cache's, pinned with the cache runtime
+
+
+@pytest.mark.parametrize(
+    "initializer",
+    [
+        {"storageUri": "hf://org/model", "secretRef": {"name": "my-secret"}},  # its keys would be PYTHONPATH, ...
+        {
+            "storageUri": "s3://bucket/model",
+            "env": [
+                {"name": "ENDPOINT", "value": "http://my-pod.nlp:9000"},
+                {"name": "SECRET_ACCESS_KEY", "valueFrom": TOKEN_REF},
+            ],
+        },
+        {"storageUri": "hf://org/model", "env": [{"name": "ACCESS_TOKEN", "valueFrom": TOKEN_REF}]},
+    ],
+)
+def test_a_secrets_keys_or_the_team_token_under_another_name_are_refused_on_the_initializers(
+    policies: dict[str, Obj], initializer: Obj
+) -> None:
+    job = _with_initializer([])
+    job["spec"]["initializer"] = {"model": initializer}
+    messages = refusals(_policy(policies, "TrainJob"), job, namespace="nlp")
+    assert len(messages) == 1, messages
+    assert "set secretRef, or env reading Secret hf-token: the initializers hold the team's Hugging Face" in messages[0]
+    assert "valueFrom: {secretKeyRef: {name: <your Secret>, key: <key>}}" in messages[0]
 
 
 def test_the_team_token_in_the_trainer_step_is_refused(policies: dict[str, Obj]) -> None:

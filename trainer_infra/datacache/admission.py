@@ -41,18 +41,8 @@ from trainer_infra.datacache.pinned import (
 
 # -- what reaches the initializers --------------------------------------------------------------------
 
-#: What Trainer's upstream initializers read besides STORAGE_URI (pkg/initializers/types/types.py, 2.2.1/2.3.0):
-#: where the data is and how to authenticate to it. Neither can change the initializer's code or image.
-INITIALIZER_DATA_ENV = (
-    "ACCESS_KEY_ID",
-    "ACCESS_TOKEN",
-    "ENDPOINT",
-    "IGNORE_PATTERNS",
-    "METADATA_LOC",
-    "REGION",
-    "ROLE_ARN",
-    "SECRET_ACCESS_KEY",
-)
+#: What a member may set on the initializers: their data settings (the names' home: core/upstream/trainer.py)
+INITIALIZER_DATA_ENV = trainer.INITIALIZER_DATA_ENV
 
 
 def _pinned(settings: AdmissionSettings) -> dict[str, str]:
@@ -81,9 +71,10 @@ def _initializer_env_message() -> str:
         "spec.initializer.dataset.env / spec.initializer.model.env may only set the initializers' data settings "
         f"({', '.join(INITIALIZER_DATA_ENV)}) and repeat the data cache's pinned {', '.join(PINNED_ENV)} "
         "with the platform's values (dataCache.cluster): "
-        "initializers run the platform's image, the data cache's as its ServiceAccount, and other variables "
-        "(PYTHON*, LD_*, STORAGE_URI, GPU selection, cache sizes) change what it runs, where or how large. "
-        "Put the data location in storageUri"
+        "initializers run the platform's image with the team's Hugging Face token, mount the team volume (the "
+        "data cache's run as its ServiceAccount), and other variables (PYTHON*, LD_*, proxies and CA bundles "
+        "such as HTTPS_PROXY or SSL_CERT_FILE, HF_HUB_*/HF_HOME, STORAGE_URI, GPU selection, cache sizes) "
+        "change what they run, where they send the token, or how large. Put the data location in storageUri"
     )
 
 
@@ -144,7 +135,7 @@ def _deputy_pods(kind: AdmittedKind, settings: AdmissionSettings) -> str | None:
     if cache is None:
         return None
     pinned = dict(cache.pinned)
-    allowed_env = sorted({*cache.initializer_env, *INITIALIZER_DATA_ENV, "STORAGE_URI"})
+    allowed_env = sorted({*cache.initializer_env, *INITIALIZER_DATA_ENV, trainer.STORAGE_URI_ENV})
     env_ok = (
         f"(e.name in {lit(allowed_env)} && (!(e.name in {lit(sorted(pinned))}) || "
         f"({_repeats_pinned('e', pinned)}))) || {_completion_index('e')}"

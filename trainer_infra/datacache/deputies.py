@@ -129,7 +129,7 @@ CACHE_INITIALIZER_DEPUTY = Deputy(
         MemberField(
             "spec.initializer.dataset.secretRef",
             "envFrom of the dataset-initializer container (any variable the Secret holds)",
-            "refused on a data cache runtime",
+            "refused on every runtime (initializerSecrets: the initializers hold the team token)",
         ),
         MemberField(
             "spec.runtimePatches[].…replicatedJobs[dataset-initializer]",

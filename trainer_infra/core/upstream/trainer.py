@@ -24,6 +24,27 @@ SUPPORT_LABEL = f"{GROUP}/support"
 SDK_DEVICE_LIMITS = (nvidia.GPU, "google.com/tpu", "huawei.com/Ascend910", "cpu")
 SDK_DEVICE_PREFIXES = (nvidia.MIG_PREFIX,)
 
+# -- the initializers' configuration (pkg/initializers, 2.2.1) -----------------------------------------------
+#: Where the initializers read their data from: Trainer sets it from `storageUri` (pkg/initializers/utils/utils.py
+#: STORAGE_URI_ENV; dataset/__main__.py and model/__main__.py pick the provider by its scheme).
+STORAGE_URI_ENV = "STORAGE_URI"
+#: Everything else they read as configuration: `utils.get_config_from_env` reads each field of the provider's
+#: dataclass upper-cased (pkg/initializers/types/types.py: HuggingFace*Initializer `access_token`,
+#: `ignore_patterns`; S3*Initializer `endpoint`, `access_key_id`, `secret_access_key`, `region`, `role_arn`;
+#: CacheDatasetInitializer `metadata_loc`; the cache's sizes and image are pinned by the platform:
+#: datacache/pinned.py). The kubeflow SDK writes the same names (backends/kubernetes/utils.py
+#: get_optional_initializer_envs). Where the data is and how to authenticate to it: none changes the code.
+INITIALIZER_DATA_ENV = (
+    "ACCESS_KEY_ID",
+    "ACCESS_TOKEN",
+    "ENDPOINT",
+    "IGNORE_PATTERNS",
+    "METADATA_LOC",
+    "REGION",
+    "ROLE_ARN",
+    "SECRET_ACCESS_KEY",
+)
+
 # -- the TrainJob status server (KEP-2779, alpha in 2.2 and 2.3) --------------------------------------------
 #: The feature gate that starts the status server in the controller (pkg/features/features.go: Alpha, off).
 STATUS_GATE = "TrainJobStatus"

@@ -89,3 +89,23 @@ INITIALIZER_HUB = AdmissionRule(
     "(a personal token of your own may go in ACCESS_TOKEN)",
     _initializer_hub,
 )
+
+
+def _initializer_secrets(kind: AdmittedKind, settings: AdmissionSettings) -> str:
+    i = "object.spec.initializer"
+    per = [f"(!has({i}.{s}) || (!has({i}.{s}.secretRef) && !{_env_reads(f'{i}.{s}')}))" for s in ("dataset", "model")]
+    return f"!has({i}) || ({' && '.join(per)})"
+
+
+INITIALIZER_SECRETS = AdmissionRule(
+    "initializerSecrets",
+    ("TrainJob",),
+    "spec.initializer.dataset / spec.initializer.model set secretRef, or env reading Secret "
+    f"{HF_TOKEN_SECRET}: the initializers hold the team's Hugging Face token and mount the team volume, so "
+    "every variable they get must be one of their data settings, and a Secret's keys (secretRef) would reach "
+    "them unjudged (PYTHONPATH, HTTPS_PROXY, ...); the team token is set in them for you and goes only to the "
+    "platform's Hub, never under another name (an S3 ENDPOINT of your choosing). Put a credential of your own "
+    "in a data setting read from your own Secret: env: [{name: ACCESS_TOKEN (or ACCESS_KEY_ID, "
+    "SECRET_ACCESS_KEY), valueFrom: {secretKeyRef: {name: <your Secret>, key: <key>}}}]",
+    _initializer_secrets,
+)

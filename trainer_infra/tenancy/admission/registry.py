@@ -50,6 +50,7 @@ RULES: Registry[AdmissionRule] = Registry(
     hub_token.TRAINER_TOKEN,
     hub_token.INITIALIZER_HUB,  # before initializerEnv, which refuses them too, to name the platform's way first
     datacache.INITIALIZER_ENV,
+    hub_token.INITIALIZER_SECRETS,  # a Secret's keys (secretRef) would bypass initializerEnv
     datacache.DEPUTY_RUNTIME,
     patches.CONTROLLER_LABELS,
     notebook.NOTEBOOK_LABEL_RULE,
