@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.pipeline import Pipeline, Plan
+from tests.e2e.pipeline import TOOLS, Pipeline, Plan, controlplane_targets
+from trainer_infra.sandbox.build import Builder
 from trainer_infra.sandbox.versions import VersionSet
 
 #: seconds each stand-in step takes: long enough that an overlap (or its absence) is unambiguous
@@ -75,12 +76,13 @@ def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
     return a[0] < b[1] and b[0] < a[1]
 
 
-def test_real_node_sessions_run_one_at_a_time_and_the_harness_beside_them() -> None:
+def test_the_sandbox_runs_beside_the_install_session_and_the_harness_beside_them() -> None:
     run = Recorded(plan())
     assert run.run() == 0
     s = run.spans
-    # node, install, sandbox: each after the previous, in this order
-    assert s["node"][1] <= s["install"][0] and s["install"][1] <= s["sandbox"][0]
+    # the node session first; then the install and sandbox sessions side by side (each on a node of its own)
+    assert s["node"][1] <= s["install"][0] and s["node"][1] <= s["sandbox"][0]
+    assert overlap(s["install"], s["sandbox"])
     # the harness needs only the control plane: it runs while the toolchain still builds
     assert s["controlplane"][1] <= s["harness"][0] and overlap(s["harness"], s["toolchain"])
     # the node's session does not wait for the toolchain; the install session does
@@ -91,6 +93,23 @@ def test_real_node_sessions_run_one_at_a_time_and_the_harness_beside_them() -> N
     # own session needs them) after the node's, never before the install session's builds
     assert s["controlplane"][1] <= s["node-binaries"][0] and s["node-binaries"][1] <= s["tools-binaries"][0]
     assert s["harness"][1] <= s["tools-binaries"][0] and s["tools-binaries"][1] <= s["tools"][0]
+
+
+def test_the_sandbox_after_the_install_session_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """E2E_SANDBOX_AFTER_INSTALL=1: a failure under the load of both is told from a real one."""
+    monkeypatch.setenv("E2E_SANDBOX_AFTER_INSTALL", "1")
+    run = Recorded(plan())
+    assert run.run() == 0
+    assert run.spans["install"][1] <= run.spans["sandbox"][0]
+
+
+def test_the_control_plane_build_leaves_out_the_node_the_tools_and_every_opt_in_binary() -> None:
+    builder = Builder(VersionSet.from_env())
+    built = controlplane_targets(builder)
+    targets = {t.name: t for t in builder.targets()}
+    assert {"kube-apiserver", "kueue-manager", "trainer-controller-manager", "promql-names"} <= built
+    assert "karpenter-kwok" in targets and targets["karpenter-kwok"].opt_in and "karpenter-kwok" not in built
+    assert not built & ({n for n, t in targets.items() if t.node} | set(TOOLS))
 
 
 def test_the_run_takes_its_longest_lane_not_the_sum_of_its_parts() -> None:
