@@ -10,7 +10,7 @@ A cold 2-core machine spent a third of CI's time with a core idle: the sessions 
 - the **platform lane** builds the Pulumi toolchain meanwhile (its own cache folder and log; Go's caches are safe to
   share), then the real node's binaries (after the control plane's: one ``Builder`` at a time, its lock), then runs
   the node session while the toolchain may still build, then the install session and, beside it, the sandbox
-  session (once the runtime stand-in images, built beside the node session, are there).
+  session (once the runtime stand-in images, built from the start at a lower priority, are there).
 
 Two real nodes run at once (``host_share.py`` hands the host-wide state from the first node to start to the last to
 stop). ``E2E_SANDBOX_AFTER_INSTALL=1`` runs the sandbox session after the install session instead (a load-dependent
@@ -39,6 +39,8 @@ from trainer_infra.sandbox.node_host import NodeError
 from trainer_infra.sandbox.toolchain import Toolchain
 from trainer_infra.sandbox.versions import CHECKOUT, VersionSet
 
+#: the stand-in images' niceness (``make test`` runs at 10 beside the builds too)
+IMAGES_NICE = 10
 #: the exit code of a run stopped by Ctrl-C (a shell's 128 + SIGINT)
 INTERRUPTED = 130
 #: the test tools no cluster session needs (``Plan.tools``'s files do): built after the real node's binaries, off
@@ -165,7 +167,9 @@ class Pipeline:
     def platform_lane(self, built: threading.Event, node_built: threading.Event) -> None:
         """The toolchain beside the control plane's build, the node's binaries, then the real-node sessions in turn."""
         toolchain = Lane(self, "toolchain", self.toolchain) if self.plan.installed or self.plan.sandbox else None
-        images: Lane | None = None
+        # from the start, at a lower priority: they need no Go binary, and after the real node's build they came
+        # before the sandbox session on a cold run's critical path (1,105 s, 2026-11-28)
+        images = Lane(self, "stand-in images", self.stand_in_images) if self.plan.sandbox else None
         sandbox: Lane | None = None
         try:
             built.wait()
@@ -174,7 +178,6 @@ class Pipeline:
             node_built.set()
             if not node_ok:
                 return
-            images = Lane(self, "stand-in images", self.stand_in_images) if self.plan.sandbox else None
             if self.plan.node:
                 self.timed("session: node", lambda: self.session("node", self.plan.node, in_netns=True))
             toolchain_ok = toolchain is None or toolchain.join()
@@ -206,6 +209,9 @@ class Pipeline:
         return self.timed("build: Pulumi toolchain", self.build_toolchain)
 
     def stand_in_images(self) -> bool:
+        # this thread's nice value (Linux keeps one per thread), which the processes it starts inherit: the builds
+        # on the way to every session come first, the images take what CPU they leave
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), IMAGES_NICE)
         return self.timed("build: stand-in images", self.build_images)
 
     # -- the builds (each: name → seconds, empty when cached) ----------------

@@ -87,8 +87,8 @@ def test_the_sandbox_runs_beside_the_install_session_and_the_harness_beside_them
     assert s["controlplane"][1] <= s["harness"][0] and overlap(s["harness"], s["toolchain"])
     # the node's session does not wait for the toolchain; the install session does
     assert s["node"][0] < s["toolchain"][1] <= s["install"][0]
-    # the stand-in images download beside the sessions, before the sandbox's
-    assert s["node-binaries"][1] <= s["images"][0] and s["images"][1] <= s["sandbox"][0]
+    # the stand-in images build from the start (beside the control plane's build), before the sandbox's session
+    assert overlap(s["images"], s["controlplane"]) and s["images"][1] <= s["sandbox"][0]
     # one Builder at a time (its lock): the node's binaries after the control plane's, the test tools (only their
     # own session needs them) after the node's, never before the install session's builds
     assert s["controlplane"][1] <= s["node-binaries"][0] and s["node-binaries"][1] <= s["tools-binaries"][0]
@@ -125,7 +125,8 @@ def test_a_failed_control_plane_build_runs_no_session_and_fails(capsys: pytest.C
     run = Recorded(plan())
     run.fail = frozenset({"controlplane"})
     assert run.run() == 1
-    assert set(run.spans) == {"controlplane", "toolchain"}  # the toolchain already running is waited for
+    # the toolchain and the images already running are waited for
+    assert set(run.spans) == {"controlplane", "toolchain", "images"}
     assert "build: control plane failed: controlplane failed (stand-in)" in capsys.readouterr().err
 
 
